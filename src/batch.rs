@@ -1,0 +1,328 @@
+//! Batch output: plain-text tables (the `iostat -x` columns plus the access
+//! pattern, then the top processes by disk I/O) or, with `--json`, one JSON
+//! object per interval. Used with `--batch`, `--json`, or when stdout is not
+//! a terminal.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cli::{BenchArgs, Cli};
+use crate::collect::Collector;
+use crate::collect::sample::HostInfo;
+use crate::format;
+use crate::model::disk::DiskRates;
+use crate::model::{Model, ProcRow};
+
+/// Default seconds between samples.
+pub const DEFAULT_INTERVAL: f64 = 1.0;
+
+pub fn clk_tck() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if v > 0 { v as f64 } else { 100.0 }
+}
+
+/// Validate an interval given on the command line or in a config file.
+pub fn interval(v: Option<f64>) -> anyhow::Result<Duration> {
+    let s = v.unwrap_or(DEFAULT_INTERVAL);
+    anyhow::ensure!(
+        s.is_finite() && (0.05..=3600.0).contains(&s),
+        "--interval must be between 0.05 and 3600 seconds, got {s}"
+    );
+    Ok(Duration::from_secs_f64(s))
+}
+
+pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let every = interval(cli.interval)?;
+    let mut collector = Collector::new(&cli.root);
+    let mut model = Model::new(HostInfo::read(), clk_tck());
+    model.update(collector.sample());
+    let start = Instant::now();
+    let stdout = std::io::stdout();
+    for k in 1u32.. {
+        if cli.count.is_some_and(|n| u64::from(k) > n) {
+            break;
+        }
+        let next = start + every * k;
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        model.update(collector.sample());
+        let text = if cli.json {
+            json_report(&model, cli.top).to_string() + "\n"
+        } else {
+            text_report(&model, cli.top)
+        };
+        let mut out = stdout.lock();
+        // A closed pipe (`iolens --batch | head`) ends the run quietly.
+        if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Processes that did I/O in the interval, busiest on the disk first (then by
+/// logical I/O), at most `top`.
+pub fn top_procs(model: &Model, top: usize) -> Vec<&ProcRow> {
+    let mut v: Vec<&ProcRow> = model
+        .procs
+        .iter()
+        .filter(|p| p.rates.is_some_and(|r| r.is_active()))
+        .collect();
+    let key = |p: &ProcRow| {
+        p.rates
+            .map_or((0.0, 0.0), |r| (r.disk_bps(), r.rchar_bps + r.wchar_bps))
+    };
+    v.sort_by(|a, b| key(b).partial_cmp(&key(a)).unwrap_or(std::cmp::Ordering::Equal));
+    v.truncate(top);
+    v
+}
+
+fn opt2(v: Option<f64>) -> String {
+    v.map_or_else(|| format::NA.to_string(), |v| format!("{v:.2}"))
+}
+
+fn device_line(out: &mut String, name: &str, r: &DiskRates, mount: &str) {
+    let dir = |d: &crate::model::disk::DirRates| {
+        format!(
+            "{:>9.2} {:>8.2} {:>7.2} {:>6} {:>8} {:>8}",
+            d.ios_per_s,
+            d.bytes_per_s / 1e6,
+            d.merges_per_s,
+            opt2(d.merge_pct),
+            opt2(d.await_ms),
+            opt2(d.req_bytes.map(|b| b / 1024.0)),
+        )
+    };
+    let na_dir = format!(
+        "{:>9} {:>8} {:>7} {:>6} {:>8} {:>8}",
+        "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"
+    );
+    let _ = writeln!(
+        out,
+        "{:<12} {} {} {} {:>7} {:>8} {:>6.2} {:>6.1} {:<5} {}",
+        name,
+        dir(&r.read),
+        dir(&r.write),
+        r.discard.as_ref().map_or(na_dir, dir),
+        r.flush
+            .map_or_else(|| format::NA.to_string(), |f| format!("{:.2}", f.ios_per_s)),
+        opt2(r.flush.and_then(|f| f.await_ms)),
+        r.aqu_sz,
+        r.util_pct,
+        r.pattern.map_or("-", |p| p.label()),
+        mount,
+    );
+}
+
+/// The plain-text report of one interval.
+pub fn text_report(model: &Model, top: usize) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "{} {}  interval {}",
+        model.host.hostname,
+        model.host.kernel,
+        opt2(model.interval_s)
+    );
+    if let Some(c) = model.cpu {
+        let _ = write!(
+            out,
+            "  cpu user {:.1}% sys {:.1}% iowait {:.1}% steal {:.1}% idle {:.1}%",
+            c.user + c.nice,
+            c.system,
+            c.iowait,
+            c.steal,
+            c.idle
+        );
+    }
+    match model.psi.and_then(|p| p.some) {
+        Some(s) => {
+            let full = model
+                .psi
+                .and_then(|p| p.full)
+                .map_or(format::NA.to_string(), |f| format!("{:.2}", f.avg10));
+            let _ = write!(out, "  psi io some {:.2} full {}", s.avg10, full);
+        }
+        None => out.push_str("  psi off"),
+    }
+    if let Some(m) = model.mem {
+        let _ = write!(
+            out,
+            "  dirty {} writeback {}",
+            format::decimal(m.dirty_bytes as f64),
+            format::decimal(m.writeback_bytes as f64)
+        );
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{:<12} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>6} {:>6} {:<5} mount",
+        "Device",
+        "r/s",
+        "rMB/s",
+        "rrqm/s",
+        "%rrqm",
+        "r_await",
+        "rareq-sz",
+        "w/s",
+        "wMB/s",
+        "wrqm/s",
+        "%wrqm",
+        "w_await",
+        "wareq-sz",
+        "d/s",
+        "dMB/s",
+        "drqm/s",
+        "%drqm",
+        "d_await",
+        "dareq-sz",
+        "f/s",
+        "f_await",
+        "aqu-sz",
+        "%util",
+        "pat",
+    );
+    for d in &model.devices {
+        let name = format::escape(&d.name);
+        let mount = d
+            .info
+            .as_ref()
+            .and_then(|i| i.mounts.first())
+            .map_or(String::new(), |m| format::escape(&m.mount_point));
+        match &d.rates {
+            Some(r) => device_line(&mut out, &name, r, &mount),
+            None => {
+                let why = d.rebaseline.map_or("first sample", |_| "counters reset, re-baselined");
+                let _ = writeln!(out, "{name:<12} n/a ({why})");
+            }
+        }
+    }
+    if let Some(t) = &model.total {
+        device_line(&mut out, "total", t, "");
+    }
+    let _ = writeln!(
+        out,
+        "\n{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6}  command",
+        "PID", "user", "prio", "disk rd/s", "disk wr/s", "read/s", "write/s", "sysc/s", "B/sysc", "cache"
+    );
+    for p in top_procs(model, top) {
+        let Some(r) = p.rates else { continue };
+        let cmd = if p.raw.cmdline.is_empty() {
+            format!("[{}]", p.raw.comm)
+        } else {
+            p.raw.cmdline.clone()
+        };
+        let _ = writeln!(
+            out,
+            "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6}  {}",
+            p.raw.key.pid,
+            format::escape(p.raw.user.as_deref().unwrap_or("?")),
+            p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
+            format::rate(r.read_bps),
+            format::rate(r.write_bps),
+            format::rate(r.rchar_bps),
+            format::rate(r.wchar_bps),
+            format::num(r.syscr_per_s + r.syscw_per_s),
+            avg_syscall(r.avg_read, r.avg_write),
+            r.cache_share
+                .map_or(format::NA.to_string(), |c| format!("{:.0}%", c * 100.0)),
+            format::escape(&cmd),
+        );
+    }
+    if !model.host.is_root && (model.hidden > 0 || model.denied > 0) {
+        let _ = writeln!(
+            out,
+            "(not root: I/O of {} processes of other users is hidden; {} not visible at all)",
+            model.denied, model.hidden
+        );
+    }
+    for e in &model.errors {
+        let _ = writeln!(out, "warning: {}", format::escape(e));
+    }
+    out.push('\n');
+    out
+}
+
+fn avg_syscall(r: Option<f64>, w: Option<f64>) -> String {
+    match (r, w) {
+        (Some(r), _) => format::binary(r),
+        (None, Some(w)) => format::binary(w),
+        _ => format::NA.to_string(),
+    }
+}
+
+/// One interval as a JSON value (fields documented in the README).
+pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
+    let procs: Vec<serde_json::Value> = top_procs(model, top)
+        .into_iter()
+        .map(|p| {
+            json!({
+                "pid": p.raw.key.pid,
+                "start_time": p.raw.key.start_time,
+                "comm": p.raw.comm,
+                "cmdline": p.raw.cmdline,
+                "user": p.raw.user,
+                "uid": p.raw.uid,
+                "state": p.raw.state.to_string(),
+                "ioprio": p.raw.ioprio.map(|io| io.label(p.raw.nice)),
+                "rates": p.rates,
+            })
+        })
+        .collect();
+    json!({
+        "host": model.host.hostname,
+        "kernel": model.host.kernel,
+        "mono_ns": model.mono_ns,
+        "interval_s": model.interval_s,
+        "cpu": model.cpu,
+        "psi_io": model.psi,
+        "memory": model.mem,
+        "devices": model.devices,
+        "total": model.total,
+        "processes": procs,
+        "processes_hidden": model.hidden,
+        "processes_denied": model.denied,
+        "errors": model.errors,
+    })
+}
+
+/// `iolens bench-sample`: the CPU cost of one full sample of this machine.
+pub fn bench_sample(cli: &Cli, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    use crate::collect::process_cpu_ns;
+    let mut collector = Collector::new(&cli.root);
+    let mut model = Model::new(HostInfo::read(), clk_tck());
+    // Warm-up: the first sample fills the per-process cache (cmdline, owner).
+    let cold_start = process_cpu_ns();
+    model.update(collector.sample());
+    let cold_ns = process_cpu_ns() - cold_start;
+    let samples = args.samples.max(1);
+    let (mut sample_ns, mut model_ns, mut procs) = (0u64, 0u64, 0usize);
+    for _ in 0..samples {
+        let t0 = process_cpu_ns();
+        let s = collector.sample();
+        let t1 = process_cpu_ns();
+        procs += s.procs.procs.len();
+        model.update(s);
+        model_ns += process_cpu_ns() - t1;
+        sample_ns += t1 - t0;
+    }
+    let n = f64::from(samples);
+    let per_sample = sample_ns as f64 / n / 1000.0;
+    let per_proc_count = procs as f64 / n;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "processes per sample: {per_proc_count:.0}").context("writing to stdout")?;
+    writeln!(out, "first (cold) sample:  {:.0} µs CPU", cold_ns as f64 / 1000.0)?;
+    writeln!(out, "collect per sample:   {per_sample:.0} µs CPU (mean of {samples})")?;
+    writeln!(out, "model per sample:     {:.0} µs CPU", model_ns as f64 / n / 1000.0)?;
+    writeln!(
+        out,
+        "per process:          {:.2} µs CPU",
+        per_sample / per_proc_count.max(1.0)
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,122 @@
+//! Command-line interface. Every flag can also be set from an `IOLENS_*`
+//! environment variable; precedence is CLI > env > config file > default.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "iolens",
+    version,
+    about = "Live disk analysis for Linux: devices, processes, progress, probes"
+)]
+pub struct Cli {
+    /// Read /proc and /sys under this directory instead of "/" (for replaying captured trees)
+    #[arg(long, env = "IOLENS_ROOT", default_value = "/", global = true)]
+    pub root: PathBuf,
+
+    /// Seconds between samples
+    #[arg(long, short = 'i', env = "IOLENS_INTERVAL", global = true)]
+    pub interval: Option<f64>,
+
+    /// Print plain-text reports instead of opening the dashboard
+    #[arg(long, short = 'b', env = "IOLENS_BATCH")]
+    pub batch: bool,
+
+    /// Print one JSON object per interval (implies --batch)
+    #[arg(long, env = "IOLENS_JSON")]
+    pub json: bool,
+
+    /// Number of reports in batch mode (default: run until interrupted)
+    #[arg(long, short = 'n', env = "IOLENS_COUNT")]
+    pub count: Option<u64>,
+
+    /// Number of processes listed per report in batch mode
+    #[arg(long, env = "IOLENS_TOP", default_value_t = 10)]
+    pub top: usize,
+
+    /// Disable colours (also honoured: the NO_COLOR environment variable)
+    #[arg(long, env = "IOLENS_NO_COLOR", global = true)]
+    pub no_color: bool,
+
+    /// Config file (default: $XDG_CONFIG_HOME/iolens/config.toml)
+    #[arg(long, env = "IOLENS_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show progress, rate and ETA of long file operations (from fdinfo)
+    Progress(ProgressArgs),
+    /// Run a read-only probe of a block device, partition or file
+    Probe(ProbeArgs),
+    /// Measure the cost of one full sample (CPU µs per sample and per process)
+    BenchSample(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProgressArgs {
+    /// Only these PIDs
+    #[arg(long, short = 'p', env = "IOLENS_PID", value_delimiter = ',')]
+    pub pid: Vec<i32>,
+    /// Only processes whose command name matches (exact comm)
+    #[arg(long, short = 'c', env = "IOLENS_NAME", value_delimiter = ',')]
+    pub name: Vec<String>,
+    /// Refresh until the watched processes end
+    #[arg(long, short = 'w')]
+    pub watch: bool,
+    /// Machine-readable output, one JSON object per line
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProbeKind {
+    /// Random read latency at queue depth 1
+    Rand,
+    /// Sequential zone sweep across the target
+    Sweep,
+    /// Both
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// Which test to run
+    #[arg(value_enum)]
+    pub kind: ProbeKind,
+    /// Block device, partition or regular file
+    pub target: PathBuf,
+    /// Short run (default)
+    #[arg(long, conflicts_with = "thorough")]
+    pub quick: bool,
+    /// Longer run, more zones
+    #[arg(long)]
+    pub thorough: bool,
+    /// Block size for random reads (e.g. 4k, 64KiB)
+    #[arg(long)]
+    pub bs: Option<String>,
+    /// Time cap in seconds per test
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Run in the idle I/O class (results labelled impact-limited)
+    #[arg(long)]
+    pub idle: bool,
+    /// Drop the global page cache first (root only; affects the whole machine)
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Machine-readable output
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Number of samples to take
+    #[arg(long, default_value_t = 20)]
+    pub samples: u32,
+}

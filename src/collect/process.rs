@@ -1,0 +1,475 @@
+//! Per-process collection: `/proc/<pid>/stat`, `/proc/<pid>/io`, cmdline,
+//! owner and I/O priority.
+//!
+//! The stat and io parsers are written here instead of using the procfs
+//! crate's `Process` API because this is the hot path (thousands of processes
+//! every second): these read into one reused buffer and allocate nothing but
+//! the comm string, while procfs opens by path and allocates per field.
+//! Things that rarely change (cmdline, owner) are read once per process and
+//! cached by its key.
+
+use std::collections::HashMap;
+use std::io;
+
+use serde::Serialize;
+
+use super::{Reader, parse_i64, parse_u64};
+
+/// A process is identified by (pid, start time): a reused pid is a new process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ProcKey {
+    pub pid: i32,
+    /// Start time in clock ticks after boot (`/proc/<pid>/stat` field 22).
+    pub start_time: u64,
+}
+
+/// The fields of `/proc/<pid>/stat` that iolens uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidStat {
+    pub pid: i32,
+    pub comm: String,
+    pub state: char,
+    pub ppid: i32,
+    pub utime: u64,
+    pub stime: u64,
+    pub nice: i64,
+    pub num_threads: u64,
+    pub start_time: u64,
+    /// Aggregated block I/O delay in clock ticks (field 42); `None` when the
+    /// kernel does not report it.
+    pub blkio_ticks: Option<u64>,
+}
+
+/// Parse `/proc/<pid>/stat`. The comm is everything between the first '('
+/// and the last ')', so a comm containing spaces, ')' or newlines is parsed
+/// right; the fields after it are numbers.
+pub fn parse_stat(buf: &[u8]) -> Option<PidStat> {
+    let open = buf.iter().position(|&c| c == b'(')?;
+    let close = buf.iter().rposition(|&c| c == b')')?;
+    if close < open {
+        return None;
+    }
+    let pid = i32::try_from(parse_i64(buf[..open].trim_ascii())?).ok()?;
+    let comm = String::from_utf8_lossy(&buf[open + 1..close]).into_owned();
+    let mut rest = buf[close + 1..].split(|c| *c == b' ').filter(|f| !f.is_empty());
+    let state = *rest.next()?.first()? as char;
+    // Fields after the state, numbered from 0 = field 4 (ppid).
+    let mut f = [0i64; 40];
+    let mut n = 0;
+    for field in rest.take(f.len()) {
+        let field = field.trim_ascii();
+        // A few fields (rsslim, ...) are unsigned values above i64::MAX.
+        f[n] = parse_i64(field).or_else(|| parse_u64(field).map(|_| i64::MAX))?;
+        n += 1;
+    }
+    if n < 19 {
+        return None;
+    }
+    let u = |i: usize| u64::try_from(f[i]).unwrap_or(0);
+    Some(PidStat {
+        pid,
+        comm,
+        state,
+        ppid: i32::try_from(f[0]).unwrap_or(0),
+        utime: u(10),
+        stime: u(11),
+        nice: f[15],
+        num_threads: u(16),
+        start_time: u(18),
+        blkio_ticks: (n > 38).then(|| u(38)),
+    })
+}
+
+/// `/proc/<pid>/io`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ProcIo {
+    /// Bytes read through read-like syscalls (including from page cache).
+    pub rchar: u64,
+    pub wchar: u64,
+    pub syscr: u64,
+    pub syscw: u64,
+    /// Bytes this process caused to be fetched from storage.
+    pub read_bytes: u64,
+    /// Bytes this process caused to be sent to storage (at dirtying time).
+    pub write_bytes: u64,
+    pub cancelled_write_bytes: u64,
+}
+
+/// Parse `/proc/<pid>/io`; `None` when a field is missing or malformed.
+pub fn parse_io(buf: &[u8]) -> Option<ProcIo> {
+    let mut io = ProcIo::default();
+    let mut seen = 0u8;
+    for line in buf.split(|&c| c == b'\n') {
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
+            continue;
+        };
+        let v = parse_u64(line[colon + 1..].trim_ascii());
+        let (slot, bit) = match &line[..colon] {
+            b"rchar" => (&mut io.rchar, 1),
+            b"wchar" => (&mut io.wchar, 2),
+            b"syscr" => (&mut io.syscr, 4),
+            b"syscw" => (&mut io.syscw, 8),
+            b"read_bytes" => (&mut io.read_bytes, 16),
+            b"write_bytes" => (&mut io.write_bytes, 32),
+            b"cancelled_write_bytes" => (&mut io.cancelled_write_bytes, 64),
+            _ => continue,
+        };
+        *slot = v?;
+        seen |= bit;
+    }
+    (seen == 127).then_some(io)
+}
+
+/// Why a process's I/O counters are not available.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoUnavailable {
+    /// Another user's process and we lack CAP_SYS_PTRACE: run as root to see it.
+    PermissionDenied,
+    /// The process ended between listing and reading.
+    Exited,
+    /// Malformed file, or a kernel without task I/O accounting.
+    Unreadable(String),
+}
+
+/// I/O scheduling class (see ioprio_set(2)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoClass {
+    /// No class set: best-effort with a level derived from nice.
+    None,
+    RealTime,
+    BestEffort,
+    Idle,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IoPrio {
+    pub class: IoClass,
+    pub level: u8,
+}
+
+impl IoPrio {
+    pub const IOPRIO_CLASS_SHIFT: u32 = 13;
+
+    /// Decode the value returned by ioprio_get(2).
+    pub fn from_raw(v: i32) -> Self {
+        let class = match (v >> Self::IOPRIO_CLASS_SHIFT) & 0x7 {
+            1 => IoClass::RealTime,
+            2 => IoClass::BestEffort,
+            3 => IoClass::Idle,
+            _ => IoClass::None,
+        };
+        IoPrio {
+            class,
+            level: (v & 0x7) as u8,
+        }
+    }
+
+    /// As iotop shows it: "rt/0", "be/4", "idle"; an unset class is shown as
+    /// the best-effort level the kernel derives from nice.
+    pub fn label(&self, nice: i64) -> String {
+        match self.class {
+            IoClass::RealTime => format!("rt/{}", self.level),
+            IoClass::BestEffort => format!("be/{}", self.level),
+            IoClass::Idle => "idle".to_string(),
+            IoClass::None => format!("be/{}", ((nice.clamp(-20, 19) + 20) / 5)),
+        }
+    }
+}
+
+/// Read the I/O priority of a process with ioprio_get(2).
+pub fn ioprio_get(pid: i32) -> Option<IoPrio> {
+    const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+    // SAFETY: ioprio_get takes two integers and returns an integer; no memory
+    // is passed.
+    let v = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, pid as libc::c_long) };
+    (v >= 0).then(|| IoPrio::from_raw(v as i32))
+}
+
+/// One process as read in one sample.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RawProc {
+    pub key: ProcKey,
+    pub ppid: i32,
+    /// The kernel's comm (unescaped; escape before display).
+    pub comm: String,
+    /// Command line with NULs turned into spaces (empty for kernel threads).
+    pub cmdline: String,
+    pub state: char,
+    pub nice: i64,
+    pub uid: Option<u32>,
+    pub user: Option<String>,
+    pub ioprio: Option<IoPrio>,
+    /// CPU ticks (user + system).
+    pub cpu_ticks: u64,
+    pub blkio_ticks: Option<u64>,
+    pub io: Result<ProcIo, IoUnavailable>,
+}
+
+/// All processes of one sample, with counts of those that could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProcSnapshot {
+    pub procs: Vec<RawProc>,
+    /// Listed in /proc but their stat could not be read (hidepid, or not allowed).
+    pub hidden: u32,
+    /// Listed, then gone before their stat was read.
+    pub exited: u32,
+}
+
+impl ProcSnapshot {
+    /// Processes whose I/O counters we were not allowed to read.
+    pub fn denied(&self) -> usize {
+        self.procs
+            .iter()
+            .filter(|p| matches!(p.io, Err(IoUnavailable::PermissionDenied)))
+            .count()
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Static {
+    cmdline: String,
+    uid: Option<u32>,
+    seen: u64,
+}
+
+/// Reads processes, caching per-process facts that do not change.
+#[derive(Debug, Default)]
+pub struct ProcReader {
+    cache: HashMap<ProcKey, Static>,
+    users: HashMap<u32, String>,
+    users_loaded: bool,
+    generation: u64,
+    pids: Vec<i32>,
+}
+
+fn classify(e: &io::Error) -> IoUnavailable {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::ESRCH) => IoUnavailable::Exited,
+        Some(libc::EACCES) | Some(libc::EPERM) => IoUnavailable::PermissionDenied,
+        _ => IoUnavailable::Unreadable(e.to_string()),
+    }
+}
+
+impl ProcReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn user_name(&mut self, uid: u32) -> Option<String> {
+        if !self.users.contains_key(&uid) && !self.users_loaded {
+            self.users_loaded = true;
+            if let Ok(users) = sysinfo::Users::new_with_refreshed_list() {
+                for u in users.iter() {
+                    self.users.insert(**u.id(), u.name().to_string());
+                }
+            }
+        }
+        self.users.get(&uid).cloned()
+    }
+
+    /// Forget the user table so the next unknown uid reloads it.
+    pub fn reload_users(&mut self) {
+        self.users_loaded = false;
+    }
+
+    /// List the numeric entries of /proc.
+    fn list_pids(&mut self, r: &Reader) -> io::Result<()> {
+        self.pids.clear();
+        for e in std::fs::read_dir(r.path("/proc"))? {
+            let Ok(e) = e else { continue };
+            if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
+                self.pids.push(pid);
+            }
+        }
+        self.pids.sort_unstable();
+        Ok(())
+    }
+
+    /// Read every process visible under the root.
+    pub fn read_all(&mut self, r: &mut Reader) -> Result<ProcSnapshot, super::ReadError> {
+        self.list_pids(r).map_err(|error| super::ReadError {
+            path: r.path("/proc"),
+            error,
+        })?;
+        self.generation += 1;
+        let mut snap = ProcSnapshot {
+            procs: Vec::with_capacity(self.pids.len()),
+            ..Default::default()
+        };
+        let pids = std::mem::take(&mut self.pids);
+        for &pid in &pids {
+            match self.read_one(r, pid) {
+                Ok(p) => snap.procs.push(p),
+                Err(IoUnavailable::Exited) => snap.exited += 1,
+                Err(_) => snap.hidden += 1,
+            }
+        }
+        self.pids = pids;
+        let generation = self.generation;
+        self.cache.retain(|_, s| s.seen == generation);
+        Ok(snap)
+    }
+
+    /// Read one process. `Err` when its stat could not be read.
+    pub fn read_one(&mut self, r: &mut Reader, pid: i32) -> Result<RawProc, IoUnavailable> {
+        let live = r.is_live();
+        let dir = format!("/proc/{pid}");
+        let stat = match r.read(format!("{dir}/stat")) {
+            Ok(b) => parse_stat(b).ok_or_else(|| IoUnavailable::Unreadable(format!("{dir}/stat: malformed")))?,
+            Err(e) => return Err(classify(&e.error)),
+        };
+        let key = ProcKey {
+            pid,
+            start_time: stat.start_time,
+        };
+        let io = match r.read(format!("{dir}/io")) {
+            Ok(b) => parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("{dir}/io: malformed"))),
+            Err(e) => Err(classify(&e.error)),
+        };
+        let generation = self.generation;
+        let st = match self.cache.get_mut(&key) {
+            Some(s) => {
+                s.seen = generation;
+                s.clone()
+            }
+            None => {
+                let cmdline = r.read(format!("{dir}/cmdline")).map(cmdline_text).unwrap_or_default();
+                let uid = {
+                    use std::os::unix::fs::MetadataExt;
+                    std::fs::metadata(r.path(&dir)).ok().map(|m| m.uid())
+                };
+                let s = Static {
+                    cmdline,
+                    uid,
+                    seen: generation,
+                };
+                self.cache.insert(key, s.clone());
+                s
+            }
+        };
+        let user = st.uid.and_then(|u| self.user_name(u));
+        Ok(RawProc {
+            key,
+            ppid: stat.ppid,
+            comm: stat.comm,
+            cmdline: st.cmdline,
+            state: stat.state,
+            nice: stat.nice,
+            uid: st.uid,
+            user,
+            ioprio: if live { ioprio_get(pid) } else { None },
+            cpu_ticks: stat.utime + stat.stime,
+            blkio_ticks: stat.blkio_ticks,
+            io,
+        })
+    }
+}
+
+/// `/proc/<pid>/cmdline`: NUL-separated arguments, joined with spaces.
+fn cmdline_text(b: &[u8]) -> String {
+    let b = b.strip_suffix(b"\0").unwrap_or(b);
+    String::from_utf8_lossy(b).replace('\0', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!("{FIX}/{name}")).unwrap()
+    }
+
+    #[test]
+    fn stat_of_a_normal_process() {
+        let s = parse_stat(&fixture("proc-pid/stat-dd")).unwrap();
+        assert_eq!(s.pid, 4242);
+        assert_eq!(s.comm, "dd");
+        assert_eq!(s.state, 'D');
+        assert_eq!(s.ppid, 4100);
+        assert_eq!((s.utime, s.stime), (12, 345));
+        assert_eq!(s.nice, 0);
+        assert_eq!(s.num_threads, 1);
+        assert_eq!(s.start_time, 987_654);
+        assert_eq!(s.blkio_ticks, Some(77));
+    }
+
+    #[test]
+    fn stat_with_spaces_parens_and_newline_in_comm() {
+        let s = parse_stat(&fixture("proc-pid/stat-evil-comm")).unwrap();
+        assert_eq!(s.comm, "a) (b\nc) d");
+        assert_eq!(s.state, 'S');
+        assert_eq!(s.start_time, 5555);
+        assert_eq!(s.nice, -5);
+    }
+
+    #[test]
+    fn stat_truncated_is_none() {
+        assert_eq!(parse_stat(b"12 (x) S 1 2 3"), None);
+        assert_eq!(parse_stat(b"12 x S 1"), None);
+        assert_eq!(parse_stat(b""), None);
+    }
+
+    #[test]
+    fn io_file() {
+        let io = parse_io(&fixture("proc-pid/io-dd")).unwrap();
+        assert_eq!(
+            io,
+            ProcIo {
+                rchar: 1_073_741_824,
+                wchar: 1_073_741_824,
+                syscr: 16_384,
+                syscw: 16_384,
+                read_bytes: 1_069_547_520,
+                write_bytes: 0,
+                cancelled_write_bytes: 0,
+            }
+        );
+        assert_eq!(parse_io(b"rchar: 1\nwchar: 2\n"), None);
+        assert_eq!(
+            parse_io(
+                b"rchar: x\nwchar: 2\nsyscr: 1\nsyscw: 1\nread_bytes: 1\nwrite_bytes: 1\ncancelled_write_bytes: 0\n"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn ioprio_labels() {
+        assert_eq!(IoPrio::from_raw(3 << 13).label(0), "idle");
+        assert_eq!(IoPrio::from_raw((2 << 13) | 7).label(0), "be/7");
+        assert_eq!(IoPrio::from_raw((1 << 13) | 2).label(0), "rt/2");
+        assert_eq!(IoPrio::from_raw(0).label(0), "be/4");
+        assert_eq!(IoPrio::from_raw(0).label(19), "be/7");
+        assert_eq!(IoPrio::from_raw(0).label(-20), "be/0");
+    }
+
+    #[test]
+    fn reads_processes_of_a_fixture_tree() {
+        let mut r = Reader::new(format!("{FIX}/root-6.8"));
+        let mut pr = ProcReader::new();
+        let snap = pr.read_all(&mut r).unwrap();
+        let pids: Vec<i32> = snap.procs.iter().map(|p| p.key.pid).collect();
+        assert_eq!(pids, [1, 4242]);
+        let dd = &snap.procs[1];
+        assert_eq!(dd.cmdline, "dd if=/dev/sda of=/dev/null bs=1M");
+        assert_eq!(dd.io.as_ref().unwrap().read_bytes, 1_069_547_520);
+        // pid 1 has a stat but no io file: it counts as exited-while-reading.
+        assert_eq!(snap.procs[0].io, Err(IoUnavailable::Exited));
+        // pid 77 has no stat: listed then gone.
+        assert_eq!(snap.exited, 1);
+    }
+
+    #[test]
+    fn reads_own_process_live() {
+        let mut r = Reader::new("/");
+        let mut pr = ProcReader::new();
+        let me = pr.read_one(&mut r, std::process::id() as i32).unwrap();
+        assert!(me.io.is_ok(), "{:?}", me.io);
+        assert!(me.ioprio.is_some());
+        assert!(me.uid.is_some());
+    }
+}

@@ -1,0 +1,152 @@
+//! One full raw sample of the system, and the collector that takes it.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::diskstats::{self, DiskStat};
+use super::mounts::{self, MountMap};
+use super::process::{ProcReader, ProcSnapshot};
+use super::sysblock::{self, DeviceInfo};
+use super::system::{self, CpuTimes, MemDirty, Pressure};
+use super::{Reader, monotonic_ns};
+
+/// Everything read in one sample, stamped with CLOCK_MONOTONIC.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RawSample {
+    /// CLOCK_MONOTONIC nanoseconds when the sample was taken.
+    pub mono_ns: u64,
+    pub disks: Vec<DiskStat>,
+    /// sysfs facts, refreshed when the device set changes and every
+    /// `DEVICE_REFRESH_SAMPLES` samples.
+    pub devices: Vec<DeviceInfo>,
+    pub cpu: Option<CpuTimes>,
+    pub psi: Option<Pressure>,
+    pub mem: Option<MemDirty>,
+    pub procs: ProcSnapshot,
+    /// What could not be read, each saying what was being read.
+    pub errors: Vec<String>,
+}
+
+/// Host facts that do not change while iolens runs (from sysinfo).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub is_root: bool,
+}
+
+impl HostInfo {
+    pub fn read() -> Self {
+        HostInfo {
+            hostname: sysinfo::System::host_name().unwrap_or_else(|_| "?".to_string()),
+            kernel: sysinfo::System::kernel_version().unwrap_or_else(|_| "?".to_string()),
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            is_root: unsafe { libc::geteuid() } == 0,
+        }
+    }
+
+    /// Seconds since boot.
+    pub fn uptime_secs() -> Option<u64> {
+        sysinfo::System::uptime().ok()
+    }
+}
+
+/// Which processes a sample reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ProcScope {
+    /// Every process visible under the root.
+    #[default]
+    All,
+    /// No processes (device-only sampling).
+    None,
+}
+
+/// Takes samples. Keeps the read buffer and the per-process cache between
+/// samples so a steady-state sample does little allocation.
+#[derive(Debug)]
+pub struct Collector {
+    reader: Reader,
+    procs: ProcReader,
+    devices: Vec<DeviceInfo>,
+    mounts: MountMap,
+    /// diskstats names at the last device refresh.
+    disk_names: Vec<String>,
+    samples: u64,
+    pub scope: ProcScope,
+}
+
+/// sysfs facts and mounts are re-read at least this often (in samples).
+pub const DEVICE_REFRESH_SAMPLES: u64 = 30;
+
+impl Collector {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Collector {
+            reader: Reader::new(root),
+            procs: ProcReader::new(),
+            devices: Vec::new(),
+            mounts: MountMap::new(),
+            disk_names: Vec::new(),
+            samples: 0,
+            scope: ProcScope::All,
+        }
+    }
+
+    pub fn reader(&mut self) -> &mut Reader {
+        &mut self.reader
+    }
+
+    fn refresh_devices(&mut self) {
+        self.mounts = mounts::read_mounts(&mut self.reader);
+        let mut devices = sysblock::read_devices(&mut self.reader);
+        for d in &mut devices {
+            let by_name = self.mounts.get(&d.name);
+            let by_dm = d.dm_name.as_ref().and_then(|n| self.mounts.get(n));
+            d.mounts = by_name.or(by_dm).cloned().unwrap_or_default();
+        }
+        self.devices = devices;
+    }
+
+    /// Take one sample. Never fails: what could not be read is listed in
+    /// `errors` and left empty/`None`.
+    pub fn sample(&mut self) -> RawSample {
+        let mut errors = Vec::new();
+        let mono_ns = monotonic_ns();
+        let disks = match self.reader.read("/proc/diskstats") {
+            Ok(b) => {
+                let p = diskstats::parse(b);
+                errors.extend(p.skipped);
+                p.disks
+            }
+            Err(e) => {
+                errors.push(e.to_string());
+                Vec::new()
+            }
+        };
+        let set_changed =
+            disks.len() != self.disk_names.len() || disks.iter().zip(&self.disk_names).any(|(d, n)| d.name != *n);
+        if self.samples.is_multiple_of(DEVICE_REFRESH_SAMPLES) || set_changed {
+            self.refresh_devices();
+            self.disk_names = disks.iter().map(|d| d.name.clone()).collect();
+        }
+        self.samples += 1;
+        let (cpu, psi, mem) = system::read_system(&mut self.reader, &mut errors);
+        let procs = match self.scope {
+            ProcScope::All => self.procs.read_all(&mut self.reader).unwrap_or_else(|e| {
+                errors.push(e.to_string());
+                ProcSnapshot::default()
+            }),
+            ProcScope::None => ProcSnapshot::default(),
+        };
+        RawSample {
+            mono_ns,
+            disks,
+            devices: self.devices.clone(),
+            cpu,
+            psi,
+            mem,
+            procs,
+            errors,
+        }
+    }
+}

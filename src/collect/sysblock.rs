@@ -1,0 +1,212 @@
+//! Per-device facts from `/sys/block/<dev>/` (and `/sys/block/<dev>/<part>/`
+//! for partitions): queue settings, sizes, model, and the stacking relations
+//! (partition → disk, dm/md/loop holders and slaves).
+
+use std::fs;
+
+use serde::Serialize;
+
+use super::Reader;
+use super::mounts::MountInfo;
+
+/// What kind of block device this is, from its name and sysfs layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DevKind {
+    Disk,
+    Partition,
+    Loop,
+    Dm,
+    Md,
+    Zram,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub kind: DevKind,
+    /// For a partition, the whole disk it belongs to.
+    pub parent: Option<String>,
+    /// For a partition, its first sector (512-byte units).
+    pub start_sector: Option<u64>,
+    /// Size in bytes (`size` × 512).
+    pub size_bytes: Option<u64>,
+    pub rotational: Option<bool>,
+    pub logical_block_size: Option<u64>,
+    pub physical_block_size: Option<u64>,
+    pub model: Option<String>,
+    /// For a device-mapper device, its name ("vg0-root").
+    pub dm_name: Option<String>,
+    pub scheduler: Option<String>,
+    pub nr_requests: Option<u64>,
+    pub max_sectors_kb: Option<u64>,
+    pub read_ahead_kb: Option<u64>,
+    pub queue_depth: Option<u64>,
+    /// Increases every time a device with this name is (re)created.
+    pub diskseq: Option<u64>,
+    /// For a loop device, its backing file.
+    pub backing_file: Option<String>,
+    /// Devices stacked on top of this one (dm, md, ...).
+    pub holders: Vec<String>,
+    /// Devices this one is stacked on.
+    pub slaves: Vec<String>,
+    /// Where the device is mounted, if anywhere.
+    pub mounts: Vec<MountInfo>,
+}
+
+impl DeviceInfo {
+    /// True for a partition that does not start on a physical-sector boundary.
+    pub fn misaligned(&self) -> Option<bool> {
+        let start = self.start_sector?;
+        let phys = self.physical_block_size?.max(512);
+        Some((start * 512) % phys != 0)
+    }
+
+    /// Whether this device's I/O counts toward machine totals: whole devices
+    /// that do not sit on top of others (no slaves), excluding loop devices
+    /// (their I/O lands on the device holding the backing file) and zram
+    /// (memory). Partitions, dm and md are views of I/O counted elsewhere.
+    pub fn counts_in_total(&self) -> bool {
+        self.kind == DevKind::Disk && self.slaves.is_empty()
+    }
+}
+
+fn kind_of(name: &str) -> DevKind {
+    if name.starts_with("loop") {
+        DevKind::Loop
+    } else if name.starts_with("dm-") {
+        DevKind::Dm
+    } else if name.starts_with("md") {
+        DevKind::Md
+    } else if name.starts_with("zram") {
+        DevKind::Zram
+    } else if name.starts_with("ram") || name.starts_with("sr") || name.starts_with("fd") {
+        DevKind::Other
+    } else {
+        DevKind::Disk
+    }
+}
+
+fn list_dir(r: &Reader, rel: &str) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(r.path(rel))
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn opt_string(r: &mut Reader, rel: &str) -> Option<String> {
+    r.read_string(rel).ok().filter(|s| !s.is_empty())
+}
+
+/// The active scheduler is the one in brackets: "none [mq-deadline] kyber".
+pub fn active_scheduler(s: &str) -> Option<String> {
+    let start = s.find('[')?;
+    let end = s[start..].find(']')? + start;
+    Some(s[start + 1..end].to_string())
+}
+
+fn read_one(r: &mut Reader, base: &str, name: &str, kind: DevKind, parent: Option<&str>) -> DeviceInfo {
+    // Queue facts live on the whole disk; a partition inherits them.
+    let qbase = match parent {
+        Some(p) => format!("/sys/block/{p}"),
+        None => base.to_string(),
+    };
+    let q = |k: &str| format!("{qbase}/queue/{k}");
+    DeviceInfo {
+        name: name.to_string(),
+        kind,
+        parent: parent.map(str::to_string),
+        start_sector: parent.and_then(|_| r.read_u64(format!("{base}/start"))),
+        size_bytes: r.read_u64(format!("{base}/size")).map(|s| s.saturating_mul(512)),
+        rotational: r.read_u64(q("rotational")).map(|v| v == 1),
+        logical_block_size: r.read_u64(q("logical_block_size")),
+        physical_block_size: r.read_u64(q("physical_block_size")),
+        model: opt_string(r, &format!("{qbase}/device/model")),
+        dm_name: opt_string(r, &format!("{base}/dm/name")),
+        scheduler: opt_string(r, &q("scheduler")).and_then(|s| active_scheduler(&s)),
+        nr_requests: r.read_u64(q("nr_requests")),
+        max_sectors_kb: r.read_u64(q("max_sectors_kb")),
+        read_ahead_kb: r.read_u64(q("read_ahead_kb")),
+        queue_depth: r.read_u64(format!("{qbase}/device/queue_depth")),
+        diskseq: r.read_u64(format!("{qbase}/diskseq")),
+        backing_file: opt_string(r, &format!("{base}/loop/backing_file")),
+        holders: list_dir(r, &format!("{base}/holders")),
+        slaves: list_dir(r, &format!("{base}/slaves")),
+        mounts: Vec::new(),
+    }
+}
+
+/// All block devices and their partitions, sorted by name (partitions right
+/// after their disk).
+pub fn read_devices(r: &mut Reader) -> Vec<DeviceInfo> {
+    let mut out = Vec::new();
+    for disk in list_dir(r, "/sys/block") {
+        let base = format!("/sys/block/{disk}");
+        out.push(read_one(r, &base, &disk, kind_of(&disk), None));
+        for entry in list_dir(r, &base) {
+            let pbase = format!("{base}/{entry}");
+            if r.path(format!("{pbase}/partition")).exists() {
+                out.push(read_one(r, &pbase, &entry, DevKind::Partition, Some(&disk)));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheduler_in_brackets() {
+        assert_eq!(
+            active_scheduler("none [mq-deadline] kyber bfq"),
+            Some("mq-deadline".into())
+        );
+        assert_eq!(active_scheduler("[none] mq-deadline"), Some("none".into()));
+        assert_eq!(active_scheduler("none"), None);
+    }
+
+    #[test]
+    fn reads_fixture_tree() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/root-6.8");
+        let mut r = Reader::new(root);
+        let devs = read_devices(&mut r);
+        let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["dm-0", "loop0", "sda", "sda1", "sda2", "sdb"]);
+        let sda = &devs[2];
+        assert_eq!(sda.kind, DevKind::Disk);
+        assert_eq!(sda.rotational, Some(true));
+        assert_eq!(sda.size_bytes, Some(1_000_204_886_016));
+        assert_eq!(sda.model.as_deref(), Some("WDC WD10EZEX-08W"));
+        assert_eq!(sda.scheduler.as_deref(), Some("mq-deadline"));
+        assert_eq!(sda.queue_depth, Some(32));
+        assert_eq!(sda.physical_block_size, Some(4096));
+        assert!(sda.counts_in_total());
+        let sda1 = &devs[3];
+        assert_eq!(sda1.parent.as_deref(), Some("sda"));
+        assert_eq!(sda1.start_sector, Some(2048));
+        assert_eq!(sda1.misaligned(), Some(false));
+        assert_eq!(sda1.physical_block_size, Some(4096));
+        assert!(!sda1.counts_in_total());
+        let sda2 = &devs[4];
+        assert_eq!(sda2.start_sector, Some(63));
+        assert_eq!(sda2.misaligned(), Some(true));
+        assert_eq!(sda2.holders, ["dm-0"]);
+        let dm = &devs[0];
+        assert_eq!(dm.kind, DevKind::Dm);
+        assert_eq!(dm.slaves, ["sda2"]);
+        assert_eq!(dm.dm_name.as_deref(), Some("vg0-root"));
+        assert!(!dm.counts_in_total());
+        let lo = &devs[1];
+        assert_eq!(lo.backing_file.as_deref(), Some("/var/tmp/disk.img"));
+        assert!(!lo.counts_in_total());
+        assert_eq!(devs[5].diskseq, Some(3));
+    }
+}

@@ -1,0 +1,195 @@
+//! System-wide counters: CPU times from `/proc/stat` (for %iowait like
+//! iostat's avg-cpu line), I/O pressure from `/proc/pressure/io`, and Dirty /
+//! Writeback from `/proc/meminfo`.
+//!
+//! `/proc/stat` and `/proc/meminfo` are parsed by the procfs crate (correct
+//! and cheap for these). `/proc/pressure/io` has its own parser because the
+//! procfs one panics on a line cut short.
+
+use procfs::{ExplicitSystemInfo, FromBufRead, FromBufReadSI, KernelStats, Meminfo};
+use serde::Serialize;
+
+use super::Reader;
+
+/// Aggregate CPU time in clock ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CpuTimes {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+    /// Processes blocked on I/O right now (`procs_blocked`).
+    pub procs_blocked: Option<u32>,
+}
+
+impl CpuTimes {
+    /// Total ticks, as iostat counts them (guest time is already in user).
+    pub fn total(&self) -> u64 {
+        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+    }
+}
+
+pub fn parse_cpu(buf: &[u8]) -> Result<CpuTimes, String> {
+    // Clock ticks are returned raw, so the system info only has to exist.
+    let si = ExplicitSystemInfo {
+        boot_time_secs: 0,
+        ticks_per_second: 100,
+        page_size: 4096,
+        is_little_endian: cfg!(target_endian = "little"),
+    };
+    let ks = <KernelStats as FromBufReadSI>::from_buf_read(buf, &si).map_err(|e| e.to_string())?;
+    let t = ks.total;
+    Ok(CpuTimes {
+        user: t.user,
+        nice: t.nice,
+        system: t.system,
+        idle: t.idle,
+        iowait: t.iowait.unwrap_or(0),
+        irq: t.irq.unwrap_or(0),
+        softirq: t.softirq.unwrap_or(0),
+        steal: t.steal.unwrap_or(0),
+        procs_blocked: ks.procs_blocked,
+    })
+}
+
+/// One line of a PSI file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct PsiLine {
+    pub avg10: f64,
+    pub avg60: f64,
+    pub avg300: f64,
+    /// Total stall time in µs.
+    pub total_us: u64,
+}
+
+/// `/proc/pressure/io`. `full` is missing on some kernels and parse failures
+/// leave the line as `None` rather than failing the whole file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Pressure {
+    pub some: Option<PsiLine>,
+    pub full: Option<PsiLine>,
+}
+
+fn parse_psi_line(rest: &[u8]) -> Option<PsiLine> {
+    let mut l = PsiLine::default();
+    let mut seen = 0u8;
+    for kv in rest.split(|c| c.is_ascii_whitespace()).filter(|f| !f.is_empty()) {
+        let eq = kv.iter().position(|&c| c == b'=')?;
+        let (k, v) = (&kv[..eq], std::str::from_utf8(&kv[eq + 1..]).ok()?);
+        match k {
+            b"avg10" => (l.avg10, seen) = (v.parse().ok()?, seen | 1),
+            b"avg60" => (l.avg60, seen) = (v.parse().ok()?, seen | 2),
+            b"avg300" => (l.avg300, seen) = (v.parse().ok()?, seen | 4),
+            b"total" => (l.total_us, seen) = (v.parse().ok()?, seen | 8),
+            _ => {}
+        }
+    }
+    (seen == 15).then_some(l)
+}
+
+pub fn parse_pressure(buf: &[u8]) -> Pressure {
+    let mut p = Pressure::default();
+    for line in buf.split(|&c| c == b'\n') {
+        if let Some(rest) = line.strip_prefix(b"some ") {
+            p.some = parse_psi_line(rest);
+        } else if let Some(rest) = line.strip_prefix(b"full ") {
+            p.full = parse_psi_line(rest);
+        }
+    }
+    p
+}
+
+/// The memory that is waiting to reach, or on its way to, the disks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct MemDirty {
+    pub dirty_bytes: u64,
+    pub writeback_bytes: u64,
+    pub total_bytes: u64,
+}
+
+pub fn parse_meminfo(buf: &[u8]) -> Result<MemDirty, String> {
+    let m = <Meminfo as FromBufRead>::from_buf_read(buf).map_err(|e| e.to_string())?;
+    Ok(MemDirty {
+        dirty_bytes: m.dirty,
+        writeback_bytes: m.writeback,
+        total_bytes: m.mem_total,
+    })
+}
+
+/// Read all three. A missing file is `None` without complaint (PSI is absent
+/// on kernels without CONFIG_PSI); any other failure also goes to `errors`.
+pub fn read_system(r: &mut Reader, errors: &mut Vec<String>) -> (Option<CpuTimes>, Option<Pressure>, Option<MemDirty>) {
+    fn get<T>(
+        r: &mut Reader,
+        errors: &mut Vec<String>,
+        path: &str,
+        parse: impl FnOnce(&[u8]) -> Result<T, String>,
+    ) -> Option<T> {
+        let res = match r.read(path) {
+            Ok(b) => parse(b).map_err(|e| format!("parsing {path}: {e}")),
+            Err(e) if e.error.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => Err(e.to_string()),
+        };
+        res.map_err(|e| errors.push(e)).ok()
+    }
+    let cpu = get(r, errors, "/proc/stat", parse_cpu);
+    let psi = get(r, errors, "/proc/pressure/io", |b| Ok(parse_pressure(b)));
+    let mem = get(r, errors, "/proc/meminfo", parse_meminfo);
+    (cpu, psi, mem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/root-6.8");
+
+    #[test]
+    fn pressure_full_and_cut_short() {
+        let p = parse_pressure(b"some avg10=1.50 avg60=0.73 avg300=0.42 total=2122332\nfull avg10=0.25 avg60=0.65 avg300=0.37 total=1908566\n");
+        let some = p.some.unwrap();
+        assert_eq!(
+            (some.avg10, some.avg60, some.avg300, some.total_us),
+            (1.5, 0.73, 0.42, 2_122_332)
+        );
+        assert_eq!(p.full.unwrap().total_us, 1_908_566);
+        let cut = std::fs::read(format!("{FIX}/../pressure-io-cut")).unwrap();
+        let p = parse_pressure(&cut);
+        assert_eq!(p.some.unwrap().avg10, 0.29);
+        assert_eq!(p.full, None);
+        assert_eq!(parse_pressure(b"some avg10=x"), Pressure::default());
+    }
+
+    #[test]
+    fn reads_fixture_system_files() {
+        let mut r = Reader::new(FIX);
+        let mut errors = Vec::new();
+        let (cpu, psi, mem) = read_system(&mut r, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        let cpu = cpu.unwrap();
+        assert_eq!((cpu.user, cpu.iowait, cpu.steal), (10_132_153, 25_623, 11));
+        assert_eq!(cpu.procs_blocked, Some(2));
+        assert_eq!(
+            cpu.total(),
+            10_132_153 + 290 + 3_084_202 + 94_381_237 + 25_623 + 25_282 + 11
+        );
+        assert!(psi.unwrap().some.is_some());
+        let mem = mem.unwrap();
+        assert_eq!(mem.dirty_bytes, 1_234 * 1024);
+        assert_eq!(mem.writeback_bytes, 56 * 1024);
+    }
+
+    #[test]
+    fn missing_psi_is_none_without_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Reader::new(dir.path());
+        let mut errors = Vec::new();
+        let (cpu, psi, mem) = read_system(&mut r, &mut errors);
+        assert_eq!((cpu, psi, mem), (None, None, None));
+        assert!(errors.is_empty());
+    }
+}

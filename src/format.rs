@@ -1,0 +1,186 @@
+//! Unit formatting and escaping of system-supplied text.
+//!
+//! Conventions (DESIGN.md): throughput and capacity in decimal units
+//! (kB/s, MB/s, GB); request, block and buffer sizes in binary units
+//! (KiB, MiB); latency in ms with enough digits to show 0.05 ms; "n/a" for
+//! values that cannot be known.
+
+/// Text shown for a value that cannot be known.
+pub const NA: &str = "n/a";
+
+/// Decimal bytes per second: "0 B/s", "512 B/s", "12.3 kB/s", "1.05 MB/s", "2.10 GB/s".
+pub fn rate(bytes_per_sec: f64) -> String {
+    format!("{}/s", decimal(bytes_per_sec))
+}
+
+/// Decimal byte count: "512 B", "12.3 kB", "1.05 MB", "3.20 GB", "1.50 TB".
+pub fn decimal(bytes: f64) -> String {
+    if !bytes.is_finite() {
+        return NA.to_string();
+    }
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    scaled(bytes, 1000.0, &UNITS)
+}
+
+/// Binary byte count for request/block sizes: "512 B", "4.0 KiB", "1.0 MiB".
+pub fn binary(bytes: f64) -> String {
+    if !bytes.is_finite() {
+        return NA.to_string();
+    }
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    scaled(bytes, 1024.0, &UNITS)
+}
+
+fn scaled(value: f64, base: f64, units: &[&str]) -> String {
+    let mut v = value.max(0.0);
+    let mut i = 0;
+    while v >= base && i + 1 < units.len() {
+        v /= base;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{:.0} {}", v, units[0])
+    } else if v < 10.0 {
+        format!("{:.2} {}", v, units[i])
+    } else if v < 100.0 {
+        format!("{:.1} {}", v, units[i])
+    } else {
+        format!("{:.0} {}", v, units[i])
+    }
+}
+
+/// Latency in milliseconds, always showing at least 0.01 ms resolution.
+pub fn ms(v: f64) -> String {
+    if !v.is_finite() {
+        NA.to_string()
+    } else if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 1000.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Optional latency: "n/a" when unknown.
+pub fn opt_ms(v: Option<f64>) -> String {
+    v.map_or_else(|| NA.to_string(), ms)
+}
+
+/// A plain number with a precision that fits in a few columns.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        NA.to_string()
+    } else if v == 0.0 {
+        "0".to_string()
+    } else if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 1000.0 {
+        format!("{v:.1}")
+    } else if v < 1_000_000.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{:.1}M", v / 1_000_000.0)
+    }
+}
+
+/// Percent with one decimal, or "n/a".
+pub fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| NA.to_string(), |p| format!("{p:.1}%"))
+}
+
+/// Duration in seconds as "1h02m", "3m05s", "42s", or "n/a".
+pub fn duration(secs: Option<f64>) -> String {
+    let Some(s) = secs.filter(|s| s.is_finite() && *s >= 0.0) else {
+        return NA.to_string();
+    };
+    let s = s.round() as u64;
+    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}d{h:02}h")
+    } else if h > 0 {
+        format!("{h}h{m:02}m")
+    } else if m > 0 {
+        format!("{m}m{sec:02}s")
+    } else {
+        format!("{sec}s")
+    }
+}
+
+/// Escape text from the system (process names, paths) so that it cannot drive
+/// the terminal: control characters (C0, DEL, C1) become `\xNN`, `\n`, `\t`,
+/// and a backslash becomes `\\`, so the output is unambiguous.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f || (0x80..0xa0).contains(&(c as u32)) => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escape raw bytes (file names need not be UTF-8): invalid UTF-8 bytes are
+/// shown as `\xNN` too.
+pub fn escape_bytes(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    for chunk in b.utf8_chunks() {
+        out.push_str(&escape(chunk.valid()));
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_and_binary_units() {
+        assert_eq!(decimal(0.0), "0 B");
+        assert_eq!(decimal(999.0), "999 B");
+        assert_eq!(decimal(1_000.0), "1.00 kB");
+        assert_eq!(decimal(12_345.0), "12.3 kB");
+        assert_eq!(decimal(1_050_000.0), "1.05 MB");
+        assert_eq!(rate(250_000_000.0), "250 MB/s");
+        assert_eq!(binary(4096.0), "4.00 KiB");
+        assert_eq!(binary(1_048_576.0), "1.00 MiB");
+        assert_eq!(binary(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn latency_shows_hundredths() {
+        assert_eq!(ms(0.05), "0.05");
+        assert_eq!(ms(12.345), "12.3");
+        assert_eq!(ms(1234.0), "1234");
+        assert_eq!(opt_ms(None), "n/a");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration(Some(42.4)), "42s");
+        assert_eq!(duration(Some(185.0)), "3m05s");
+        assert_eq!(duration(Some(3720.0)), "1h02m");
+        assert_eq!(duration(Some(90_000.0)), "1d01h");
+        assert_eq!(duration(None), "n/a");
+        assert_eq!(duration(Some(f64::INFINITY)), "n/a");
+    }
+
+    #[test]
+    fn escapes_control_characters() {
+        assert_eq!(escape("a\x1b[31mb"), "a\\x1b[31mb");
+        assert_eq!(escape("x\ny\\"), "x\\ny\\\\");
+        assert_eq!(escape("\u{9b}2J"), "\\x9b2J");
+        assert_eq!(escape("naïve"), "naïve");
+        assert_eq!(escape_bytes(b"f\xffo\x07"), "f\\xffo\\x07");
+    }
+}

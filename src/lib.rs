@@ -1,0 +1,12 @@
+//! iolens: live disk analysis for Linux.
+//!
+//! Data flows one way: [`collect`] (the only code touching /proc and /sys)
+//! → [`model`] (pure arithmetic over raw samples) → views (batch output and
+//! the dashboard).
+
+pub mod batch;
+pub mod cli;
+pub mod collect;
+pub mod format;
+pub mod model;
+pub mod probe;

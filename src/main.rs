@@ -1,0 +1,30 @@
+//! iolens binary: parse the command line, then run the dashboard, batch
+//! output, or one of the subcommands.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use iolens::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Some(Command::BenchSample(args)) => iolens::batch::bench_sample(&cli, args),
+        Some(Command::Progress(_)) | Some(Command::Probe(_)) => {
+            Err(anyhow::anyhow!("this command is not available yet"))
+        }
+        None => {
+            // The dashboard is not built yet: a terminal gets batch output too.
+            let _tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+            iolens::batch::run(&cli)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("iolens: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Pure model code: deltas between two raw samples → rates, per-process
+//! rates, history. No I/O and no clock: time comes from the samples.
+
+pub mod counters;
+pub mod disk;
+pub mod history;
+pub mod pattern;
+pub mod process;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::collect::RawSample;
+use crate::collect::process::{ProcIo, ProcKey, RawProc};
+use crate::collect::sample::HostInfo;
+use crate::collect::sysblock::DeviceInfo;
+use crate::collect::system::{CpuTimes, MemDirty, Pressure};
+use disk::{DiskRates, Rebaseline};
+use history::Ring;
+use process::ProcRates;
+
+/// How many samples of history each device keeps (10 minutes at 1 s).
+pub const HISTORY_LEN: usize = 600;
+
+/// Recent values of one device, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DevHistory {
+    pub read_bps: Ring,
+    pub write_bps: Ring,
+    pub iops: Ring,
+    pub await_ms: Ring,
+    pub util_pct: Ring,
+}
+
+impl Default for DevHistory {
+    fn default() -> Self {
+        DevHistory {
+            read_bps: Ring::new(HISTORY_LEN),
+            write_bps: Ring::new(HISTORY_LEN),
+            iops: Ring::new(HISTORY_LEN),
+            await_ms: Ring::new(HISTORY_LEN),
+            util_pct: Ring::new(HISTORY_LEN),
+        }
+    }
+}
+
+impl DevHistory {
+    fn push(&mut self, r: &DiskRates) {
+        self.read_bps.push(r.read.bytes_per_s);
+        self.write_bps.push(r.write.bytes_per_s);
+        self.iops.push(r.total_ios_per_s());
+        self.await_ms.push(r.await_ms().unwrap_or(0.0));
+        self.util_pct.push(r.util_pct);
+    }
+}
+
+/// One device: its facts, its rates over the last interval, its history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceRow {
+    pub name: String,
+    pub info: Option<DeviceInfo>,
+    /// `None` on the device's first sample, or after a re-baseline.
+    pub rates: Option<DiskRates>,
+    /// Why there are no rates this interval, when counters were not comparable.
+    pub rebaseline: Option<Rebaseline>,
+    #[serde(skip)]
+    pub history: DevHistory,
+}
+
+/// One process: what was read, its rates, and totals since iolens started.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcRow {
+    #[serde(flatten)]
+    pub raw: RawProc,
+    /// `None` on the first sample of this process or when unreadable.
+    pub rates: Option<ProcRates>,
+    /// Counters accumulated since iolens first saw this process.
+    pub since_start: Option<ProcIo>,
+}
+
+/// CPU time shares over the interval, in percent (iostat's avg-cpu line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CpuPct {
+    pub user: f64,
+    pub nice: f64,
+    pub system: f64,
+    pub iowait: f64,
+    pub steal: f64,
+    pub idle: f64,
+    pub procs_blocked: Option<u32>,
+}
+
+pub fn cpu_pct(p: &CpuTimes, c: &CpuTimes) -> Option<CpuPct> {
+    let total = counters::delta64(p.total(), c.total())?;
+    if total == 0 {
+        return None;
+    }
+    // /proc/stat's iowait may decrease (see proc(5)): treat that as 0.
+    let pct = |a: u64, b: u64| b.saturating_sub(a) as f64 / total as f64 * 100.0;
+    Some(CpuPct {
+        user: pct(p.user, c.user),
+        nice: pct(p.nice, c.nice),
+        system: pct(p.system + p.irq + p.softirq, c.system + c.irq + c.softirq),
+        iowait: pct(p.iowait, c.iowait),
+        steal: pct(p.steal, c.steal),
+        idle: pct(p.idle, c.idle),
+        procs_blocked: c.procs_blocked,
+    })
+}
+
+/// Everything the views show, updated from one raw sample at a time.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    pub host: HostInfo,
+    /// Clock ticks per second (sysconf(_SC_CLK_TCK)), for process times.
+    pub clk_tck: f64,
+    /// Length of the last interval in seconds; `None` before two samples.
+    pub interval_s: Option<f64>,
+    /// Monotonic time of the last sample, ns.
+    pub mono_ns: u64,
+    pub samples: u64,
+    pub devices: Vec<DeviceRow>,
+    /// Sum over devices that count in totals (no partitions, stacked or loop devices).
+    pub total: Option<DiskRates>,
+    pub procs: Vec<ProcRow>,
+    /// Processes we could not see at all, or whose I/O we may not read.
+    pub hidden: u32,
+    pub denied: usize,
+    pub cpu: Option<CpuPct>,
+    pub psi: Option<Pressure>,
+    pub mem: Option<MemDirty>,
+    /// What could not be read in the last sample.
+    pub errors: Vec<String>,
+    prev: Option<RawSample>,
+    first_io: HashMap<ProcKey, ProcIo>,
+    histories: HashMap<String, DevHistory>,
+}
+
+impl Model {
+    pub fn new(host: HostInfo, clk_tck: f64) -> Self {
+        Model {
+            host,
+            clk_tck: if clk_tck > 0.0 { clk_tck } else { 100.0 },
+            ..Default::default()
+        }
+    }
+
+    /// The raw sample the current numbers end at.
+    pub fn last_sample(&self) -> Option<&RawSample> {
+        self.prev.as_ref()
+    }
+
+    /// Fold in a new sample: compute rates against the previous one, push
+    /// history, and keep the new sample as the next baseline.
+    pub fn update(&mut self, cur: RawSample) {
+        let prev = self.prev.take();
+        let dt_s = prev
+            .as_ref()
+            .map(|p| cur.mono_ns.saturating_sub(p.mono_ns) as f64 / 1e9)
+            .filter(|d| *d > 0.0);
+        self.interval_s = dt_s;
+        self.mono_ns = cur.mono_ns;
+        self.samples += 1;
+        self.update_devices(prev.as_ref(), &cur, dt_s);
+        self.update_procs(prev.as_ref(), &cur, dt_s);
+        self.cpu = match (prev.as_ref().and_then(|p| p.cpu.as_ref()), cur.cpu.as_ref()) {
+            (Some(p), Some(c)) => cpu_pct(p, c),
+            _ => None,
+        };
+        self.psi = cur.psi;
+        self.mem = cur.mem;
+        self.hidden = cur.procs.hidden;
+        self.denied = cur.procs.denied();
+        self.errors = cur.errors.clone();
+        self.prev = Some(cur);
+    }
+
+    fn update_devices(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
+        let mut rows = Vec::with_capacity(cur.disks.len());
+        for d in &cur.disks {
+            let info = cur.devices.iter().find(|i| i.name == d.name).cloned();
+            let old = prev.and_then(|p| p.disks.iter().find(|o| o.name == d.name));
+            let old_seq = prev
+                .and_then(|p| p.devices.iter().find(|i| i.name == d.name))
+                .and_then(|i| i.diskseq);
+            let new_seq = info.as_ref().and_then(|i| i.diskseq);
+            let (rates, rebaseline) = match (old, dt_s) {
+                (Some(_), _) if old_seq.is_some() && new_seq.is_some() && old_seq != new_seq => {
+                    (None, Some(Rebaseline::NewDevice))
+                }
+                (Some(o), Some(dt)) => match disk::disk_rates(o, d, dt) {
+                    Ok(r) => (Some(r), None),
+                    Err(e) => (None, Some(e)),
+                },
+                _ => (None, None),
+            };
+            let history = self.histories.entry(d.name.clone()).or_default();
+            if rebaseline.is_some() {
+                *history = DevHistory::default();
+            }
+            if let Some(r) = &rates {
+                history.push(r);
+            }
+            rows.push(DeviceRow {
+                name: d.name.clone(),
+                info,
+                rates,
+                rebaseline,
+                history: history.clone(),
+            });
+        }
+        // Devices that vanished lose their history.
+        self.histories
+            .retain(|name, _| cur.disks.iter().any(|d| &d.name == name));
+        let counted: Vec<&DiskRates> = rows
+            .iter()
+            .filter(|r| r.info.as_ref().is_some_and(DeviceInfo::counts_in_total))
+            .filter_map(|r| r.rates.as_ref())
+            .collect();
+        self.total = disk::sum("total", &counted);
+        self.devices = rows;
+    }
+
+    fn update_procs(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
+        let old: HashMap<ProcKey, &RawProc> = prev
+            .map(|p| p.procs.procs.iter().map(|r| (r.key, r)).collect())
+            .unwrap_or_default();
+        let mut rows = Vec::with_capacity(cur.procs.procs.len());
+        for p in &cur.procs.procs {
+            let rates = match (old.get(&p.key), dt_s) {
+                (Some(o), Some(dt)) => process::proc_rates(o, p, dt, self.clk_tck),
+                _ => None,
+            };
+            let since_start = p.io.as_ref().ok().map(|io| {
+                let first = *self.first_io.entry(p.key).or_insert(*io);
+                since(&first, io)
+            });
+            rows.push(ProcRow {
+                raw: p.clone(),
+                rates,
+                since_start,
+            });
+        }
+        let live: std::collections::HashSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();
+        self.first_io.retain(|k, _| live.contains(k));
+        self.procs = rows;
+    }
+}
+
+fn since(first: &ProcIo, cur: &ProcIo) -> ProcIo {
+    ProcIo {
+        rchar: cur.rchar.saturating_sub(first.rchar),
+        wchar: cur.wchar.saturating_sub(first.wchar),
+        syscr: cur.syscr.saturating_sub(first.syscr),
+        syscw: cur.syscw.saturating_sub(first.syscw),
+        read_bytes: cur.read_bytes.saturating_sub(first.read_bytes),
+        write_bytes: cur.write_bytes.saturating_sub(first.write_bytes),
+        cancelled_write_bytes: cur.cancelled_write_bytes.saturating_sub(first.cancelled_write_bytes),
+    }
+}

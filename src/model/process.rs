@@ -1,0 +1,204 @@
+//! Per-process rates from two samples of `/proc/<pid>/io`.
+
+use serde::Serialize;
+
+use super::counters::delta64;
+use crate::collect::process::{ProcIo, RawProc};
+
+/// Δrchar below this is too little to say how much came from the page cache.
+pub const CACHE_SHARE_MIN_BYTES: u64 = 64 * 1024;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ProcRates {
+    /// Bytes/s this process caused to be read from storage (read_bytes).
+    pub read_bps: f64,
+    /// Bytes/s this process dirtied for storage (write_bytes).
+    pub write_bps: f64,
+    /// Bytes/s through read-like syscalls, cache hits included (rchar).
+    pub rchar_bps: f64,
+    /// Bytes/s through write-like syscalls (wchar).
+    pub wchar_bps: f64,
+    pub syscr_per_s: f64,
+    pub syscw_per_s: f64,
+    /// Average bytes per read syscall; `None` without read syscalls.
+    pub avg_read: Option<f64>,
+    pub avg_write: Option<f64>,
+    /// Share of logical reads served from page cache, 0..=1:
+    /// 1 − Δread_bytes/Δrchar, only when Δrchar ≥ [`CACHE_SHARE_MIN_BYTES`].
+    pub cache_share: Option<f64>,
+    /// Percent of the interval spent waiting for block I/O (delay accounting);
+    /// `None` when the kernel does not account it.
+    pub io_wait_pct: Option<f64>,
+}
+
+impl ProcRates {
+    pub fn disk_bps(&self) -> f64 {
+        self.read_bps + self.write_bps
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.read_bps > 0.0 || self.write_bps > 0.0 || self.rchar_bps > 0.0 || self.wchar_bps > 0.0
+    }
+}
+
+/// Rates from I/O counter deltas over `dt_s`. `None` when a counter went
+/// backwards (which only a different process could cause).
+pub fn io_rates(prev: &ProcIo, cur: &ProcIo, dt_s: f64) -> Option<ProcRates> {
+    if dt_s <= 0.0 {
+        return None;
+    }
+    let d = |p: u64, c: u64| delta64(p, c);
+    let (rb, wb) = (
+        d(prev.read_bytes, cur.read_bytes)?,
+        d(prev.write_bytes, cur.write_bytes)?,
+    );
+    let (rc, wc) = (d(prev.rchar, cur.rchar)?, d(prev.wchar, cur.wchar)?);
+    let (sr, sw) = (d(prev.syscr, cur.syscr)?, d(prev.syscw, cur.syscw)?);
+    Some(ProcRates {
+        read_bps: rb as f64 / dt_s,
+        write_bps: wb as f64 / dt_s,
+        rchar_bps: rc as f64 / dt_s,
+        wchar_bps: wc as f64 / dt_s,
+        syscr_per_s: sr as f64 / dt_s,
+        syscw_per_s: sw as f64 / dt_s,
+        avg_read: (sr > 0).then(|| rc as f64 / sr as f64),
+        avg_write: (sw > 0).then(|| wc as f64 / sw as f64),
+        // read_bytes can exceed rchar (readahead, mmap faults): clamp at 0.
+        cache_share: (rc >= CACHE_SHARE_MIN_BYTES).then(|| (1.0 - rb as f64 / rc as f64).clamp(0.0, 1.0)),
+        io_wait_pct: None,
+    })
+}
+
+/// Rates between two samples of the same process. `None` when they are not
+/// the same process (pid reuse: another start time), or either side's
+/// counters are unavailable.
+pub fn proc_rates(prev: &RawProc, cur: &RawProc, dt_s: f64, ticks_per_s: f64) -> Option<ProcRates> {
+    if prev.key != cur.key {
+        return None;
+    }
+    let (Ok(p), Ok(c)) = (&prev.io, &cur.io) else {
+        return None;
+    };
+    let mut r = io_rates(p, c, dt_s)?;
+    r.io_wait_pct = match (prev.blkio_ticks, cur.blkio_ticks) {
+        (Some(a), Some(b)) => delta64(a, b).map(|t| (t as f64 / ticks_per_s / dt_s * 100.0).min(100.0)),
+        _ => None,
+    };
+    Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::process::{IoUnavailable, ProcKey};
+
+    fn proc(pid: i32, start: u64, io: ProcIo) -> RawProc {
+        RawProc {
+            key: ProcKey { pid, start_time: start },
+            ppid: 1,
+            comm: "x".into(),
+            cmdline: String::new(),
+            state: 'R',
+            nice: 0,
+            uid: Some(0),
+            user: None,
+            ioprio: None,
+            cpu_ticks: 0,
+            blkio_ticks: Some(0),
+            io: Ok(io),
+        }
+    }
+
+    #[test]
+    fn hand_computed_rates() {
+        let a = ProcIo {
+            rchar: 1_000_000,
+            syscr: 100,
+            read_bytes: 0,
+            ..Default::default()
+        };
+        let b = ProcIo {
+            rchar: 1_000_000 + 4_000_000,
+            wchar: 8192,
+            syscr: 100 + 1000,
+            syscw: 2,
+            read_bytes: 1_000_000,
+            write_bytes: 40960,
+            cancelled_write_bytes: 0,
+        };
+        let r = io_rates(&a, &b, 2.0).unwrap();
+        assert_eq!(r.rchar_bps, 2_000_000.0);
+        assert_eq!(r.read_bps, 500_000.0);
+        assert_eq!(r.write_bps, 20_480.0);
+        assert_eq!(r.syscr_per_s, 500.0);
+        assert_eq!(r.avg_read, Some(4000.0));
+        assert_eq!(r.avg_write, Some(4096.0));
+        assert_eq!(r.cache_share, Some(0.75));
+        assert_eq!(r.disk_bps(), 520_480.0);
+    }
+
+    #[test]
+    fn little_reading_gives_no_cache_share_and_readahead_clamps() {
+        let a = ProcIo::default();
+        let small = ProcIo {
+            rchar: 1000,
+            syscr: 1,
+            ..Default::default()
+        };
+        assert_eq!(io_rates(&a, &small, 1.0).unwrap().cache_share, None);
+        let ra = ProcIo {
+            rchar: 100_000,
+            read_bytes: 400_000,
+            syscr: 1,
+            ..Default::default()
+        };
+        assert_eq!(io_rates(&a, &ra, 1.0).unwrap().cache_share, Some(0.0));
+        assert_eq!(io_rates(&a, &a, 1.0).unwrap().avg_read, None);
+    }
+
+    #[test]
+    fn pid_reuse_is_never_a_delta() {
+        let a = proc(
+            42,
+            1000,
+            ProcIo {
+                rchar: 5_000_000,
+                ..Default::default()
+            },
+        );
+        let b = proc(
+            42,
+            2000,
+            ProcIo {
+                rchar: 10,
+                ..Default::default()
+            },
+        );
+        assert_eq!(proc_rates(&a, &b, 1.0, 100.0), None);
+        let c = proc(
+            42,
+            1000,
+            ProcIo {
+                rchar: 6_000_000,
+                ..Default::default()
+            },
+        );
+        assert_eq!(proc_rates(&a, &c, 1.0, 100.0).unwrap().rchar_bps, 1_000_000.0);
+    }
+
+    #[test]
+    fn unreadable_counters_give_no_rates() {
+        let a = proc(42, 1000, ProcIo::default());
+        let mut b = a.clone();
+        b.io = Err(IoUnavailable::PermissionDenied);
+        assert_eq!(proc_rates(&a, &b, 1.0, 100.0), None);
+    }
+
+    #[test]
+    fn io_wait_from_delay_accounting() {
+        let a = proc(1, 1, ProcIo::default());
+        let mut b = a.clone();
+        b.blkio_ticks = Some(50);
+        assert_eq!(proc_rates(&a, &b, 1.0, 100.0).unwrap().io_wait_pct, Some(50.0));
+    }
+}

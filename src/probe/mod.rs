@@ -1,0 +1,1 @@
+//! Probe tests (see issue: probes).
