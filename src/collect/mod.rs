@@ -12,8 +12,11 @@ pub mod sample;
 pub mod sysblock;
 pub mod system;
 
+use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 pub use sample::{Collector, RawSample};
@@ -38,6 +41,9 @@ impl std::error::Error for ReadError {}
 pub struct Reader {
     root: PathBuf,
     buf: Vec<u8>,
+    /// `<root>/proc`, opened on first use, so per-process files are opened
+    /// with `openat` relative to it (no path building, a shorter lookup).
+    proc_dir: Option<OwnedFd>,
 }
 
 impl Reader {
@@ -45,6 +51,7 @@ impl Reader {
         Reader {
             root: root.into(),
             buf: Vec::with_capacity(64 * 1024),
+            proc_dir: None,
         }
     }
 
@@ -73,8 +80,76 @@ impl Reader {
     }
 
     fn read_abs(&mut self, path: &Path) -> io::Result<()> {
-        let mut f = File::open(path)?;
-        read_into(&mut f, &mut self.buf)
+        let f = File::open(path)?;
+        read_fd(f.as_raw_fd(), &mut self.buf, false)
+    }
+
+    /// Read `/proc/<pid>/<file>` under the root, for the per-process hot
+    /// path. The file is opened with `openat` relative to a cached
+    /// `<root>/proc` descriptor, and read with a single `read` when it fits
+    /// the buffer: only for files the kernel generates in one piece
+    /// (`stat`, `io`, `statm`: a short read is the whole file).
+    pub fn read_pid_file(&mut self, pid: i32, file: &str) -> Result<&[u8], ReadError> {
+        self.read_pid_file_inner(pid, file).map_err(|error| ReadError {
+            path: self.path(format!("/proc/{pid}/{file}")),
+            error,
+        })?;
+        Ok(&self.buf)
+    }
+
+    fn read_pid_file_inner(&mut self, pid: i32, file: &str) -> io::Result<()> {
+        let dir = match &self.proc_dir {
+            Some(fd) => fd.as_raw_fd(),
+            None => {
+                let p = CString::new(self.path("/proc").as_os_str().as_bytes())
+                    .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+                // SAFETY: `p` is a valid NUL-terminated path; the returned fd
+                // is checked and then owned by `OwnedFd`.
+                let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: `fd` was just opened and is owned by nobody else.
+                self.proc_dir.insert(unsafe { OwnedFd::from_raw_fd(fd) }).as_raw_fd()
+            }
+        };
+        // "<pid>/<file>\0" in a stack buffer: no allocation per open.
+        let mut name = [0u8; 64];
+        let mut len = 0;
+        {
+            let mut digits = [0u8; 12];
+            let mut n = pid.unsigned_abs();
+            let mut d = digits.len();
+            loop {
+                d -= 1;
+                digits[d] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            if pid < 0 {
+                d -= 1;
+                digits[d] = b'-';
+            }
+            let parts: [&[u8]; 3] = [&digits[d..], b"/", file.as_bytes()];
+            for part in parts {
+                if len + part.len() >= name.len() || part.contains(&0) {
+                    return Err(io::Error::from(io::ErrorKind::InvalidInput));
+                }
+                name[len..len + part.len()].copy_from_slice(part);
+                len += part.len();
+            }
+        }
+        // SAFETY: `name` is NUL-terminated (zeroed past `len`), `dir` is an
+        // open directory descriptor owned by `self`.
+        let fd = unsafe { libc::openat(dir, name.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        read_fd(fd.as_raw_fd(), &mut self.buf, true)
     }
 
     /// Read a file under the root into an owned string (lossy UTF-8, trimmed).
@@ -91,32 +166,48 @@ impl Reader {
 }
 
 /// Read everything from `f` into `buf` (cleared first), growing it only when
-/// the file does not fit. procfs files are generated on the first `read`, so a
-/// buffer large enough for the file means a single `read` call plus the one
-/// that sees EOF.
+/// the file does not fit.
 pub fn read_into(f: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    f.read_to_end(buf).map(drop)
+}
+
+/// Read everything from `fd` into `buf` (cleared first) with `read(2)`
+/// straight into the buffer's spare capacity: no zeroing of the buffer, and
+/// one `read` when the file fits plus the one that sees EOF. With
+/// `one_shot`, a read that did not fill the buffer ends the file: right for
+/// procfs files generated as one record (seq_file `single_open`), wrong for
+/// multi-record files such as /proc/diskstats, whose reads stop at a record
+/// boundary before the buffer is full.
+fn read_fd(fd: RawFd, buf: &mut Vec<u8>, one_shot: bool) -> io::Result<()> {
     buf.clear();
     if buf.capacity() < 4096 {
         buf.reserve(4096);
     }
     loop {
-        let len = buf.len();
-        if len == buf.capacity() {
-            buf.reserve(len);
+        if buf.len() == buf.capacity() {
+            buf.reserve(buf.len());
         }
-        let cap = buf.capacity();
-        buf.resize(cap, 0);
-        match f.read(&mut buf[len..]) {
-            Ok(0) => {
-                buf.truncate(len);
-                return Ok(());
+        let spare = buf.spare_capacity_mut();
+        let asked = spare.len();
+        // SAFETY: the kernel writes at most `asked` bytes into the spare
+        // capacity; only the `n` bytes it reports are then marked initialised.
+        let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), asked) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
             }
-            Ok(n) => buf.truncate(len + n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
-            Err(e) => {
-                buf.truncate(len);
-                return Err(e);
-            }
+            return Err(e);
+        }
+        let n = n as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: `n <= asked` bytes past `len` were written by read(2).
+        unsafe { buf.set_len(buf.len() + n) };
+        if one_shot && n < asked {
+            return Ok(());
         }
     }
 }

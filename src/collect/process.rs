@@ -315,17 +315,16 @@ impl ProcReader {
     /// Read one process. `Err` when its stat could not be read.
     pub fn read_one(&mut self, r: &mut Reader, pid: i32) -> Result<RawProc, IoUnavailable> {
         let live = r.is_live();
-        let dir = format!("/proc/{pid}");
-        let stat = match r.read(format!("{dir}/stat")) {
-            Ok(b) => parse_stat(b).ok_or_else(|| IoUnavailable::Unreadable(format!("{dir}/stat: malformed")))?,
+        let stat = match r.read_pid_file(pid, "stat") {
+            Ok(b) => parse_stat(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/stat: malformed")))?,
             Err(e) => return Err(classify(&e.error)),
         };
         let key = ProcKey {
             pid,
             start_time: stat.start_time,
         };
-        let io = match r.read(format!("{dir}/io")) {
-            Ok(b) => parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("{dir}/io: malformed"))),
+        let io = match r.read_pid_file(pid, "io") {
+            Ok(b) => parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
             Err(e) => Err(classify(&e.error)),
         };
         let generation = self.generation;
@@ -335,6 +334,7 @@ impl ProcReader {
                 s.clone()
             }
             None => {
+                let dir = format!("/proc/{pid}");
                 let cmdline = r.read(format!("{dir}/cmdline")).map(cmdline_text).unwrap_or_default();
                 let uid = {
                     use std::os::unix::fs::MetadataExt;
