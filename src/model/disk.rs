@@ -48,6 +48,8 @@ pub struct DiskRates {
     /// Average queue length (aqu-sz).
     pub aqu_sz: f64,
     /// Percent of the interval with at least one request in flight (%util).
+    /// Not clamped, like iostat's: io_ticks advance in jiffies, so a
+    /// saturated device can show a little over 100 (clamp when drawing bars).
     pub util_pct: f64,
     /// Requests in flight at the end of the interval.
     pub in_flight: u64,
@@ -156,7 +158,7 @@ pub fn disk_rates(prev: &DiskStat, cur: &DiskStat, dt_s: f64) -> Result<DiskRate
         discard,
         flush,
         aqu_sz: weighted as f64 / dt_ms,
-        util_pct: (io_ticks as f64 / dt_ms * 100.0).min(100.0),
+        util_pct: io_ticks as f64 / dt_ms * 100.0,
         in_flight: cur.in_flight,
         pattern: pattern_of(&read, &write),
     })
