@@ -70,8 +70,8 @@ pub struct Collector {
     procs: ProcReader,
     devices: Vec<DeviceInfo>,
     mounts: MountMap,
-    /// diskstats names at the last device refresh.
-    disk_names: Vec<String>,
+    /// diskstats (name, major, minor) at the last device refresh.
+    disk_ids: Vec<(String, u32, u32)>,
     samples: u64,
     pub scope: ProcScope,
 }
@@ -86,7 +86,7 @@ impl Collector {
             procs: ProcReader::new(),
             devices: Vec::new(),
             mounts: MountMap::new(),
-            disk_names: Vec::new(),
+            disk_ids: Vec::new(),
             samples: 0,
             scope: ProcScope::All,
         }
@@ -107,6 +107,20 @@ impl Collector {
         self.devices = devices;
     }
 
+    /// True when a whole disk's `diskseq` differs from the one cached: the
+    /// device was removed and re-added under the same name (and number)
+    /// since the last refresh. One small sysfs read per disk per sample, so
+    /// the model can re-baseline at once instead of trusting counters that
+    /// merely happen to be ahead of the old device's.
+    fn diskseq_changed(&mut self) -> bool {
+        let reader = &mut self.reader;
+        self.devices.iter().any(|d| {
+            d.diskseq.is_some()
+                && d.parent.is_none()
+                && reader.read_u64(format!("/sys/block/{}/diskseq", d.name)) != d.diskseq
+        })
+    }
+
     /// Take one sample. Never fails: what could not be read is listed in
     /// `errors` and left empty/`None`.
     pub fn sample(&mut self) -> RawSample {
@@ -123,11 +137,14 @@ impl Collector {
                 Vec::new()
             }
         };
-        let set_changed =
-            disks.len() != self.disk_names.len() || disks.iter().zip(&self.disk_names).any(|(d, n)| d.name != *n);
-        if self.samples.is_multiple_of(DEVICE_REFRESH_SAMPLES) || set_changed {
+        let set_changed = disks.len() != self.disk_ids.len()
+            || disks
+                .iter()
+                .zip(&self.disk_ids)
+                .any(|(d, (name, major, minor))| d.name != *name || d.major != *major || d.minor != *minor);
+        if self.samples.is_multiple_of(DEVICE_REFRESH_SAMPLES) || set_changed || self.diskseq_changed() {
             self.refresh_devices();
-            self.disk_names = disks.iter().map(|d| d.name.clone()).collect();
+            self.disk_ids = disks.iter().map(|d| (d.name.clone(), d.major, d.minor)).collect();
         }
         self.samples += 1;
         let (cpu, psi, mem) = system::read_system(&mut self.reader, &mut errors);
