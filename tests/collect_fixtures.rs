@@ -34,7 +34,9 @@ fn full_sample_of_the_captured_vm() {
     let names: Vec<&str> = s.disks.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(
         names,
-        ["loop0", "loop1", "loop2", "loop3", "loop4", "loop5", "loop6", "loop7", "vda", "zram0"]
+        [
+            "loop0", "loop1", "loop2", "loop3", "loop4", "loop5", "loop6", "loop7", "vda", "zram0"
+        ]
     );
     let vda = s.disks.iter().find(|d| d.name == "vda").unwrap();
     assert_eq!((vda.major, vda.minor), (254, 0));
@@ -79,7 +81,16 @@ fn full_sample_of_the_captured_vm() {
     // System files.
     let cpu = s.cpu.unwrap();
     assert_eq!(
-        (cpu.user, cpu.nice, cpu.system, cpu.idle, cpu.iowait, cpu.irq, cpu.softirq, cpu.steal),
+        (
+            cpu.user,
+            cpu.nice,
+            cpu.system,
+            cpu.idle,
+            cpu.iowait,
+            cpu.irq,
+            cpu.softirq,
+            cpu.steal
+        ),
         (22971, 10120, 8788, 168185, 660, 0, 136, 132)
     );
     assert_eq!(cpu.procs_blocked, Some(0));
@@ -186,4 +197,33 @@ fn missing_diskstats_is_an_error_naming_the_file() {
     assert!(s.disks.is_empty());
     assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
     assert!(s.errors[0].contains("proc/diskstats"), "{}", s.errors[0]);
+}
+
+#[test]
+fn re_added_device_is_seen_at_the_next_sample_not_the_next_refresh() {
+    use iolens::model::Model;
+    use iolens::model::disk::Rebaseline;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    std::fs::create_dir_all(root.join("sys/block/sdb")).unwrap();
+    let write = |stats: &str, seq: u64| {
+        std::fs::write(root.join("proc/diskstats"), format!("8 16 sdb {stats}\n")).unwrap();
+        std::fs::write(root.join("sys/block/sdb/diskseq"), format!("{seq}\n")).unwrap();
+    };
+    let mut c = Collector::new(root);
+    c.scope = ProcScope::None;
+    let mut m = Model::new(Default::default(), 100.0);
+    write("100 0 800 50 0 0 0 0 0 40 50", 3);
+    m.update(c.sample());
+    write("200 0 1600 100 0 0 0 0 0 80 100", 3);
+    m.update(c.sample());
+    assert!(m.devices[0].rates.is_some());
+    // Same name, same numbers, counters ahead: only diskseq changed.
+    write("90000 0 720000 900 0 0 0 0 0 900 900", 4);
+    let s = c.sample();
+    assert_eq!(s.devices[0].diskseq, Some(4));
+    m.update(s);
+    assert_eq!(m.devices[0].rates, None);
+    assert_eq!(m.devices[0].rebaseline, Some(Rebaseline::NewDevice));
 }

@@ -178,11 +178,41 @@ fn check(failures: &mut Vec<String>, dev: &str, col: &str, ours: Option<f64>, th
 fn compare_dir(f: &mut Vec<String>, dev: &str, v: &serde_json::Value, p: char, d: Option<&DirRates>) {
     let kib = |b: f64| b / 1024.0;
     check(f, dev, &format!("{p}/s"), d.map(|d| d.ios_per_s), &v[format!("{p}/s")]);
-    check(f, dev, &format!("{p}kB/s"), d.map(|d| kib(d.bytes_per_s)), &v[format!("{p}kB/s")]);
-    check(f, dev, &format!("{p}rqm/s"), d.map(|d| d.merges_per_s), &v[format!("{p}rqm/s")]);
-    check(f, dev, &format!("%{p}rqm"), d.and_then(|d| d.merge_pct), &v[format!("{p}rqm")]);
-    check(f, dev, &format!("{p}_await"), d.and_then(|d| d.await_ms), &v[format!("{p}_await")]);
-    check(f, dev, &format!("{p}areq-sz"), d.and_then(|d| d.req_bytes).map(kib), &v[format!("{p}areq-sz")]);
+    check(
+        f,
+        dev,
+        &format!("{p}kB/s"),
+        d.map(|d| kib(d.bytes_per_s)),
+        &v[format!("{p}kB/s")],
+    );
+    check(
+        f,
+        dev,
+        &format!("{p}rqm/s"),
+        d.map(|d| d.merges_per_s),
+        &v[format!("{p}rqm/s")],
+    );
+    check(
+        f,
+        dev,
+        &format!("%{p}rqm"),
+        d.and_then(|d| d.merge_pct),
+        &v[format!("{p}rqm")],
+    );
+    check(
+        f,
+        dev,
+        &format!("{p}_await"),
+        d.and_then(|d| d.await_ms),
+        &v[format!("{p}_await")],
+    );
+    check(
+        f,
+        dev,
+        &format!("{p}areq-sz"),
+        d.and_then(|d| d.req_bytes).map(kib),
+        &v[format!("{p}areq-sz")],
+    );
 }
 
 fn compare(f: &mut Vec<String>, r: &DiskRates, v: &serde_json::Value) {
@@ -231,6 +261,10 @@ fn device_numbers_equal_iostat_x() {
             compared += 1;
         }
     }
-    assert!(failures.is_empty(), "differences from iostat -x:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "differences from iostat -x:\n{}",
+        failures.join("\n")
+    );
     eprintln!("iostat parity: {compared} devices, 23 columns each, equal to iostat's precision");
 }
