@@ -229,6 +229,9 @@ impl ProcSnapshot {
 
 #[derive(Debug, Clone)]
 struct Static {
+    /// The comm when cmdline and uid were read: an exec changes the comm
+    /// (but not the pid or start time), and then they are read again.
+    comm: String,
     cmdline: String,
     uid: Option<u32>,
     seen: u64,
@@ -323,17 +326,26 @@ impl ProcReader {
             pid,
             start_time: stat.start_time,
         };
-        let io = match r.read_pid_file(pid, "io") {
-            Ok(b) => parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
+        let io = match r.read_pid_file(pid, "io").map(parse_io) {
+            Ok(io) => io.ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
+            // No io file while the process is still there: a kernel without
+            // task I/O accounting, not an exit.
+            Err(e) if e.error.kind() == io::ErrorKind::NotFound && r.read_pid_file(pid, "stat").is_ok() => Err(
+                IoUnavailable::Unreadable(format!("/proc/{pid}/io: missing (kernel without task I/O accounting)")),
+            ),
             Err(e) => Err(classify(&e.error)),
         };
         let generation = self.generation;
+        // Kernel threads (kthreadd and its children) have an empty cmdline.
+        let kthread = pid == 2 || stat.ppid == 2;
         let st = match self.cache.get_mut(&key) {
-            Some(s) => {
+            // Still valid unless the process exec'd (new comm) or was first
+            // seen mid-exec (empty cmdline of a user process).
+            Some(s) if s.comm == stat.comm && (kthread || !s.cmdline.is_empty()) => {
                 s.seen = generation;
                 s.clone()
             }
-            None => {
+            _ => {
                 let dir = format!("/proc/{pid}");
                 let cmdline = r.read(format!("{dir}/cmdline")).map(cmdline_text).unwrap_or_default();
                 let uid = {
@@ -341,6 +353,7 @@ impl ProcReader {
                     std::fs::metadata(r.path(&dir)).ok().map(|m| m.uid())
                 };
                 let s = Static {
+                    comm: stat.comm.clone(),
                     cmdline,
                     uid,
                     seen: generation,
@@ -457,8 +470,12 @@ mod tests {
         let dd = &snap.procs[1];
         assert_eq!(dd.cmdline, "dd if=/dev/sda of=/dev/null bs=1M");
         assert_eq!(dd.io.as_ref().unwrap().read_bytes, 1_069_547_520);
-        // pid 1 has a stat but no io file: it counts as exited-while-reading.
-        assert_eq!(snap.procs[0].io, Err(IoUnavailable::Exited));
+        // pid 1 has a stat but no io file: not exited, unreadable.
+        assert!(
+            matches!(&snap.procs[0].io, Err(IoUnavailable::Unreadable(m)) if m.contains("/proc/1/io: missing")),
+            "{:?}",
+            snap.procs[0].io
+        );
         // pid 77 has no stat: listed then gone.
         assert_eq!(snap.exited, 1);
     }

@@ -1,0 +1,232 @@
+//! Process reading on the live system: a process that exits between listing
+//! and reading, a zombie, pid churn while sampling, and a process whose I/O
+//! counters another user may not read (permission denied, which is neither
+//! "exited" nor "hidden").
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use iolens::collect::Reader;
+use iolens::collect::process::{IoUnavailable, ProcReader};
+
+fn skip(reason: &str) {
+    eprintln!("skipped: {reason}");
+}
+
+#[test]
+fn process_gone_between_listing_and_reading_is_exited() {
+    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = child.id() as i32;
+    // Wait until it has exec'd sleep (its cmdline is set).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default() != b"sleep\x0030\x00" {
+        assert!(Instant::now() < deadline, "sleep did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    // Listed (and readable) while it runs ...
+    let p = pr.read_one(&mut r, pid).unwrap();
+    assert_eq!(p.comm, "sleep");
+    assert_eq!(p.cmdline, "sleep 30");
+    assert!(p.io.is_ok(), "{:?}", p.io);
+    // ... then it ends and is reaped before the next read.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(pr.read_one(&mut r, pid), Err(IoUnavailable::Exited));
+}
+
+#[test]
+fn zombie_is_read_as_state_z_until_reaped() {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id() as i32;
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let state = loop {
+        let p = pr.read_one(&mut r, pid).unwrap();
+        if p.state == 'Z' || Instant::now() > deadline {
+            break p.state;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(state, 'Z');
+    child.wait().unwrap();
+    assert_eq!(pr.read_one(&mut r, pid), Err(IoUnavailable::Exited));
+}
+
+#[test]
+fn sampling_while_processes_come_and_go_never_fails() {
+    // A shell that starts and ends 300 short-lived processes while we read
+    // every process on the machine over and over.
+    let mut churn = Command::new("sh")
+        .args(["-c", "i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done"])
+        .spawn()
+        .unwrap();
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    let mut samples = 0;
+    loop {
+        let snap = pr.read_all(&mut r).expect("listing /proc");
+        samples += 1;
+        for p in &snap.procs {
+            assert!(p.key.pid > 0);
+            match &p.io {
+                Ok(_) | Err(IoUnavailable::Exited) | Err(IoUnavailable::PermissionDenied) => {}
+                Err(other) => panic!("pid {}: {other:?}", p.key.pid),
+            }
+        }
+        if churn.try_wait().unwrap().is_some() && samples >= 3 {
+            break;
+        }
+    }
+    assert!(churn.wait().unwrap().success());
+}
+
+/// Not a test on its own: the body that `permission_denied_*` runs as
+/// another user (it does nothing unless IOLENS_TEST_READ_PID is set).
+#[test]
+fn child_reads_a_process_as_another_user() {
+    let Ok(pid) = std::env::var("IOLENS_TEST_READ_PID") else {
+        return;
+    };
+    let pid: i32 = pid.parse().unwrap();
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    let target = pr.read_one(&mut r, pid);
+    let me = pr.read_one(&mut r, std::process::id() as i32);
+    let snap = pr.read_all(&mut r).unwrap();
+    let listed = snap.procs.iter().find(|p| p.key.pid == pid).map(|p| p.io.clone());
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    println!("CHILD euid={euid}");
+    println!("CHILD target={:?}", target.map(|p| (p.uid, p.io)));
+    println!("CHILD self_io_ok={}", me.is_ok_and(|p| p.io.is_ok()));
+    println!("CHILD listed={listed:?}");
+    println!("CHILD denied>0={} hidden={}", snap.denied() > 0, snap.hidden);
+}
+
+fn unprivileged(cmd: &str, args: &[&str]) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", cmd])
+        .args(args);
+    c
+}
+
+/// Root is needed to switch to another user; setpriv must exist; and the
+/// binary must be reachable by uid 65534.
+fn can_switch_user() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("needs root to run a reader as another user (setpriv)".into());
+    }
+    match Command::new("setpriv").arg("--version").output() {
+        Ok(o) if o.status.success() => {}
+        _ => return Err("setpriv is not installed".into()),
+    }
+    let exe = std::env::current_exe().unwrap();
+    let ok = unprivileged("test", &["-x", exe.to_str().unwrap()])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        return Err(format!("uid 65534 cannot execute {}", exe.display()));
+    }
+    Ok(())
+}
+
+fn hidepid() -> bool {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("proc /proc ") && l.contains("hidepid"))
+}
+
+#[test]
+fn permission_denied_process_is_reported_as_such() {
+    if let Err(reason) = can_switch_user() {
+        return skip(&reason);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = unprivileged(
+        exe.to_str().unwrap(),
+        &[
+            "--exact",
+            "child_reads_a_process_as_another_user",
+            "--nocapture",
+            "--test-threads=1",
+        ],
+    )
+    .env("IOLENS_TEST_READ_PID", std::process::id().to_string())
+    .stderr(Stdio::inherit())
+    .output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed: {text}");
+    let line = |k: &str| {
+        text.lines()
+            .find_map(|l| l.split_once(&format!("CHILD {k}=")).map(|(_, v)| v))
+            .unwrap_or_else(|| panic!("no {k} in child output: {text}"))
+            .to_string()
+    };
+    assert_eq!(line("euid"), "65534");
+    // This root-owned test process: stat readable, owner known, I/O denied.
+    assert_eq!(line("target"), "Ok((Some(0), Err(PermissionDenied)))");
+    assert_eq!(line("listed"), "Some(Err(PermissionDenied))");
+    // Its own process is readable.
+    assert_eq!(line("self_io_ok"), "true");
+    if !hidepid() {
+        assert_eq!(line("denied>0"), "true hidden=0");
+    }
+}
+
+#[test]
+fn permission_denied_counts_in_json_output_of_a_non_root_run() {
+    if let Err(reason) = can_switch_user() {
+        return skip(&reason);
+    }
+    let bin = env!("CARGO_BIN_EXE_iolens");
+    let ok = unprivileged("test", &["-x", bin]).status().is_ok_and(|s| s.success());
+    if !ok {
+        return skip(&format!("uid 65534 cannot execute {bin}"));
+    }
+    let out = unprivileged(bin, &["--json", "--count", "1", "--interval", "0.1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // At least pid 1 and this test process are root's: denied, not hidden.
+    assert!(v["processes_denied"].as_u64().unwrap() >= 2, "{v}");
+    if !hidepid() {
+        assert_eq!(v["processes_hidden"], 0, "{v}");
+    }
+}
+
+#[test]
+fn exec_after_first_sight_refreshes_the_cached_command_line() {
+    // A replayed tree: pid 300 is first seen as the shell that forked it,
+    // then (same pid, same start time) after it exec'd tar.
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = dir.path().join("proc/300");
+    std::fs::create_dir_all(&pdir).unwrap();
+    let stat = |comm: &str| {
+        format!(
+            "300 ({comm}) R 299 300 300 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+        )
+    };
+    std::fs::write(pdir.join("stat"), stat("bash")).unwrap();
+    std::fs::write(pdir.join("cmdline"), b"bash\0-c\0tar cf /b.tar /srv\0").unwrap();
+    let mut r = Reader::new(dir.path());
+    let mut pr = ProcReader::new();
+    let p = pr.read_one(&mut r, 300).unwrap();
+    assert_eq!(p.cmdline, "bash -c tar cf /b.tar /srv");
+    std::fs::write(pdir.join("stat"), stat("tar")).unwrap();
+    std::fs::write(pdir.join("cmdline"), b"tar\0cf\0/b.tar\0/srv\0").unwrap();
+    let p = pr.read_one(&mut r, 300).unwrap();
+    assert_eq!((p.key.start_time, p.comm.as_str()), (4242, "tar"));
+    assert_eq!(p.cmdline, "tar cf /b.tar /srv");
+    assert!(
+        matches!(p.io, Err(IoUnavailable::Unreadable(_))),
+        "no io file in this tree"
+    );
+}
