@@ -81,7 +81,7 @@ impl Reader {
 
     fn read_abs(&mut self, path: &Path) -> io::Result<()> {
         let f = File::open(path)?;
-        read_fd(f.as_raw_fd(), &mut self.buf, false)
+        read_fd(f.as_raw_fd(), &mut self.buf, false, false)
     }
 
     /// Read `/proc/<pid>/<file>` under the root, for the per-process hot
@@ -90,66 +90,71 @@ impl Reader {
     /// the buffer: only for files the kernel generates in one piece
     /// (`stat`, `io`, `statm`: a short read is the whole file).
     pub fn read_pid_file(&mut self, pid: i32, file: &str) -> Result<&[u8], ReadError> {
-        self.read_pid_file_inner(pid, file).map_err(|error| ReadError {
+        let res = self
+            .open_pid_file(pid, file)
+            .and_then(|fd| read_fd(fd.as_raw_fd(), &mut self.buf, true, false));
+        res.map_err(|error| ReadError {
             path: self.path(format!("/proc/{pid}/{file}")),
             error,
         })?;
         Ok(&self.buf)
     }
 
-    fn read_pid_file_inner(&mut self, pid: i32, file: &str) -> io::Result<()> {
+    /// Open `/proc/<pid>/<file>` under the root (see [`Reader::read_pid_file`]),
+    /// to keep it open and read it again with [`Reader::reread`].
+    pub fn open_pid_file(&mut self, pid: i32, file: &str) -> io::Result<OwnedFd> {
         let dir = match &self.proc_dir {
             Some(fd) => fd.as_raw_fd(),
             None => {
                 let p = CString::new(self.path("/proc").as_os_str().as_bytes())
                     .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-                // SAFETY: `p` is a valid NUL-terminated path; the returned fd
-                // is checked and then owned by `OwnedFd`.
-                let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-                if fd < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // SAFETY: `fd` was just opened and is owned by nobody else.
-                self.proc_dir.insert(unsafe { OwnedFd::from_raw_fd(fd) }).as_raw_fd()
+                self.proc_dir
+                    .insert(open_raw(libc::AT_FDCWD, &p, libc::O_DIRECTORY)?)
+                    .as_raw_fd()
             }
         };
         // "<pid>/<file>\0" in a stack buffer: no allocation per open.
         let mut name = [0u8; 64];
         let mut len = 0;
-        {
-            let mut digits = [0u8; 12];
-            let mut n = pid.unsigned_abs();
-            let mut d = digits.len();
-            loop {
-                d -= 1;
-                digits[d] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            if pid < 0 {
-                d -= 1;
-                digits[d] = b'-';
-            }
-            let parts: [&[u8]; 3] = [&digits[d..], b"/", file.as_bytes()];
-            for part in parts {
-                if len + part.len() >= name.len() || part.contains(&0) {
-                    return Err(io::Error::from(io::ErrorKind::InvalidInput));
-                }
-                name[len..len + part.len()].copy_from_slice(part);
-                len += part.len();
+        let mut digits = [0u8; 12];
+        let mut n = pid.unsigned_abs();
+        let mut d = digits.len();
+        loop {
+            d -= 1;
+            digits[d] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
             }
         }
-        // SAFETY: `name` is NUL-terminated (zeroed past `len`), `dir` is an
-        // open directory descriptor owned by `self`.
-        let fd = unsafe { libc::openat(dir, name.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
+        if pid < 0 {
+            d -= 1;
+            digits[d] = b'-';
         }
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        read_fd(fd.as_raw_fd(), &mut self.buf, true)
+        for part in [&digits[d..], b"/", file.as_bytes()] {
+            if len + part.len() >= name.len() || part.contains(&0) {
+                return Err(io::Error::from(io::ErrorKind::InvalidInput));
+            }
+            name[len..len + part.len()].copy_from_slice(part);
+            len += part.len();
+        }
+        let name =
+            std::ffi::CStr::from_bytes_until_nul(&name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        open_raw(dir, name, 0)
+    }
+
+    /// Read an open single-record procfs file (see [`Reader::read_pid_file`])
+    /// again from its start: the kernel generates fresh contents, so a kept
+    /// descriptor saves the open and close of every sample. A file of a
+    /// process that has ended fails with ESRCH, even if its pid was reused.
+    pub fn reread(&mut self, fd: &OwnedFd) -> io::Result<&[u8]> {
+        read_fd(fd.as_raw_fd(), &mut self.buf, true, true)?;
+        Ok(&self.buf)
+    }
+
+    /// What the last successful read returned.
+    pub fn last(&self) -> &[u8] {
+        &self.buf
     }
 
     /// Read a file under the root into an owned string (lossy UTF-8, trimmed).
@@ -178,8 +183,9 @@ pub fn read_into(f: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
 /// `one_shot`, a read that did not fill the buffer ends the file: right for
 /// procfs files generated as one record (seq_file `single_open`), wrong for
 /// multi-record files such as /proc/diskstats, whose reads stop at a record
-/// boundary before the buffer is full.
-fn read_fd(fd: RawFd, buf: &mut Vec<u8>, one_shot: bool) -> io::Result<()> {
+/// boundary before the buffer is full. With `from_start`, reads with
+/// `pread` from offset 0 whatever the file position.
+fn read_fd(fd: RawFd, buf: &mut Vec<u8>, one_shot: bool, from_start: bool) -> io::Result<()> {
     buf.clear();
     if buf.capacity() < 4096 {
         buf.reserve(4096);
@@ -192,7 +198,13 @@ fn read_fd(fd: RawFd, buf: &mut Vec<u8>, one_shot: bool) -> io::Result<()> {
         let asked = spare.len();
         // SAFETY: the kernel writes at most `asked` bytes into the spare
         // capacity; only the `n` bytes it reports are then marked initialised.
-        let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), asked) };
+        let n = unsafe {
+            if from_start {
+                libc::pread(fd, spare.as_mut_ptr().cast(), asked, buf.len() as libc::off_t)
+            } else {
+                libc::read(fd, spare.as_mut_ptr().cast(), asked)
+            }
+        };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -210,6 +222,18 @@ fn read_fd(fd: RawFd, buf: &mut Vec<u8>, one_shot: bool) -> io::Result<()> {
             return Ok(());
         }
     }
+}
+
+/// `openat(dir, path, O_RDONLY | O_CLOEXEC | flags)` as an owned descriptor.
+fn open_raw(dir: RawFd, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: `path` is NUL-terminated and `dir` is AT_FDCWD or an open
+    // directory descriptor; the result is checked before use.
+    let fd = unsafe { libc::openat(dir, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC | flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Parse an unsigned decimal number; `None` on anything else (including
