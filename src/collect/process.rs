@@ -9,6 +9,7 @@
 //! cached by its key.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::fd::OwnedFd;
 
@@ -233,7 +234,7 @@ impl ProcSnapshot {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Static {
     /// The comm when cmdline and uid were read: an exec changes the comm
     /// (but not the pid or start time), and then they are read again.
@@ -242,6 +243,34 @@ struct Static {
     uid: Option<u32>,
     seen: u64,
 }
+
+/// A hasher for pid-keyed maps, looked up several times per process per
+/// sample: one multiply per word instead of SipHash. Pids are small
+/// integers chosen by the kernel, so hash flooding is not a concern here.
+#[derive(Debug, Default, Clone, Copy)]
+struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.write_u32(v as u32);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type PidMap<K, V> = HashMap<K, V, BuildHasherDefault<PidHasher>>;
 
 /// `/proc/<pid>/stat` and `io` kept open between samples (live system only).
 #[derive(Debug)]
@@ -253,7 +282,7 @@ struct PidFiles {
 
 /// At most this many processes keep their stat and io files open. Each kept
 /// file costs a descriptor and about 4 KiB of kernel memory (its seq_file
-/// buffer), so 4096 processes hold 8192 descriptors and ~36 MiB; processes
+/// buffer), so 4096 processes hold 8192 descriptors and ~32 MiB; processes
 /// beyond it are opened and closed every sample as before.
 pub const KEEP_FILES_MAX: usize = 4096;
 
@@ -268,12 +297,12 @@ pub const KEEP_FILES_MAX: usize = 4096;
 /// replaced under a kept descriptor.
 #[derive(Debug, Default)]
 pub struct ProcReader {
-    cache: HashMap<ProcKey, Static>,
-    users: HashMap<u32, String>,
+    cache: PidMap<ProcKey, Static>,
+    users: PidMap<u32, String>,
     users_loaded: bool,
     generation: u64,
     pids: Vec<i32>,
-    files: HashMap<i32, PidFiles>,
+    files: PidMap<i32, PidFiles>,
     /// How many processes may keep files open (from RLIMIT_NOFILE).
     keep_budget: Option<usize>,
 }
@@ -405,7 +434,7 @@ impl ProcReader {
             // seen mid-exec (empty cmdline of a user process).
             Some(s) if s.comm == stat.comm && (kthread || !s.cmdline.is_empty()) => {
                 s.seen = generation;
-                s.clone()
+                (s.cmdline.clone(), s.uid)
             }
             _ => {
                 let dir = format!("/proc/{pid}");
@@ -420,19 +449,21 @@ impl ProcReader {
                     uid,
                     seen: generation,
                 };
-                self.cache.insert(key, s.clone());
-                s
+                let out = (s.cmdline.clone(), s.uid);
+                self.cache.insert(key, s);
+                out
             }
         };
-        let user = st.uid.and_then(|u| self.user_name(u));
+        let (cmdline, uid) = st;
+        let user = uid.and_then(|u| self.user_name(u));
         Ok(RawProc {
             key,
             ppid: stat.ppid,
             comm: stat.comm,
-            cmdline: st.cmdline,
+            cmdline,
             state: stat.state,
             nice: stat.nice,
-            uid: st.uid,
+            uid,
             user,
             ioprio: if live { ioprio_get(pid) } else { None },
             cpu_ticks: stat.utime + stat.stime,
