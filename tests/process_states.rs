@@ -230,3 +230,32 @@ fn exec_after_first_sight_refreshes_the_cached_command_line() {
         "no io file in this tree"
     );
 }
+
+#[test]
+fn kept_stat_file_of_an_ended_process_reads_as_esrch() {
+    // What the kept-descriptor fast path relies on: re-reading an open
+    // /proc/<pid>/stat gives fresh contents while the process lives, and
+    // ESRCH once it is gone (whatever now has its pid).
+    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = child.id() as i32;
+    let mut r = Reader::new("/");
+    let fd = r.open_pid_file(pid, "stat").unwrap();
+    let first = String::from_utf8_lossy(r.reread(&fd).unwrap()).into_owned();
+    assert!(first.starts_with(&format!("{pid} (")), "{first}");
+    // Stop it: the kept file shows the new state (T), not the old text.
+    // SAFETY: kill(2) on our own child, with a valid signal.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = String::from_utf8_lossy(r.reread(&fd).unwrap()).into_owned();
+        if text.contains(") T ") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never saw state T: {text}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let err = r.reread(&fd).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ESRCH), "{err}");
+}
