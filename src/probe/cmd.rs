@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::stats::Bucket;
+use super::view::{coarse_histogram, lat};
 use super::{CancelToken, Depth, Phase, ProbeConfig, ProbeMsg, ProbeResult, Status, Stop, Tests};
 use crate::cli::{Cli, ProbeArgs, ProbeKind};
 use crate::format;
@@ -135,35 +135,11 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Histogram buckets merged per power of two, for display: (lo_ns, hi_ns, count).
-pub fn coarse_histogram(buckets: &[Bucket]) -> Vec<(u64, u64, u64)> {
-    let mut out: Vec<(u64, u64, u64)> = Vec::new();
-    for b in buckets {
-        let octave = 63 - b.lo_ns.max(1).leading_zeros();
-        let lo = 1u64 << octave;
-        let hi = lo.saturating_mul(2).saturating_sub(1);
-        match out.last_mut() {
-            Some(last) if last.0 == lo => last.2 += b.count,
-            _ => out.push((lo, hi, b.count)),
-        }
-    }
-    out
-}
-
 fn stop_text(s: Stop) -> &'static str {
     match s {
         Stop::Done => "done",
         Stop::TimeCap => "time cap reached",
         Stop::Cancelled => "cancelled",
-    }
-}
-
-/// Latency in the most readable unit: "85 µs", "1.25 ms".
-pub fn lat(ms: Option<f64>) -> String {
-    match ms {
-        None => format::NA.to_string(),
-        Some(v) if v < 1.0 => format!("{:.0} µs", v * 1000.0),
-        Some(v) => format!("{} ms", format::ms(v)),
     }
 }
 
@@ -333,16 +309,5 @@ mod tests {
         assert!(parse_size("4x").is_err());
         assert!(parse_size("k").is_err());
         assert!(parse_size("99999999999999G").is_err());
-    }
-
-    #[test]
-    fn coarse_histogram_merges_octaves() {
-        let b = |lo, count| Bucket {
-            lo_ns: lo,
-            hi_ns: lo,
-            count,
-        };
-        let c = coarse_histogram(&[b(70_000, 1), b(100_000, 2), b(140_000, 5)]);
-        assert_eq!(c, [(65_536, 131_071, 3), (131_072, 262_143, 5)]);
     }
 }

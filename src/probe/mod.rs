@@ -155,6 +155,8 @@ pub struct Progress {
     pub iops: Option<f64>,
     /// Sweep: the zones finished so far.
     pub zones: Vec<Zone>,
+    /// Size of the target in bytes (the sweep chart's x range).
+    pub size_bytes: u64,
 }
 
 /// Why a test stopped.

@@ -153,6 +153,7 @@ pub fn run(
                 p50_ms: hist.quantile(0.5).map(|v| v / 1e6),
                 iops: (elapsed.as_secs_f64() > 0.0).then(|| n as f64 / elapsed.as_secs_f64()),
                 zones: Vec::new(),
+                size_bytes: t.size,
             });
         }
     }

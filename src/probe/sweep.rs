@@ -170,6 +170,7 @@ pub fn run(
                     p50_ms: None,
                     iops: None,
                     zones: zones.clone(),
+                    size_bytes: t.size,
                 });
             }
         }

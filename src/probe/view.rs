@@ -1,7 +1,9 @@
 //! State of the results pane, updated from [`ProbeMsg`]s. Pure data: the
 //! pane (`ui::results`) only reads it.
 
+use super::stats::Bucket;
 use super::{ProbeMsg, ProbeResult, Progress, Status};
+use crate::format;
 
 #[derive(Debug, Clone, Default)]
 pub enum RunState {
@@ -65,5 +67,46 @@ impl ProbeView {
             }
             ProbeMsg::Failed(e) => self.state = RunState::Failed(e),
         }
+    }
+}
+
+/// Histogram buckets merged per power of two, for display: (lo_ns, hi_ns, count).
+pub fn coarse_histogram(buckets: &[Bucket]) -> Vec<(u64, u64, u64)> {
+    let mut out: Vec<(u64, u64, u64)> = Vec::new();
+    for b in buckets {
+        let octave = 63 - b.lo_ns.max(1).leading_zeros();
+        let lo = 1u64 << octave;
+        let hi = lo.saturating_mul(2).saturating_sub(1);
+        match out.last_mut() {
+            Some(last) if last.0 == lo => last.2 += b.count,
+            _ => out.push((lo, hi, b.count)),
+        }
+    }
+    out
+}
+
+/// Latency in the most readable unit: "85 µs", "1.25 ms".
+pub fn lat(ms: Option<f64>) -> String {
+    match ms {
+        None => format::NA.to_string(),
+        Some(v) if v < 0.01 => format!("{:.1} µs", v * 1000.0),
+        Some(v) if v < 1.0 => format!("{:.0} µs", v * 1000.0),
+        Some(v) => format!("{} ms", format::ms(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coarse_histogram_merges_octaves() {
+        let b = |lo, count| Bucket {
+            lo_ns: lo,
+            hi_ns: lo,
+            count,
+        };
+        let c = coarse_histogram(&[b(70_000, 1), b(100_000, 2), b(140_000, 5)]);
+        assert_eq!(c, [(65_536, 131_071, 3), (131_072, 262_143, 5)]);
     }
 }
