@@ -62,11 +62,11 @@ impl DiskCheck {
         let device_reads = after.read_ios.saturating_sub(before.read_ios);
         let device_read_bytes = after.read_sectors.saturating_sub(before.read_sectors) * 512;
         let device_writes = after.write_ios.saturating_sub(before.write_ios);
-        let frac = if bytes == 0 {
-            1.0
-        } else {
-            device_read_bytes as f64 / bytes as f64
-        };
+        // Both the count and the bytes must have grown: other I/O on the
+        // device can make up the bytes with a few large reads, and a
+        // device that splits requests can make up the count.
+        let frac = |got: u64, want: u64| if want == 0 { 1.0 } else { got as f64 / want as f64 };
+        let frac = frac(device_read_bytes, bytes).min(frac(device_reads, reads));
         let reach = if frac >= 0.9 {
             Reach::Reached
         } else if frac >= 0.5 {
