@@ -245,12 +245,10 @@ fn cancel_after_progress(cfg: ProbeConfig) -> (Duration, ProbeResult) {
         let _ = tx.send(m);
     })
     .unwrap();
-    loop {
-        match rx.recv_timeout(Duration::from_secs(20)).unwrap() {
-            ProbeMsg::Progress(_) => break,
-            ProbeMsg::Finished(_) => panic!("finished before cancel"),
-            ProbeMsg::Failed(e) => panic!("{e}"),
-        }
+    match rx.recv_timeout(Duration::from_secs(20)).unwrap() {
+        ProbeMsg::Progress(_) => {}
+        ProbeMsg::Finished(_) => panic!("finished before cancel"),
+        ProbeMsg::Failed(e) => panic!("{e}"),
     }
     let t0 = Instant::now();
     token.cancel();
@@ -281,6 +279,7 @@ fn cancellation_stops_within_200_ms() {
         cfg.zones = Some(2);
         cfg.chunk = Some(32 << 20);
         let (took, r) = cancel_after_progress(cfg);
+        eprintln!("{tests:?}: stopped {took:?} after the cancel");
         assert!(took < Duration::from_millis(200), "{tests:?}: stopped after {took:?}");
         assert_eq!(r.status, Status::Cancelled);
         let stopped = match tests {
@@ -395,4 +394,60 @@ fn the_cli_opens_its_target_read_only_and_never_writes_it() {
     assert_eq!(v["method"]["cache"], "direct");
     assert!(v["random"]["histogram"].as_array().is_some_and(|h| !h.is_empty()));
     let _ = std::io::stderr().flush();
+}
+
+/// A ramfs mount (no O_DIRECT support), unmounted on drop.
+struct Ramfs(tempfile::TempDir);
+
+impl Drop for Ramfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn refused_o_direct_falls_back_to_buffered_and_says_so() {
+    if !is_root() {
+        eprintln!("skipped: not root: cannot mount a ramfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "ramfs", "none"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: cannot mount a ramfs");
+        return;
+    }
+    let fs = Ramfs(dir);
+    let f = random_file(fs.0.path(), "data.bin", 4);
+    let mut cfg = small(&f, Tests::Both);
+    cfg.idle = true;
+    let r = run(&cfg).unwrap();
+    assert_eq!(r.method.cache, CacheMode::BufferedFadvise);
+    assert!(r.notes.iter().any(|n| n.contains("O_DIRECT refused")), "{:?}", r.notes);
+    assert!(r.method.impact_limited);
+    assert!(r.notes.iter().any(|n| n.contains("impact-limited")), "{:?}", r.notes);
+    // Memory speed, no block device: called what it is.
+    assert_eq!(r.device, None);
+    assert_eq!(r.verdict.class, Class::VirtualOrCached, "{:?}", r.verdict);
+}
+
+#[test]
+fn cli_reports_bad_targets_and_exits_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/dev/null is a character device"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", "/tmp", "--bs", "4q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
 }

@@ -136,7 +136,7 @@ pub fn run(
         let ns = u64::try_from(dt.as_nanos()).unwrap_or(u64::MAX);
         hist.record(ns);
         if let Some(p) = prev {
-            let d: u64 = if off > p { off - p } else { p - off };
+            let d = off.abs_diff(p);
             seek.push((d as f64).sqrt());
             lat.push(ns as f64);
         }

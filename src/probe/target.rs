@@ -168,7 +168,7 @@ pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
             };
             match lbs.or(device.as_ref().and_then(|d| d.logical_block_size)) {
                 Some(l) if l.is_power_of_two() => (l, 512, "logical block size".to_string()),
-                _ => (4096, 4096, "default 4 KiB (block size unknown)".to_string()),
+                _ => (4096, 4096, "default: block size unknown".to_string()),
             }
         }
     };

@@ -355,7 +355,7 @@ mod tests {
         };
         let zs = zones(20);
         let (min, median, max, ratio) = sweep::summarize(&zs);
-        let sweep = (status == Status::Completed).then(|| SweepResult {
+        let sweep = (status == Status::Completed).then_some(SweepResult {
             zones_planned: 20,
             request_bytes: 1 << 20,
             chunk_bytes: 64 << 20,
