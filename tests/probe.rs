@@ -451,3 +451,27 @@ fn cli_reports_bad_targets_and_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
 }
+
+fn thread_ioprio() -> libc::c_long {
+    // SAFETY: reads the calling thread's I/O priority.
+    unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, 0 as libc::c_long) }
+}
+
+#[test]
+fn idle_class_is_labelled_and_restored_afterwards() {
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let f = random_file(dir.path(), "data.bin", 4);
+    let mut cfg = small(&f, Tests::Random);
+    cfg.max_reads = Some(100);
+    cfg.idle = true;
+    let before = thread_ioprio();
+    let mut during = None;
+    let r = probe::run(&cfg, &CancelToken::new(), &mut |_| during = Some(thread_ioprio())).unwrap();
+    assert_eq!(during, Some(3 << 13), "IOPRIO_CLASS_IDLE while reading");
+    assert_eq!(thread_ioprio(), before, "the thread keeps the idle class");
+    assert!(r.method.impact_limited);
+    let note = r.method.idle_note.as_deref().unwrap();
+    assert!(note.starts_with("impact-limited"), "{note}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["method"]["impact_limited"], true);
+}

@@ -282,24 +282,52 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Put the calling thread in the idle I/O class.
-fn set_idle_class() -> std::io::Result<()> {
-    const IOPRIO_WHO_PROCESS: libc::c_long = 1;
-    const IOPRIO_CLASS_IDLE: libc::c_long = 3;
-    const IOPRIO_CLASS_SHIFT: u32 = 13;
-    // SAFETY: ioprio_set with who=0 changes only the calling thread.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_ioprio_set,
-            IOPRIO_WHO_PROCESS,
-            0 as libc::c_long,
-            IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
+const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+
+/// Puts the calling thread in the idle I/O class and restores its previous
+/// class on drop, so a reused thread (a `spawn_blocking` pool thread) does
+/// not stay idle after the probe.
+struct IdleClass {
+    previous: libc::c_long,
+}
+
+impl IdleClass {
+    fn enter() -> std::io::Result<Self> {
+        const IOPRIO_CLASS_IDLE: libc::c_long = 3;
+        const IOPRIO_CLASS_SHIFT: u32 = 13;
+        // SAFETY: ioprio_get/ioprio_set with who=0 read and change only the
+        // calling thread.
+        let previous = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0 as libc::c_long) };
+        if previous < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_ioprio_set,
+                IOPRIO_WHO_PROCESS,
+                0 as libc::c_long,
+                IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+            )
+        };
+        if rc == 0 {
+            Ok(IdleClass { previous })
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+}
+
+impl Drop for IdleClass {
+    fn drop(&mut self) {
+        // SAFETY: as in enter(); restores what ioprio_get returned.
+        unsafe {
+            libc::syscall(
+                libc::SYS_ioprio_set,
+                IOPRIO_WHO_PROCESS,
+                0 as libc::c_long,
+                self.previous,
+            );
+        }
     }
 }
 
@@ -355,8 +383,10 @@ pub fn run(
         drop_global_cache(&cfg.root)?;
         notes.push("the global page cache was dropped before the probe (affects the whole machine)".into());
     }
-    let idle_note = cfg.idle.then(|| match set_idle_class() {
-        Ok(()) => {
+    let mut _idle_guard = None;
+    let idle_note = cfg.idle.then(|| match IdleClass::enter() {
+        Ok(g) => {
+            _idle_guard = Some(g);
             let sched = t.device.as_ref().and_then(|d| d.scheduler.clone());
             match sched.as_deref() {
                 Some("bfq" | "mq-deadline") => "impact-limited: idle I/O class".to_string(),
@@ -395,19 +425,17 @@ pub fn run(
         sweep_res = Some(s);
     }
 
-    for c in random
-        .iter()
-        .filter_map(|r| r.disk_check.as_ref())
-        .chain(sweep_res.iter().filter_map(|s| s.disk_check.as_ref()))
-    {
-        notes.extend(c.disturbance.clone());
-    }
-
     let checks: Vec<&DiskCheck> = random
         .iter()
         .filter_map(|r| r.disk_check.as_ref())
         .chain(sweep_res.iter().filter_map(|s| s.disk_check.as_ref()))
         .collect();
+    for c in &checks {
+        notes.extend(c.disturbance.clone());
+        if c.reach == check::Reach::Partial {
+            notes.push(c.describe());
+        }
+    }
     let not_reached = checks.iter().find(|c| c.reach == check::Reach::NotReached);
     let evidence = verdict::Evidence {
         bs,
