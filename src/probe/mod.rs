@@ -15,6 +15,23 @@
 //! Running one: [`run`] is blocking and reports [`Progress`] through a
 //! callback; [`spawn`] runs it on its own thread and sends [`ProbeMsg`]s to a
 //! sink, which is how the dashboard and the CLI use it.
+//!
+//! Wiring into the dashboard (the app loop owns a [`ProbeView`]):
+//! 1. A key on the devices pane opens the menu (random / sweep / both,
+//!    quick / thorough) for `/dev/<name>`. Refuse while
+//!    [`ProbeView::is_running`]: one probe at a time.
+//! 2. Start: `let token = CancelToken::new();
+//!    view.start(target::describe_path(&cfg.target), cfg.label());
+//!    probe::spawn(cfg, token.clone(), move |m| { let _ = tx.send(Msg::Probe(m)); })`
+//!    with `tx` a `tokio::sync::mpsc::UnboundedSender` (its `send` is not
+//!    async). Keep `token`; the join handle can be dropped.
+//! 3. On `Msg::Probe(m)`: for `ProbeMsg::Finished(r)` call
+//!    [`store::append`] (show its error, if any, in the status line); then
+//!    `view.apply(m)` and mark the screen dirty.
+//! 4. Esc while running: `token.cancel(); view.cancel_requested();` and do
+//!    not wait: the thread stops after the read in flight and sends the
+//!    partial result.
+//! 5. Draw with `ui::results::render(frame, area, &view)`.
 
 pub mod check;
 pub mod cmd;
@@ -115,6 +132,17 @@ impl ProbeConfig {
             drop_caches: false,
             root: PathBuf::from("/"),
         }
+    }
+}
+
+impl ProbeConfig {
+    /// The plan as the results pane shows it: "random read + zone sweep, quick".
+    pub fn label(&self) -> String {
+        let depth = match self.depth {
+            Depth::Quick => "quick",
+            Depth::Thorough => "thorough",
+        };
+        format!("{}, {depth}", self.tests.label())
     }
 }
 
@@ -451,9 +479,8 @@ pub fn run(
         allocated_fraction: t.allocated_bytes.map(|a| (a as f64 / t.size as f64).min(1.0)),
         has_device: t.device.is_some(),
         hints: t.device.clone(),
-        buffered: false,
-    }
-    .cache(t.cache);
+        buffered: t.cache == CacheMode::BufferedFadvise,
+    };
     let verdict = verdict::judge(&evidence);
 
     Ok(ProbeResult {

@@ -100,7 +100,8 @@ pub struct Target {
     pub device: Option<DeviceHints>,
 }
 
-/// Errors that say what was wrong with the target.
+/// A path as shown in messages and results: control characters and
+/// invalid UTF-8 escaped.
 pub fn describe_path(p: &Path) -> String {
     format::escape_bytes(p.as_os_str().as_bytes())
 }

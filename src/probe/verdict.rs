@@ -22,7 +22,7 @@
 
 use serde::Serialize;
 
-use super::target::{CacheMode, DeviceHints};
+use super::target::DeviceHints;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -76,13 +76,6 @@ pub struct Evidence {
     pub has_device: bool,
     pub hints: Option<DeviceHints>,
     pub buffered: bool,
-}
-
-impl Evidence {
-    pub fn cache(mut self, c: CacheMode) -> Self {
-        self.buffered = c == CacheMode::BufferedFadvise;
-        self
-    }
 }
 
 const IMPOSSIBLE_P50_MS: f64 = 0.005;

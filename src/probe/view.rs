@@ -85,6 +85,37 @@ pub fn coarse_histogram(buckets: &[Bucket]) -> Vec<(u64, u64, u64)> {
     out
 }
 
+/// One line for the session's list of results:
+/// "04:12 /dev/sda random read + zone sweep → HDD (p50 8.10 ms, 150 MB/s)".
+pub fn summary_line(r: &ProbeResult) -> String {
+    let t = r.started_unix % 86_400;
+    let mut facts = Vec::new();
+    if let Some(p) = r.random.as_ref().and_then(|x| x.latency.p50_ms) {
+        facts.push(format!("p50 {}", lat(Some(p))));
+    }
+    if let Some(m) = r.sweep.as_ref().and_then(|x| x.median_mb_per_s) {
+        facts.push(format::rate(m * 1e6));
+    }
+    format!(
+        "{:02}:{:02} {} {}{} → {}{}",
+        t / 3600,
+        t / 60 % 60,
+        r.method.target,
+        r.method.tests.label(),
+        if r.status == Status::Cancelled {
+            " (cancelled)"
+        } else {
+            ""
+        },
+        r.verdict.class.label(),
+        if facts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", facts.join(", "))
+        }
+    )
+}
+
 /// Latency in the most readable unit: "85 µs", "1.25 ms".
 pub fn lat(ms: Option<f64>) -> String {
     match ms {

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, Gauge, GraphType, Paragraph, Wrap};
 
 use crate::format;
-use crate::probe::view::{RunState, coarse_histogram, lat};
+use crate::probe::view::{RunState, coarse_histogram, lat, summary_line};
 use crate::probe::{Phase, ProbeResult, ProbeView, Progress, Stop, Zone};
 
 pub fn render(frame: &mut Frame, area: Rect, view: &ProbeView) {
@@ -20,8 +20,24 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ProbeView) {
         format!(" Probe: {} — {} ", view.target, view.plan)
     };
     let block = Block::default().borders(Borders::ALL).title(title);
-    let inner = block.inner(area);
+    let mut inner = block.inner(area);
     frame.render_widget(block, area);
+    // Earlier results of this session (the current one is shown in full).
+    let earlier: Vec<&ProbeResult> = match view.state {
+        RunState::Finished(_) | RunState::Cancelled(Some(_)) => view.past.iter().rev().skip(1).collect(),
+        _ => view.past.iter().rev().collect(),
+    };
+    if !earlier.is_empty() && inner.height > 12 {
+        let n = earlier.len().min(4) as u16;
+        let [main, list] = Layout::vertical([Constraint::Min(0), Constraint::Length(n + 1)]).areas(inner);
+        let mut lines = vec![Line::styled(
+            "earlier this session",
+            Style::default().add_modifier(Modifier::BOLD),
+        )];
+        lines.extend(earlier.iter().take(n as usize).map(|r| Line::raw(summary_line(r))));
+        frame.render_widget(Paragraph::new(lines), list);
+        inner = main;
+    }
     match &view.state {
         RunState::Idle => {
             let msg = "No probe has run in this session. Choose a device and start a probe (random read, zone sweep or both; quick or thorough). Probes only read.";
@@ -427,7 +443,8 @@ mod tests {
 
     fn view() -> ProbeView {
         let mut v = ProbeView::default();
-        v.start("/dev/sda".into(), "random read + zone sweep, quick".into());
+        let cfg = crate::probe::ProbeConfig::new("/dev/sda", Tests::Both, Depth::Quick);
+        v.start("/dev/sda".into(), cfg.label());
         v
     }
 
@@ -466,6 +483,19 @@ mod tests {
         assert!(matches!(v.state, RunState::Finished(_)));
         assert_eq!(v.past.len(), 1);
         insta::assert_snapshot!("finished", draw(&v));
+        // A second run: the first is listed below it.
+        v.start("/dev/sda".into(), "random read + zone sweep, quick".into());
+        assert!(v.is_running());
+        let mut second = result(Status::Completed);
+        second.started_unix += 600;
+        v.apply(ProbeMsg::Finished(Box::new(second)));
+        assert_eq!(v.past.len(), 2);
+        let s = draw(&v);
+        assert!(s.contains("earlier this session"), "{s}");
+        assert!(
+            s.contains("22:13 /dev/sda random read + zone sweep → HDD (p50 9.99 ms, 138 MB/s)"),
+            "{s}"
+        );
     }
 
     #[test]
