@@ -72,7 +72,14 @@ pub fn plan(size: u64, align: u64, zones: usize, chunk: u64) -> (u64, u64, Vec<u
     let chunk = chunk / request * request;
     let last = size.saturating_sub(chunk);
     let offsets = (0..zones)
-        .map(|z| if zones == 1 { 0 } else { down(last * z / (zones - 1)) })
+        .map(|z| {
+            if zones == 1 {
+                0
+            } else {
+                // u128: a petabyte times 10,000 zones overflows u64.
+                down((u128::from(last) * u128::from(z) / u128::from(zones - 1)) as u64)
+            }
+        })
         .collect();
     (request, chunk, offsets)
 }
@@ -225,6 +232,9 @@ mod tests {
         assert_eq!(chunk, 12 << 20);
         assert_eq!(req, REQUEST);
         assert_eq!(offs[19] + chunk, 256 << 20);
+        // Huge target, many zones: no overflow, still ends at the last byte.
+        let (_, chunk, offs) = plan(1 << 60, 4096, 10_000, CHUNK);
+        assert_eq!(offs[9_999] + chunk, 1 << 60);
         // Tiny target: one request per zone.
         let (req, chunk, _) = plan(64 * 1024, 512, 4, CHUNK);
         assert_eq!((req, chunk), (16 * 1024, 16 * 1024));
