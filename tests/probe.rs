@@ -42,6 +42,10 @@ struct LoopDev(PathBuf);
 
 impl LoopDev {
     fn attach(file: &Path, direct: bool) -> Result<Self, String> {
+        Self::attach_with(file, direct, false)
+    }
+
+    fn attach_with(file: &Path, direct: bool, partscan: bool) -> Result<Self, String> {
         if !is_root() {
             return Err("not root: cannot attach a loop device".into());
         }
@@ -49,6 +53,9 @@ impl LoopDev {
         cmd.args(["-f", "--show", "-r"]);
         if direct {
             cmd.arg("--direct-io=on");
+        }
+        if partscan {
+            cmd.arg("-P");
         }
         let out = cmd.arg(file).output().map_err(|e| format!("losetup: {e}"))?;
         if !out.status.success() {
@@ -474,4 +481,57 @@ fn idle_class_is_labelled_and_restored_afterwards() {
     assert!(note.starts_with("impact-limited"), "{note}");
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["method"]["impact_limited"], true);
+}
+
+#[test]
+fn a_partition_is_probed_and_counted_on_its_own_diskstats_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = random_file(dir.path(), "disk.img", 32);
+    // One MBR partition: sectors 2048..2048+61440 (1 MiB .. 31 MiB).
+    let mut mbr = [0u8; 512];
+    mbr[446 + 4] = 0x83;
+    mbr[446 + 8..446 + 12].copy_from_slice(&2048u32.to_le_bytes());
+    mbr[446 + 12..446 + 16].copy_from_slice(&61_440u32.to_le_bytes());
+    mbr[510] = 0x55;
+    mbr[511] = 0xaa;
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+        f.write_all_at(&mbr, 0).unwrap();
+        f.sync_all().unwrap();
+    }
+    let dev = match LoopDev::attach_with(&img, true, true) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let part = PathBuf::from(format!("{}p1", dev.0.display()));
+    let t0 = Instant::now();
+    while !part.exists() && t0.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !part.exists() {
+        eprintln!(
+            "skipped: {} did not appear (kernel without MBR partition support?)",
+            part.display()
+        );
+        return;
+    }
+    let mut cfg = small(&part, Tests::Both);
+    cfg.max_reads = Some(500);
+    cfg.zones = Some(4);
+    let r = run(&cfg).unwrap();
+    assert_eq!(r.method.size_bytes, 61_440 * 512);
+    let d = r.device.as_ref().unwrap();
+    let disk = dev.0.file_name().unwrap().to_str().unwrap();
+    assert_eq!(d.name, format!("{disk}p1"));
+    assert_eq!(d.disk, disk);
+    let c = r.random.as_ref().unwrap().disk_check.as_ref().unwrap();
+    assert_eq!(c.device, d.name);
+    assert_eq!(c.reach, Reach::Reached, "{c:?}");
+    assert!(c.device_reads >= 516 && c.device_reads <= 540, "{c:?}");
+    assert_eq!(r.sweep.as_ref().unwrap().zones.len(), 4);
+    assert_eq!(r.verdict.class, Class::VirtualOrCached);
 }
