@@ -366,3 +366,29 @@ pub fn read_exact_at(t: &Target, buf: &mut [u8], off: u64) -> anyhow::Result<()>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_of_a_partition_come_from_its_disk() {
+        let fixture = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/root-6.8"));
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("sys/dev/block")).unwrap();
+        std::os::unix::fs::symlink(fixture.join("sys/block"), root.path().join("sys/block")).unwrap();
+        for (dev, to) in [("8:1", "../../block/sda/sda1"), ("7:0", "../../block/loop0")] {
+            std::os::unix::fs::symlink(to, root.path().join("sys/dev/block").join(dev)).unwrap();
+        }
+        let h = device_hints(root.path(), 8, 1).unwrap();
+        assert_eq!((h.name.as_str(), h.disk.as_str()), ("sda1", "sda"));
+        assert_eq!(h.rotational, Some(true));
+        assert_eq!(h.model.as_deref(), Some("WDC WD10EZEX-08W"));
+        assert_eq!(h.physical_block_size, Some(4096));
+        let lo = device_hints(root.path(), 7, 0).unwrap();
+        assert_eq!(lo.loop_backing_file.as_deref(), Some("/var/tmp/disk.img"));
+        // tmpfs, btrfs: anonymous device numbers; unknown numbers.
+        assert_eq!(device_hints(root.path(), 0, 45), None);
+        assert_eq!(device_hints(root.path(), 8, 99), None);
+    }
+}
