@@ -287,13 +287,16 @@ pub fn judge(e: &Evidence) -> Verdict {
     // 3. sysfs hints.
     let mut class = measured.unwrap_or(Class::Inconclusive);
     if let Some(h) = &e.hints {
-        let label = measured.map(Class::label).unwrap_or("nothing definite");
+        let measured_like = match measured {
+            Some(Class::Hdd) => "measured like an HDD",
+            Some(Class::SataSsd) => "measured like a SATA-class SSD",
+            Some(Class::Nvme) => "measured like an NVMe-class device",
+            _ => "the measurements alone are inconclusive",
+        };
         if let Some(why) = virtual_reason(h) {
             evidence.insert(
                 0,
-                format!(
-                    "{why}; measured like {label}: the numbers describe the host's storage path, not a physical disk"
-                ),
+                format!("{why}; {measured_like}: the numbers describe the host's storage path, not a physical disk"),
             );
             class = Class::VirtualOrCached;
         } else {
