@@ -537,3 +537,32 @@ fn a_partition_is_probed_and_counted_on_its_own_diskstats_line() {
     assert_eq!(r.sweep.as_ref().unwrap().zones.len(), 4);
     assert_eq!(r.verdict.class, Class::VirtualOrCached);
 }
+
+#[test]
+fn drop_caches_is_refused_without_root() {
+    if !is_root() || !have("setpriv") {
+        eprintln!("skipped: needs root and setpriv to run the CLI as an unprivileged user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let f = random_file(dir.path(), "data.bin", 1);
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand"])
+        .arg(&f)
+        .args(["--drop-caches", "--duration", "0.1"])
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("warning: --drop-caches drops the page cache of the whole machine"),
+        "{err}"
+    );
+    assert!(err.contains("--drop-caches needs root"), "{err}");
+}
