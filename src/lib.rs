@@ -10,3 +10,10 @@ pub mod collect;
 pub mod format;
 pub mod model;
 pub mod probe;
+
+/// Dashboard panes. Only the probe results pane lives here so far; when the
+/// dashboard's `src/ui/mod.rs` exists this inline module becomes `pub mod
+/// ui;` with `pub mod results;` inside it.
+pub mod ui {
+    pub mod results;
+}

@@ -1,1 +1,516 @@
-//! Probe tests (see issue: probes).
+//! Read-only probes: what can the disk under a target really do?
+//!
+//! * [`random`]: cache-free random reads at queue depth 1 → IOPS and a
+//!   latency histogram.
+//! * [`sweep`]: sequential reads in zones spread over the whole target →
+//!   MB/s against position.
+//! * [`verdict`]: HDD / SATA-class SSD / NVMe-class / virtual or
+//!   cache-backed / inconclusive, with its evidence.
+//!
+//! Rules (DESIGN.md, "Probes"): the target is opened `O_RDONLY | O_DIRECT |
+//! O_CLOEXEC` and only ever read; every test has a time cap and an I/O cap;
+//! a [`CancelToken`] stops it between two reads (one read lasts well under
+//! 200 ms on any working device); results carry their method.
+//!
+//! Running one: [`run`] is blocking and reports [`Progress`] through a
+//! callback; [`spawn`] runs it on its own thread and sends [`ProbeMsg`]s to a
+//! sink, which is how the dashboard and the CLI use it.
+//!
+//! Wiring into the dashboard (the app loop owns a [`ProbeView`]):
+//! 1. A key on the devices pane opens the menu (random / sweep / both,
+//!    quick / thorough) for `/dev/<name>`. Refuse while
+//!    [`ProbeView::is_running`]: one probe at a time.
+//! 2. Start: `let token = CancelToken::new();
+//!    view.start(target::describe_path(&cfg.target), cfg.label());
+//!    probe::spawn(cfg, token.clone(), move |m| { let _ = tx.send(Msg::Probe(m)); })`
+//!    with `tx` a `tokio::sync::mpsc::UnboundedSender` (its `send` is not
+//!    async). Keep `token`; the join handle can be dropped.
+//! 3. On `Msg::Probe(m)`: for `ProbeMsg::Finished(r)` call
+//!    [`store::append`] (show its error, if any, in the status line); then
+//!    `view.apply(m)` and mark the screen dirty.
+//! 4. Esc while running: `token.cancel(); view.cancel_requested();` and do
+//!    not wait: the thread stops after the read in flight and sends the
+//!    partial result.
+//! 5. Draw with `ui::results::render(frame, area, &view)`.
+
+pub mod check;
+pub mod cmd;
+pub mod random;
+pub mod stats;
+pub mod store;
+pub mod sweep;
+pub mod target;
+pub mod verdict;
+pub mod view;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+pub use check::DiskCheck;
+pub use random::RandomResult;
+pub use sweep::{SweepResult, Zone};
+pub use target::{CacheMode, Target};
+pub use verdict::{Class, Verdict};
+pub use view::ProbeView;
+
+/// Which tests to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tests {
+    Random,
+    Sweep,
+    Both,
+}
+
+impl Tests {
+    pub fn random(self) -> bool {
+        matches!(self, Tests::Random | Tests::Both)
+    }
+    pub fn sweep(self) -> bool {
+        matches!(self, Tests::Sweep | Tests::Both)
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            Tests::Random => "random read",
+            Tests::Sweep => "zone sweep",
+            Tests::Both => "random read + zone sweep",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Depth {
+    Quick,
+    Thorough,
+}
+
+/// Everything a probe run needs. Fields left `None` take the defaults of
+/// the chosen [`Depth`].
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    pub target: PathBuf,
+    pub tests: Tests,
+    pub depth: Depth,
+    /// Random read size (default 4 KiB, at least the physical block size).
+    pub bs: Option<u64>,
+    /// Time cap per test.
+    pub duration: Option<Duration>,
+    /// Random reads: sample cap (default 20,000 quick, 100,000 thorough).
+    pub max_reads: Option<u64>,
+    /// Random reads: only offsets in `[start, end)` of the target.
+    pub span: Option<(u64, u64)>,
+    /// Sweep: number of zones (default 20 quick, 100 thorough).
+    pub zones: Option<usize>,
+    /// Sweep: bytes read per zone (default 64 MiB, less on small targets).
+    pub chunk: Option<u64>,
+    /// Run in the idle I/O class (results labelled impact-limited).
+    pub idle: bool,
+    /// Drop the global page cache first (root only; affects the whole box).
+    pub drop_caches: bool,
+    /// Where /proc and /sys are read (normally "/").
+    pub root: PathBuf,
+}
+
+impl ProbeConfig {
+    pub fn new(target: impl Into<PathBuf>, tests: Tests, depth: Depth) -> Self {
+        ProbeConfig {
+            target: target.into(),
+            tests,
+            depth,
+            bs: None,
+            duration: None,
+            max_reads: None,
+            span: None,
+            zones: None,
+            chunk: None,
+            idle: false,
+            drop_caches: false,
+            root: PathBuf::from("/"),
+        }
+    }
+}
+
+impl ProbeConfig {
+    /// The plan as the results pane shows it: "random read + zone sweep, quick".
+    pub fn label(&self) -> String {
+        let depth = match self.depth {
+            Depth::Quick => "quick",
+            Depth::Thorough => "thorough",
+        };
+        format!("{}, {depth}", self.tests.label())
+    }
+}
+
+/// Cancels a running probe from any thread. Clones share the flag.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Random,
+    Sweep,
+}
+
+/// Live progress of a running probe (sent at most every 100 ms per phase).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    pub phase: Phase,
+    /// Done fraction of this phase, 0..=1 (the larger of the sample and
+    /// time fractions).
+    pub fraction: f64,
+    pub elapsed_s: f64,
+    /// Timed reads so far in this phase.
+    pub reads: u64,
+    pub p50_ms: Option<f64>,
+    pub iops: Option<f64>,
+    /// Sweep: the zones finished so far.
+    pub zones: Vec<Zone>,
+    /// Size of the target in bytes (the sweep chart's x range).
+    pub size_bytes: u64,
+}
+
+/// Why a test stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// Reached its I/O cap (sample count, or every zone read fully).
+    Done,
+    /// Reached its time cap.
+    TimeCap,
+    Cancelled,
+}
+
+/// How the probe read, so a result can be trusted or questioned later.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Method {
+    pub target: String,
+    pub target_kind: target::TargetKind,
+    pub size_bytes: u64,
+    pub tests: Tests,
+    pub depth: Depth,
+    pub queue_depth: u32,
+    pub cache: CacheMode,
+    pub cache_note: String,
+    pub global_cache_dropped: bool,
+    pub align_bytes: u64,
+    pub align_source: String,
+    /// Regular files: allocated bytes on disk.
+    pub allocated_bytes: Option<u64>,
+    /// Idle I/O class was requested (results are impact-limited).
+    pub impact_limited: bool,
+    pub idle_note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Completed,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProbeResult {
+    pub iolens_version: &'static str,
+    /// Seconds since the Unix epoch when the probe started.
+    pub started_unix: u64,
+    pub status: Status,
+    pub method: Method,
+    pub device: Option<target::DeviceHints>,
+    pub random: Option<RandomResult>,
+    pub sweep: Option<SweepResult>,
+    pub verdict: Verdict,
+    /// Notes that change how far the numbers can be trusted: other I/O on
+    /// the device, fallbacks, the idle class.
+    pub notes: Vec<String>,
+}
+
+/// Messages from a probe running on its own thread.
+#[derive(Debug, Clone)]
+pub enum ProbeMsg {
+    Progress(Progress),
+    /// Completed or cancelled (see [`ProbeResult::status`]).
+    Finished(Box<ProbeResult>),
+    Failed(String),
+}
+
+/// Run `cfg` on a new thread; every message goes to `sink` (for the
+/// dashboard: a closure that sends into the app's channel). The thread ends
+/// after sending `Finished` or `Failed`.
+pub fn spawn(
+    cfg: ProbeConfig,
+    cancel: CancelToken,
+    sink: impl Fn(ProbeMsg) + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name("iolens-probe".into()).spawn(move || {
+        let msg = match run(&cfg, &cancel, &mut |p| sink(ProbeMsg::Progress(p))) {
+            Ok(r) => ProbeMsg::Finished(Box::new(r)),
+            Err(e) => ProbeMsg::Failed(format!("{e:#}")),
+        };
+        sink(msg);
+    })
+}
+
+/// Default time caps per test.
+fn time_cap(cfg: &ProbeConfig, phase: Phase) -> Duration {
+    cfg.duration.unwrap_or(match (phase, cfg.depth) {
+        (Phase::Random, Depth::Quick) => Duration::from_secs(10),
+        (Phase::Random, Depth::Thorough) => Duration::from_secs(30),
+        (Phase::Sweep, Depth::Quick) => Duration::from_secs(30),
+        (Phase::Sweep, Depth::Thorough) => Duration::from_secs(120),
+    })
+}
+
+/// Block size for random reads: the user's, checked, or 4 KiB raised to the
+/// physical block size and the alignment.
+fn block_size(cfg: &ProbeConfig, t: &Target) -> anyhow::Result<u64> {
+    let bs = match cfg.bs {
+        Some(bs) => {
+            anyhow::ensure!(bs > 0, "--bs must be larger than 0");
+            anyhow::ensure!(
+                bs % t.align == 0,
+                "block size {bs} B is not a multiple of the direct-I/O alignment of {} ({} B, from {}): misaligned reads would be refused",
+                t.display,
+                t.align,
+                t.align_source
+            );
+            bs
+        }
+        None => 4096u64.max(t.physical_block().unwrap_or(0)).max(t.align),
+    };
+    anyhow::ensure!(
+        bs <= t.size,
+        "{} is {} B, smaller than one read of {bs} B",
+        t.display,
+        t.size
+    );
+    anyhow::ensure!(bs <= 64 << 20, "--bs {bs} B is larger than the 64 MiB limit");
+    Ok(bs)
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+
+/// Puts the calling thread in the idle I/O class and restores its previous
+/// class on drop, so a reused thread (a `spawn_blocking` pool thread) does
+/// not stay idle after the probe.
+struct IdleClass {
+    previous: libc::c_long,
+}
+
+impl IdleClass {
+    fn enter() -> std::io::Result<Self> {
+        const IOPRIO_CLASS_IDLE: libc::c_long = 3;
+        const IOPRIO_CLASS_SHIFT: u32 = 13;
+        // SAFETY: ioprio_get/ioprio_set with who=0 read and change only the
+        // calling thread.
+        let previous = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0 as libc::c_long) };
+        if previous < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_ioprio_set,
+                IOPRIO_WHO_PROCESS,
+                0 as libc::c_long,
+                IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+            )
+        };
+        if rc == 0 {
+            Ok(IdleClass { previous })
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+}
+
+impl Drop for IdleClass {
+    fn drop(&mut self) {
+        // SAFETY: as in enter(); restores what ioprio_get returned.
+        unsafe {
+            libc::syscall(
+                libc::SYS_ioprio_set,
+                IOPRIO_WHO_PROCESS,
+                0 as libc::c_long,
+                self.previous,
+            );
+        }
+    }
+}
+
+fn drop_global_cache(root: &Path) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        is_root(),
+        "--drop-caches needs root: it drops the page cache of the whole machine"
+    );
+    let p = root.join("proc/sys/vm/drop_caches");
+    std::fs::write(&p, "1").map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))
+}
+
+/// A sink for progress that sends at most every 100 ms.
+pub(crate) struct Throttle {
+    last: Option<Instant>,
+}
+
+impl Throttle {
+    pub(crate) fn new() -> Self {
+        Throttle { last: None }
+    }
+    pub(crate) fn due(&mut self) -> bool {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|l| now.duration_since(l) < Duration::from_millis(100))
+        {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+}
+
+/// Run the probe described by `cfg`, blocking, until done, capped or
+/// cancelled. A cancelled run returns its partial results with
+/// [`Status::Cancelled`]; errors (unusable target, failed read) say what
+/// was being done.
+pub fn run(
+    cfg: &ProbeConfig,
+    cancel: &CancelToken,
+    on_progress: &mut dyn FnMut(Progress),
+) -> anyhow::Result<ProbeResult> {
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let t = target::open(&cfg.target, &cfg.root)?;
+    let bs = block_size(cfg, &t)?;
+    let mut notes = Vec::new();
+
+    if cfg.drop_caches {
+        drop_global_cache(&cfg.root)?;
+        notes.push("the global page cache was dropped before the probe (affects the whole machine)".into());
+    }
+    let mut _idle_guard = None;
+    let idle_note = cfg.idle.then(|| match IdleClass::enter() {
+        Ok(g) => {
+            _idle_guard = Some(g);
+            let sched = t.device.as_ref().and_then(|d| d.scheduler.clone());
+            match sched.as_deref() {
+                Some("bfq" | "mq-deadline") => "impact-limited: idle I/O class".to_string(),
+                Some(s) => {
+                    format!("impact-limited: idle I/O class requested, but the '{s}' scheduler ignores I/O classes")
+                }
+                None => "impact-limited: idle I/O class (scheduler unknown)".to_string(),
+            }
+        }
+        Err(e) => format!("idle I/O class could not be set: {e}"),
+    });
+    notes.extend(idle_note.clone());
+    if t.cache == CacheMode::BufferedFadvise {
+        notes.push(format!("{}: {}", t.display, CacheMode::BufferedFadvise.describe()));
+    }
+
+    let dev_name = t.device.as_ref().map(|d| d.name.clone());
+    let snap = || dev_name.as_deref().and_then(|n| check::snapshot(&cfg.root, n));
+
+    let mut random = None;
+    if cfg.tests.random() {
+        let before = snap();
+        let mut r = random::run(&t, cfg, bs, time_cap(cfg, Phase::Random), cancel, on_progress)?;
+        if let (Some(n), Some(b), Some(a)) = (&dev_name, before, snap()) {
+            r.disk_check = Some(DiskCheck::compare(n, b, a, r.reads_issued, r.reads_issued * bs));
+        }
+        random = Some(r);
+    }
+    let mut sweep_res = None;
+    if cfg.tests.sweep() && !cancel.is_cancelled() {
+        let before = snap();
+        let mut s = sweep::run(&t, cfg, time_cap(cfg, Phase::Sweep), cancel, on_progress)?;
+        if let (Some(n), Some(b), Some(a)) = (&dev_name, before, snap()) {
+            s.disk_check = Some(DiskCheck::compare(n, b, a, s.requests_issued, s.bytes_issued));
+        }
+        sweep_res = Some(s);
+    }
+
+    let checks: Vec<&DiskCheck> = random
+        .iter()
+        .filter_map(|r| r.disk_check.as_ref())
+        .chain(sweep_res.iter().filter_map(|s| s.disk_check.as_ref()))
+        .collect();
+    for c in &checks {
+        notes.extend(c.disturbance.clone());
+        if c.reach == check::Reach::Partial {
+            notes.push(c.describe());
+        }
+    }
+    let not_reached = checks.iter().find(|c| c.reach == check::Reach::NotReached);
+    let evidence = verdict::Evidence {
+        bs,
+        rand_count: random.as_ref().map_or(0, |r| r.latency.count),
+        p50_ms: random.as_ref().and_then(|r| r.latency.p50_ms),
+        p90_ms: random.as_ref().and_then(|r| r.latency.p90_ms),
+        seek_correlation: random.as_ref().and_then(|r| r.seek_correlation),
+        sweep_zones: sweep_res.as_ref().map_or(0, |s| s.zones.len()),
+        sweep_median_mbps: sweep_res.as_ref().and_then(|s| s.median_mb_per_s),
+        sweep_first_last_ratio: sweep_res.as_ref().and_then(|s| s.first_last_ratio),
+        reached_device: (!checks.is_empty()).then_some(not_reached.is_none()),
+        reach_note: not_reached.map(|c| c.describe()),
+        allocated_fraction: t.allocated_bytes.map(|a| (a as f64 / t.size as f64).min(1.0)),
+        has_device: t.device.is_some(),
+        hints: t.device.clone(),
+        buffered: t.cache == CacheMode::BufferedFadvise,
+    };
+    let verdict = verdict::judge(&evidence);
+
+    Ok(ProbeResult {
+        iolens_version: env!("CARGO_PKG_VERSION"),
+        started_unix,
+        status: if cancel.is_cancelled() {
+            Status::Cancelled
+        } else {
+            Status::Completed
+        },
+        method: Method {
+            target: t.display.clone(),
+            target_kind: t.kind,
+            size_bytes: t.size,
+            tests: cfg.tests,
+            depth: cfg.depth,
+            queue_depth: 1,
+            cache: t.cache,
+            cache_note: t.cache.describe().to_string(),
+            global_cache_dropped: cfg.drop_caches,
+            align_bytes: t.align,
+            align_source: t.align_source.clone(),
+            allocated_bytes: t.allocated_bytes,
+            impact_limited: cfg.idle,
+            idle_note,
+        },
+        device: t.device.clone(),
+        random,
+        sweep: sweep_res,
+        verdict,
+        notes,
+    })
+}

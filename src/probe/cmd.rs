@@ -1,0 +1,313 @@
+//! `iolens probe [rand|sweep|all] TARGET ...`: run a probe on a thread,
+//! show progress on stderr (when it is a terminal), print the report (or
+//! JSON), append the result to the results file. Ctrl-C cancels.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::view::{coarse_histogram, lat};
+use super::{CancelToken, Depth, Phase, ProbeConfig, ProbeMsg, ProbeResult, Status, Stop, Tests};
+use crate::cli::{Cli, ProbeArgs, ProbeKind};
+use crate::format;
+
+/// Parse a request size in binary units: "4096", "4k", "4KiB", "64K", "1m", "1MiB".
+pub fn parse_size(s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--bs {s:?}: expected a size like 4k, 64KiB or 1MiB"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => anyhow::bail!("--bs {s:?}: unknown unit (use k, KiB, m or MiB)"),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| anyhow::anyhow!("--bs {s:?} is too large"))
+}
+
+/// The config the command line asks for.
+pub fn config(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ProbeConfig> {
+    let tests = match args.kind {
+        ProbeKind::Rand => Tests::Random,
+        ProbeKind::Sweep => Tests::Sweep,
+        ProbeKind::All => Tests::Both,
+    };
+    let depth = if args.thorough { Depth::Thorough } else { Depth::Quick };
+    let mut cfg = ProbeConfig::new(&args.target, tests, depth);
+    cfg.bs = args.bs.as_deref().map(parse_size).transpose()?;
+    cfg.duration = args
+        .duration
+        .map(|d| {
+            anyhow::ensure!(
+                d.is_finite() && d > 0.0 && d <= 3600.0,
+                "--duration must be between 0 and 3600 seconds, got {d}"
+            );
+            Ok(Duration::from_secs_f64(d))
+        })
+        .transpose()?;
+    cfg.idle = args.idle;
+    cfg.drop_caches = args.drop_caches;
+    cfg.root = cli.root.clone();
+    Ok(cfg)
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+fn catch_interrupts() {
+    let handler: extern "C" fn(libc::c_int) = on_signal;
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe {
+            libc::signal(sig, handler as libc::sighandler_t);
+        }
+    }
+}
+
+pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(cli, args)?;
+    if cfg.drop_caches {
+        eprintln!(
+            "iolens: warning: --drop-caches drops the page cache of the whole machine; every program will re-read its files from disk"
+        );
+    }
+    catch_interrupts();
+    let cancel = CancelToken::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = super::spawn(cfg, cancel.clone(), move |m| {
+        let _ = tx.send(m);
+    })?;
+    let live = std::io::stderr().is_terminal();
+    let mut err = std::io::stderr();
+    let outcome = loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            cancel.cancel();
+        }
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(ProbeMsg::Progress(p)) if live => {
+                let what = match p.phase {
+                    Phase::Random => format!("random read: {} reads, p50 {} ms", p.reads, format::opt_ms(p.p50_ms)),
+                    Phase::Sweep => format!("zone sweep: {} zones done", p.zones.len()),
+                };
+                let _ = write!(err, "\r\x1b[K{:3.0}%  {what}  (Ctrl-C cancels)", p.fraction * 100.0);
+            }
+            Ok(ProbeMsg::Progress(_)) => {}
+            Ok(ProbeMsg::Finished(r)) => break Ok(r),
+            Ok(ProbeMsg::Failed(e)) => break Err(anyhow::anyhow!(e)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(anyhow::anyhow!("the probe thread ended without a result"));
+            }
+        }
+    };
+    if live {
+        let _ = write!(err, "\r\x1b[K");
+    }
+    let _ = handle.join();
+    let r = outcome?;
+    let text = if args.json {
+        serde_json::to_string(&*r)? + "\n"
+    } else {
+        report(&r)
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    drop(out);
+    match super::store::append(&r) {
+        Ok(p) if !args.json => eprintln!("result appended to {}", format::escape(&p.to_string_lossy())),
+        Ok(_) => {}
+        Err(e) => eprintln!("iolens: {e:#}"),
+    }
+    Ok(if r.status == Status::Cancelled {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn stop_text(s: Stop) -> &'static str {
+    match s {
+        Stop::Done => "done",
+        Stop::TimeCap => "time cap reached",
+        Stop::Cancelled => "cancelled",
+    }
+}
+
+/// The plain-text report.
+pub fn report(r: &ProbeResult) -> String {
+    use std::fmt::Write as _;
+    let m = &r.method;
+    let mut s = String::new();
+    let kind = match m.target_kind {
+        super::target::TargetKind::BlockDevice => "block device",
+        super::target::TargetKind::RegularFile => "regular file",
+    };
+    let _ = writeln!(
+        s,
+        "probe of {} ({kind}, {}){}",
+        m.target,
+        format::decimal(m.size_bytes as f64),
+        if r.status == Status::Cancelled {
+            " — CANCELLED, partial results"
+        } else {
+            ""
+        }
+    );
+    if let Some(d) = &r.device {
+        let _ = writeln!(s, "device: {} (disk {})", d.name, d.disk);
+    }
+    let _ = writeln!(
+        s,
+        "method: {}, alignment {} ({}), queue depth {}{}",
+        m.cache_note,
+        format::binary(m.align_bytes as f64),
+        m.align_source,
+        m.queue_depth,
+        if m.impact_limited {
+            ", impact-limited (idle I/O class)"
+        } else {
+            ""
+        }
+    );
+    if let Some(rr) = &r.random {
+        let l = &rr.latency;
+        let _ = writeln!(
+            s,
+            "\nrandom read: {} × {} reads in {:.1} s ({}; {} warm-up reads discarded)",
+            format::binary(rr.bs as f64),
+            l.count,
+            rr.duration_s,
+            stop_text(rr.stopped),
+            rr.warmup_reads
+        );
+        let _ = writeln!(
+            s,
+            "  IOPS {}   {}",
+            rr.iops.map_or_else(|| format::NA.into(), |v| format!("{v:.0}")),
+            rr.mb_per_s.map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6))
+        );
+        let _ = writeln!(
+            s,
+            "  latency: min {}  mean {}  stddev {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+            lat(l.min_ms),
+            lat(l.mean_ms),
+            lat(l.stddev_ms),
+            lat(l.p50_ms),
+            lat(l.p90_ms),
+            lat(l.p99_ms),
+            lat(l.p99_9_ms),
+            lat(l.max_ms)
+        );
+        if let Some(c) = rr.seek_correlation {
+            let _ = writeln!(s, "  latency vs seek distance: r = {c:.2}");
+        }
+        let coarse = coarse_histogram(&rr.histogram);
+        let most = coarse.iter().map(|c| c.2).max().unwrap_or(1).max(1);
+        for (lo, hi, n) in coarse {
+            let bar = "#".repeat(((n * 40).div_ceil(most)) as usize);
+            let _ = writeln!(
+                s,
+                "  {:>9} – {:<9} {n:>7} {bar}",
+                lat(Some(lo as f64 / 1e6)),
+                lat(Some((hi + 1) as f64 / 1e6))
+            );
+        }
+        if let Some(c) = &rr.disk_check {
+            let _ = writeln!(s, "  {}", c.describe());
+        }
+    }
+    if let Some(sw) = &r.sweep {
+        let _ = writeln!(
+            s,
+            "\nzone sweep: {} of {} zones × {} in {} requests, {:.1} s ({}{})",
+            sw.zones.len(),
+            sw.zones_planned,
+            format::binary(sw.chunk_bytes as f64),
+            format::binary(sw.request_bytes as f64),
+            sw.duration_s,
+            stop_text(sw.stopped),
+            if sw.zones_shortened > 0 {
+                format!(", {} zones shortened by the time cap", sw.zones_shortened)
+            } else {
+                String::new()
+            }
+        );
+        let pt = |p: Option<super::sweep::ZonePoint>| {
+            p.map_or_else(
+                || format::NA.to_string(),
+                |p| {
+                    format!(
+                        "{} at {}",
+                        format::rate(p.mb_per_s * 1e6),
+                        format::decimal(p.offset as f64)
+                    )
+                },
+            )
+        };
+        let _ = writeln!(
+            s,
+            "  min {}  median {}  max {}",
+            pt(sw.min),
+            sw.median_mb_per_s
+                .map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6)),
+            pt(sw.max)
+        );
+        let _ = writeln!(
+            s,
+            "  first/last 10% of zones: {}   overall {}",
+            sw.first_last_ratio
+                .map_or_else(|| format::NA.into(), |v| format!("{v:.2}")),
+            sw.overall_mb_per_s
+                .map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6))
+        );
+        for z in &sw.zones {
+            let _ = writeln!(
+                s,
+                "  zone {:>3} at {:>9}: {:>10}",
+                z.index,
+                format::decimal(z.offset as f64),
+                format::rate(z.mb_per_s * 1e6)
+            );
+        }
+        if let Some(c) = &sw.disk_check {
+            let _ = writeln!(s, "  {}", c.describe());
+        }
+    }
+    let _ = writeln!(s, "\nverdict: {}", r.verdict.class.label());
+    for e in &r.verdict.impossible {
+        let _ = writeln!(s, "  ! {e}");
+    }
+    for e in &r.verdict.evidence {
+        let _ = writeln!(s, "  - {e}");
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert!(parse_size("4x").is_err());
+        assert!(parse_size("k").is_err());
+        assert!(parse_size("99999999999999G").is_err());
+    }
+}

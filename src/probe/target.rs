@@ -1,0 +1,394 @@
+//! Opening a probe target read-only, and the facts needed to read it
+//! correctly: size, direct-I/O alignment, the block device that serves it
+//! (for the diskstats check) and the sysfs hints about that device.
+//!
+//! The target is opened `O_RDONLY | O_DIRECT | O_CLOEXEC` and nothing else.
+//! Where the filesystem refuses `O_DIRECT` (EINVAL), it is opened
+//! `O_RDONLY | O_CLOEXEC` and read through the page cache with
+//! `posix_fadvise` (RANDOM for the file, DONTNEED on each range before it is
+//! read), and the result says so. The only ioctls used are the sector-size
+//! queries, and only when `statx` cannot give the direct-I/O alignment.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::collect::Reader;
+use crate::collect::sysblock::{self, DevKind};
+use crate::format;
+
+/// What the target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    BlockDevice,
+    RegularFile,
+}
+
+/// How the page cache is kept out of the measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheMode {
+    /// `O_DIRECT`: reads bypass the page cache.
+    Direct,
+    /// `O_DIRECT` refused: buffered reads, `posix_fadvise` RANDOM and
+    /// DONTNEED on each range before reading it.
+    BufferedFadvise,
+}
+
+impl CacheMode {
+    pub fn describe(self) -> &'static str {
+        match self {
+            CacheMode::Direct => "O_DIRECT (page cache bypassed)",
+            CacheMode::BufferedFadvise => {
+                "buffered: O_DIRECT refused by the filesystem; posix_fadvise RANDOM + DONTNEED on each range"
+            }
+        }
+    }
+}
+
+/// The block device whose `/proc/diskstats` line counts the target's reads,
+/// and what sysfs says about the whole disk under it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DeviceHints {
+    /// diskstats name of the device holding the target ("vda1", "loop3").
+    pub name: String,
+    /// The whole disk (same as `name` unless a partition).
+    pub disk: String,
+    pub major: u32,
+    pub minor: u32,
+    pub rotational: Option<bool>,
+    pub model: Option<String>,
+    /// Kernel driver of the disk ("virtio_blk", "nvme", "sd").
+    pub driver: Option<String>,
+    pub logical_block_size: Option<u64>,
+    pub physical_block_size: Option<u64>,
+    /// Largest request the device accepts, bytes (`max_sectors_kb`).
+    pub max_request_bytes: Option<u64>,
+    pub scheduler: Option<String>,
+    /// Loop device: its backing file and whether it uses direct I/O.
+    pub loop_backing_file: Option<String>,
+    pub loop_direct_io: Option<bool>,
+    /// Devices the disk is stacked on (dm, md).
+    pub slaves: Vec<String>,
+}
+
+/// An opened target. The file is only ever read with `pread`.
+#[derive(Debug)]
+pub struct Target {
+    pub file: File,
+    /// Path as given, escaped for display.
+    pub display: String,
+    pub kind: TargetKind,
+    pub size: u64,
+    pub cache: CacheMode,
+    /// Offsets and lengths must be multiples of this.
+    pub align: u64,
+    /// Buffers must be aligned to this (at least the page size).
+    pub mem_align: usize,
+    /// Where `align` came from.
+    pub align_source: String,
+    /// Regular files: bytes actually allocated on disk (`st_blocks` × 512).
+    pub allocated_bytes: Option<u64>,
+    /// `None` when no block device serves the target (tmpfs, btrfs'
+    /// anonymous device numbers, network filesystems).
+    pub device: Option<DeviceHints>,
+}
+
+/// A path as shown in messages and results: control characters and
+/// invalid UTF-8 escaped.
+pub fn describe_path(p: &Path) -> String {
+    format::escape_bytes(p.as_os_str().as_bytes())
+}
+
+/// Open `path` for probing; refuses anything but a block device or a
+/// regular file with a message that says why. `root` is where /sys and
+/// /proc are read (normally "/").
+pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
+    let shown = describe_path(path);
+    let meta = std::fs::metadata(path).map_err(|e| anyhow::anyhow!("cannot open {shown}: {e}"))?;
+    let ft = meta.file_type();
+    let kind = if ft.is_block_device() {
+        TargetKind::BlockDevice
+    } else if ft.is_file() {
+        TargetKind::RegularFile
+    } else {
+        let what = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        anyhow::bail!("{shown} is {what}: a probe reads a block device, a partition or a regular file");
+    };
+
+    let (file, cache) = match open_flags(path, true) {
+        Ok(f) => (f, CacheMode::Direct),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let f = open_flags(path, false).map_err(|e| anyhow::anyhow!("cannot open {shown} read-only: {e}"))?;
+            fadvise(&f, 0, 0, libc::POSIX_FADV_RANDOM);
+            (f, CacheMode::BufferedFadvise)
+        }
+        Err(e) => anyhow::bail!("cannot open {shown} read-only with O_DIRECT: {e}"),
+    };
+    // Check again on the descriptor: the path may have changed under us.
+    let meta = file
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("cannot stat {shown}: {e}"))?;
+    let size = match kind {
+        TargetKind::RegularFile => meta.len(),
+        TargetKind::BlockDevice => {
+            device_size(&file).map_err(|e| anyhow::anyhow!("cannot read the size of {shown}: {e}"))?
+        }
+    };
+    anyhow::ensure!(size > 0, "{shown} is empty: nothing to read");
+
+    let (maj, min) = match kind {
+        TargetKind::BlockDevice => split_dev(meta.rdev()),
+        TargetKind::RegularFile => split_dev(meta.dev()),
+    };
+    let device = device_hints(root, maj, min);
+
+    let stx = statx_dio(&file);
+    let (align, mem_align, align_source) = match stx {
+        Some((mem, off)) if off > 0 => (u64::from(off), mem.max(1) as usize, "statx STATX_DIOALIGN".to_string()),
+        _ => {
+            let lbs = match kind {
+                TargetKind::BlockDevice => ioctl_u32(&file, libc::BLKSSZGET).map(u64::from),
+                TargetKind::RegularFile => None,
+            };
+            match lbs.or(device.as_ref().and_then(|d| d.logical_block_size)) {
+                Some(l) if l.is_power_of_two() => (l, 512, "logical block size".to_string()),
+                _ => (4096, 4096, "default: block size unknown".to_string()),
+            }
+        }
+    };
+    let allocated_bytes = (kind == TargetKind::RegularFile).then(|| meta.blocks().saturating_mul(512));
+    Ok(Target {
+        file,
+        display: shown,
+        kind,
+        size,
+        cache,
+        align,
+        mem_align: mem_align.max(page_size()),
+        align_source,
+        allocated_bytes,
+        device,
+    })
+}
+
+impl Target {
+    /// Physical block size of the device, or of the ioctl on a block device.
+    pub fn physical_block(&self) -> Option<u64> {
+        if self.kind == TargetKind::BlockDevice
+            && let Some(p) = ioctl_u32(&self.file, libc::BLKPBSZGET)
+        {
+            return Some(u64::from(p));
+        }
+        self.device.as_ref().and_then(|d| d.physical_block_size)
+    }
+
+    /// Evict `[off, off+len)` from the page cache (buffered mode only).
+    pub fn evict(&self, off: u64, len: u64) {
+        if self.cache == CacheMode::BufferedFadvise {
+            fadvise(&self.file, off, len, libc::POSIX_FADV_DONTNEED);
+        }
+    }
+}
+
+fn open_flags(path: &Path, direct: bool) -> io::Result<File> {
+    // std adds O_CLOEXEC; read(true) alone is O_RDONLY.
+    let mut o = OpenOptions::new();
+    o.read(true);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path)
+}
+
+fn fadvise(f: &File, off: u64, len: u64, advice: libc::c_int) {
+    // Advice only: a failure changes nothing we rely on beyond what the
+    // result already states.
+    // SAFETY: plain syscall on a descriptor we own.
+    unsafe {
+        libc::posix_fadvise(f.as_raw_fd(), off as libc::off_t, len as libc::off_t, advice);
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 { v as usize } else { 4096 }
+}
+
+fn split_dev(dev: u64) -> (u32, u32) {
+    (libc::major(dev), libc::minor(dev))
+}
+
+/// Size of a block device: `lseek(SEEK_END)` (no ioctl needed).
+fn device_size(f: &File) -> io::Result<u64> {
+    // SAFETY: lseek on our own descriptor; reads use pread so the offset
+    // does not matter afterwards.
+    let end = unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_END) };
+    if end < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(end as u64)
+}
+
+fn ioctl_u32(f: &File, req: libc::Ioctl) -> Option<u32> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: BLKSSZGET and BLKPBSZGET write one int.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), req, &mut v) };
+    (rc == 0 && v > 0).then_some(v as u32)
+}
+
+/// (dio_mem_align, dio_offset_align) from statx, when the kernel and
+/// filesystem report them (files: 6.1+, block devices: 6.11+).
+fn statx_dio(f: &File) -> Option<(u32, u32)> {
+    // SAFETY: statx fills the zeroed struct we own; the empty path with
+    // AT_EMPTY_PATH refers to the descriptor itself.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::statx(
+            f.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    (rc == 0 && stx.stx_mask & libc::STATX_DIOALIGN != 0).then_some((stx.stx_dio_mem_align, stx.stx_dio_offset_align))
+}
+
+/// Find the diskstats name of device `maj:min` through `/sys/dev/block`,
+/// and the sysfs facts of its whole disk. `None` for device numbers that no
+/// block device has (major 0: tmpfs, btrfs, NFS...).
+pub fn device_hints(root: &Path, maj: u32, min: u32) -> Option<DeviceHints> {
+    if maj == 0 {
+        return None;
+    }
+    let mut r = Reader::new(root);
+    let link = std::fs::read_link(r.path(format!("/sys/dev/block/{maj}:{min}"))).ok()?;
+    let name = link.file_name()?.to_str()?.to_string();
+    let devs = sysblock::read_devices(&mut r);
+    let dev = devs.iter().find(|d| d.name == name)?;
+    let disk_name = dev.parent.clone().unwrap_or_else(|| name.clone());
+    let disk = devs.iter().find(|d| d.name == disk_name).unwrap_or(dev);
+    let driver = std::fs::read_link(r.path(format!("/sys/block/{disk_name}/device/driver")))
+        .ok()
+        .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string));
+    let loop_direct_io = (disk.kind == DevKind::Loop)
+        .then(|| r.read_u64(format!("/sys/block/{disk_name}/loop/dio")).map(|v| v == 1))
+        .flatten();
+    Some(DeviceHints {
+        name,
+        disk: disk_name,
+        major: maj,
+        minor: min,
+        rotational: dev.rotational,
+        model: disk.model.as_deref().map(format::escape),
+        driver,
+        logical_block_size: dev.logical_block_size,
+        physical_block_size: dev.physical_block_size,
+        max_request_bytes: dev.max_sectors_kb.map(|k| k * 1024),
+        scheduler: dev.scheduler.clone(),
+        loop_backing_file: disk.backing_file.as_deref().map(format::escape),
+        loop_direct_io,
+        slaves: disk.slaves.clone(),
+    })
+}
+
+/// A heap buffer aligned for direct I/O.
+pub struct AlignedBuf {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+impl AlignedBuf {
+    pub fn new(len: usize, align: usize) -> anyhow::Result<Self> {
+        let layout = std::alloc::Layout::from_size_align(len.max(1), align.max(1).next_power_of_two())
+            .map_err(|e| anyhow::anyhow!("buffer of {len} B aligned to {align}: {e}"))?;
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(raw).ok_or_else(|| anyhow::anyhow!("out of memory for a {len} B buffer"))?;
+        Ok(AlignedBuf { ptr, layout })
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for layout.size() bytes, zero-initialised,
+        // and uniquely borrowed through &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in new() with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+// SAFETY: the buffer is plain owned memory.
+unsafe impl Send for AlignedBuf {}
+
+/// Read exactly `buf.len()` bytes at `off` (retrying on EINTR and short
+/// reads); an error says where.
+pub fn read_exact_at(t: &Target, buf: &mut [u8], off: u64) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match t.file.read_at(&mut buf[done..], off + done as u64) {
+            Ok(0) => anyhow::bail!(
+                "short read of {} at offset {off}: end of {} (did it shrink?)",
+                format::binary(buf.len() as f64),
+                t.display
+            ),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => anyhow::bail!(
+                "reading {} of {} at offset {off}: {e}",
+                format::binary(buf.len() as f64),
+                t.display
+            ),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_of_a_partition_come_from_its_disk() {
+        let fixture = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/root-6.8"));
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("sys/dev/block")).unwrap();
+        std::os::unix::fs::symlink(fixture.join("sys/block"), root.path().join("sys/block")).unwrap();
+        for (dev, to) in [("8:1", "../../block/sda/sda1"), ("7:0", "../../block/loop0")] {
+            std::os::unix::fs::symlink(to, root.path().join("sys/dev/block").join(dev)).unwrap();
+        }
+        let h = device_hints(root.path(), 8, 1).unwrap();
+        assert_eq!((h.name.as_str(), h.disk.as_str()), ("sda1", "sda"));
+        assert_eq!(h.rotational, Some(true));
+        assert_eq!(h.model.as_deref(), Some("WDC WD10EZEX-08W"));
+        assert_eq!(h.physical_block_size, Some(4096));
+        let lo = device_hints(root.path(), 7, 0).unwrap();
+        assert_eq!(lo.loop_backing_file.as_deref(), Some("/var/tmp/disk.img"));
+        // tmpfs, btrfs: anonymous device numbers; unknown numbers.
+        assert_eq!(device_hints(root.path(), 0, 45), None);
+        assert_eq!(device_hints(root.path(), 8, 99), None);
+    }
+}

@@ -1,0 +1,495 @@
+//! What kind of storage is this? Measurements decide first; sysfs hints
+//! come second and are only trusted where measurements cannot tell (the
+//! `rotational` flag is 1 on virtio disks and loop devices, for example).
+//!
+//! Rules (4–64 KiB random reads at queue depth 1, O_DIRECT):
+//!
+//! | p50 latency     | measured class                                    |
+//! |-----------------|---------------------------------------------------|
+//! | < 5 µs          | impossible for a device: reads never reached one  |
+//! | < 90 µs         | NVMe-class                                        |
+//! | 90 – 600 µs     | SATA-class SSD                                    |
+//! | 0.6 – 2 ms      | ambiguous (busy/slow flash, network, USB)         |
+//! | ≥ 2 ms          | HDD (seek + rotation)                             |
+//!
+//! The zone sweep refines it: the first 10% of zones ≥ 1.25× faster than the
+//! last 10% is the zoned recording of a spinning disk; a median above
+//! 650 MB/s is more than SATA 6 Gb/s can carry, so NVMe-class. Latency that
+//! grows with seek distance (correlation > 0.3) is a moving head. Then a
+//! disk that is virtual (virtio, Xen, loop, nbd/rbd, a hypervisor's model
+//! string) or a loop device without direct I/O makes the verdict "virtual or
+//! cache-backed": the numbers describe the host's storage path, not a disk.
+
+use serde::Serialize;
+
+use super::target::DeviceHints;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    Hdd,
+    SataSsd,
+    Nvme,
+    VirtualOrCached,
+    Inconclusive,
+}
+
+impl Class {
+    pub fn label(self) -> &'static str {
+        match self {
+            Class::Hdd => "HDD",
+            Class::SataSsd => "SATA-class SSD",
+            Class::Nvme => "NVMe-class",
+            Class::VirtualOrCached => "virtual or cache-backed",
+            Class::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub class: Class,
+    /// The facts that led to the class, most important first.
+    pub evidence: Vec<String>,
+    /// Results that cannot be real (reads that never reached a device).
+    pub impossible: Vec<String>,
+}
+
+/// Everything the verdict looks at.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    pub bs: u64,
+    pub rand_count: u64,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub seek_correlation: Option<f64>,
+    pub sweep_zones: usize,
+    pub sweep_median_mbps: Option<f64>,
+    pub sweep_first_last_ratio: Option<f64>,
+    /// From the diskstats check: `Some(false)` when the device saw far
+    /// fewer reads than were issued.
+    pub reached_device: Option<bool>,
+    /// The diskstats check, in words, when it failed.
+    pub reach_note: Option<String>,
+    /// Regular files: allocated / size.
+    pub allocated_fraction: Option<f64>,
+    pub has_device: bool,
+    pub hints: Option<DeviceHints>,
+    pub buffered: bool,
+}
+
+const IMPOSSIBLE_P50_MS: f64 = 0.005;
+const NVME_P50_MS: f64 = 0.09;
+const SATA_P50_MS: f64 = 0.6;
+const HDD_P50_MS: f64 = 2.0;
+const HDD_ZONE_RATIO: f64 = 1.25;
+const SATA_MAX_MBPS: f64 = 650.0;
+const IMPOSSIBLE_MBPS: f64 = 20_000.0;
+const SEEK_CORR: f64 = 0.3;
+
+fn us(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{:.0} µs", ms * 1000.0)
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+/// Why a disk is virtual, if its sysfs facts say so.
+pub fn virtual_reason(h: &DeviceHints) -> Option<String> {
+    if h.disk.starts_with("loop") {
+        return Some(match (h.loop_direct_io, &h.loop_backing_file) {
+            (Some(false), _) => format!(
+                "{} is a loop device without direct I/O: its reads are served through the page cache of the backing file",
+                h.disk
+            ),
+            (_, Some(f)) => format!("{} is a loop device backed by the file {f}", h.disk),
+            _ => format!("{} is a loop device", h.disk),
+        });
+    }
+    let by_driver = match h.driver.as_deref() {
+        Some("virtio_blk") => Some("a virtio disk (driver virtio_blk)"),
+        Some("xen_blkfront" | "vbd") => Some("a Xen virtual disk"),
+        _ => None,
+    };
+    if let Some(d) = by_driver {
+        return Some(format!("{} is {d}", h.disk));
+    }
+    for (prefix, what) in [
+        ("vd", "a virtio disk"),
+        ("xvd", "a Xen virtual disk"),
+        ("nbd", "a network block device"),
+        ("rbd", "a Ceph RBD device"),
+        ("zram", "compressed RAM"),
+        ("ram", "a RAM disk"),
+        ("pmem", "persistent memory"),
+    ] {
+        if h.disk.starts_with(prefix) {
+            return Some(format!("{} is {what}", h.disk));
+        }
+    }
+    let model = h.model.as_deref().unwrap_or("");
+    let lower = model.to_ascii_lowercase();
+    for m in [
+        "qemu",
+        "vbox",
+        "vmware",
+        "virtual",
+        "elastic block store",
+        "persistentdisk",
+        "msft",
+    ] {
+        if lower.contains(m) {
+            return Some(format!("{}'s model \"{model}\" is a hypervisor's virtual disk", h.disk));
+        }
+    }
+    None
+}
+
+pub fn judge(e: &Evidence) -> Verdict {
+    let mut evidence = Vec::new();
+    let mut impossible = Vec::new();
+
+    // 1. Results that cannot come from a device.
+    if let Some(p50) = e.p50_ms.filter(|p| *p < IMPOSSIBLE_P50_MS) {
+        impossible.push(format!(
+            "p50 of {:.1} µs is faster than any storage device: the reads were served without reaching one (sparse or unwritten extents, tmpfs, page cache, a loop device without direct I/O)",
+            p50 * 1000.0
+        ));
+    }
+    if let Some(m) = e.sweep_median_mbps.filter(|m| *m > IMPOSSIBLE_MBPS) {
+        impossible.push(format!(
+            "sequential {m:.0} MB/s at queue depth 1 is beyond any single device"
+        ));
+    }
+    if e.reached_device == Some(false) {
+        impossible.push(
+            e.reach_note
+                .clone()
+                .unwrap_or_else(|| "the device's read counter did not grow with the reads issued".into()),
+        );
+    }
+    let sparse = e.allocated_fraction.filter(|f| *f < 0.9);
+    if let Some(f) = sparse {
+        evidence.push(format!(
+            "only {:.0}% of the file is allocated on disk: holes read as zeros without touching the device",
+            f * 100.0
+        ));
+    }
+    if !e.has_device {
+        evidence.push("no block device serves this target (tmpfs, network filesystem, or an anonymous device number): reads cannot be checked against diskstats".into());
+    }
+    if e.buffered {
+        evidence.push("O_DIRECT was refused: buffered reads with posix_fadvise eviction, which is best-effort".into());
+    }
+    if !impossible.is_empty() {
+        let class = if sparse.is_some() {
+            evidence.insert(0, "the reads did not reach a device, so nothing can be said about it: probe a fully written file or the device itself".into());
+            Class::Inconclusive
+        } else {
+            evidence.insert(0, "the reads were served from memory, not from a disk".into());
+            Class::VirtualOrCached
+        };
+        return Verdict {
+            class,
+            evidence,
+            impossible,
+        };
+    }
+    if !e.has_device && e.p50_ms.is_some_and(|p| p < NVME_P50_MS) {
+        evidence.insert(
+            0,
+            "fast reads with no block device behind them: memory or a remote cache".into(),
+        );
+        return Verdict {
+            class: Class::VirtualOrCached,
+            evidence,
+            impossible,
+        };
+    }
+
+    // 2. Measurements.
+    let mut lat_class = None;
+    if let Some(p50) = e.p50_ms {
+        if e.rand_count < 20 {
+            evidence.push(format!("only {} random reads: too few to judge latency", e.rand_count));
+        } else if e.bs > 64 * 1024 {
+            evidence.push(format!(
+                "random reads of {} KiB: latency classes are defined for 4–64 KiB reads",
+                e.bs / 1024
+            ));
+        } else {
+            let p90 = e.p90_ms.map(|p| format!(", p90 {}", us(p))).unwrap_or_default();
+            let (c, why) = if p50 < NVME_P50_MS {
+                (Some(Class::Nvme), "NVMe-class (< 90 µs)")
+            } else if p50 < SATA_P50_MS {
+                (Some(Class::SataSsd), "SATA-class SSD (90–600 µs)")
+            } else if p50 < HDD_P50_MS {
+                (
+                    None,
+                    "between flash and a spinning disk (0.6–2 ms): a busy or slow device, USB or network storage",
+                )
+            } else {
+                (Some(Class::Hdd), "a spinning disk (≥ 2 ms: seek and rotation)")
+            };
+            evidence.push(format!("random read p50 {}{p90}: {why}", us(p50)));
+            lat_class = c;
+        }
+    }
+    if let Some(r) = e.seek_correlation {
+        if r > SEEK_CORR {
+            evidence.push(format!("latency grows with seek distance (r = {r:.2}): a moving head"));
+        } else if lat_class == Some(Class::Hdd) {
+            evidence.push(format!("latency barely depends on seek distance (r = {r:.2})"));
+        }
+    }
+    let mut sweep_class = None;
+    let mut sweep_flat = false;
+    if let Some(med) = e.sweep_median_mbps {
+        let ratio = e.sweep_first_last_ratio.filter(|_| e.sweep_zones >= 5);
+        if let Some(r) = ratio.filter(|r| *r >= HDD_ZONE_RATIO) {
+            evidence.push(format!(
+                "sequential rate falls from the outer to the inner zones (first/last 10% = {r:.2}): zoned recording of a spinning disk"
+            ));
+            sweep_class = Some(Class::Hdd);
+        } else if med > SATA_MAX_MBPS {
+            evidence.push(format!(
+                "sequential median {med:.0} MB/s is more than SATA 6 Gb/s can carry"
+            ));
+            sweep_class = Some(Class::Nvme);
+        } else {
+            sweep_flat = ratio.is_some();
+            let shape = ratio
+                .map(|r| format!(", flat across the zones (first/last 10% = {r:.2})"))
+                .unwrap_or_default();
+            evidence.push(format!("sequential median {med:.0} MB/s{shape}"));
+        }
+    }
+    let seek_bound = e.seek_correlation.is_some_and(|r| r > SEEK_CORR);
+    let measured = match (lat_class, sweep_class) {
+        (Some(l), Some(s)) if l == s => Some(l),
+        (Some(Class::Hdd), Some(Class::Nvme))
+        | (Some(Class::Nvme), Some(Class::Hdd))
+        | (Some(Class::SataSsd), Some(Class::Hdd)) => {
+            evidence.push("latency and sequential rate disagree".into());
+            None
+        }
+        (Some(Class::SataSsd), Some(Class::Nvme)) => Some(Class::Nvme),
+        (Some(l), _) => Some(l),
+        (None, Some(Class::Hdd)) if e.p50_ms.is_none() || seek_bound => Some(Class::Hdd),
+        (None, Some(s)) if e.p50_ms.is_none() => Some(s),
+        _ => None,
+    };
+    if measured == Some(Class::Hdd) && sweep_flat {
+        evidence.push("a flat sweep is unusual for a spinning disk (small target span?)".into());
+    }
+
+    // 3. sysfs hints.
+    let mut class = measured.unwrap_or(Class::Inconclusive);
+    if let Some(h) = &e.hints {
+        let measured_like = match measured {
+            Some(Class::Hdd) => "measured like an HDD",
+            Some(Class::SataSsd) => "measured like a SATA-class SSD",
+            Some(Class::Nvme) => "measured like an NVMe-class device",
+            _ => "the measurements alone are inconclusive",
+        };
+        if let Some(why) = virtual_reason(h) {
+            evidence.insert(
+                0,
+                format!("{why}; {measured_like}: the numbers describe the host's storage path, not a physical disk"),
+            );
+            class = Class::VirtualOrCached;
+        } else {
+            match (h.rotational, measured) {
+                (Some(true), Some(Class::SataSsd | Class::Nvme)) => evidence.push(format!(
+                    "sysfs says {} is rotational, which these latencies rule out: the flag is ignored (it is often wrong)",
+                    h.disk
+                )),
+                (Some(false), Some(Class::Hdd)) => evidence.push(format!(
+                    "sysfs says {} is not rotational, but the measurements say spinning disk",
+                    h.disk
+                )),
+                (Some(r), Some(_)) => evidence.push(format!(
+                    "sysfs rotational={} agrees",
+                    u8::from(r)
+                )),
+                _ => {}
+            }
+            if measured.is_none() && h.driver.as_deref() == Some("nvme") {
+                evidence.push(format!("{} is on the nvme driver (a hint, not a measurement)", h.disk));
+                class = Class::Nvme;
+            }
+            if let Some(m) = &h.model {
+                evidence.push(format!("model: {m}"));
+            }
+        }
+    }
+    if class == Class::Inconclusive && evidence.is_empty() {
+        evidence.push("no measurement was completed".into());
+    }
+    Verdict {
+        class,
+        evidence,
+        impossible,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hints(disk: &str, driver: Option<&str>, rotational: Option<bool>) -> DeviceHints {
+        DeviceHints {
+            name: disk.into(),
+            disk: disk.into(),
+            driver: driver.map(str::to_string),
+            rotational,
+            ..Default::default()
+        }
+    }
+
+    fn base(p50: f64, p90: f64) -> Evidence {
+        Evidence {
+            bs: 4096,
+            rand_count: 5000,
+            p50_ms: Some(p50),
+            p90_ms: Some(p90),
+            reached_device: Some(true),
+            has_device: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn hdd_from_latency_zones_and_seek_distance() {
+        let mut e = base(8.1, 13.0);
+        e.seek_correlation = Some(0.52);
+        e.sweep_zones = 20;
+        e.sweep_median_mbps = Some(150.0);
+        e.sweep_first_last_ratio = Some(1.9);
+        e.hints = Some(hints("sda", Some("sd"), Some(true)));
+        let v = judge(&e);
+        assert_eq!(v.class, Class::Hdd, "{v:?}");
+        assert!(v.impossible.is_empty());
+        assert!(v.evidence.iter().any(|s| s.contains("8.10 ms")), "{v:?}");
+        assert!(v.evidence.iter().any(|s| s.contains("first/last 10% = 1.90")));
+        assert!(v.evidence.iter().any(|s| s.contains("r = 0.52")));
+        assert!(v.evidence.iter().any(|s| s.contains("rotational=1 agrees")));
+    }
+
+    #[test]
+    fn sata_ssd_and_a_wrong_rotational_flag() {
+        let mut e = base(0.16, 0.21);
+        e.sweep_zones = 20;
+        e.sweep_median_mbps = Some(530.0);
+        e.sweep_first_last_ratio = Some(1.01);
+        e.hints = Some(hints("sdb", Some("sd"), Some(true)));
+        let v = judge(&e);
+        assert_eq!(v.class, Class::SataSsd, "{v:?}");
+        assert!(v.evidence.iter().any(|s| s.contains("flag is ignored")), "{v:?}");
+    }
+
+    #[test]
+    fn nvme_by_latency_or_by_bandwidth() {
+        let mut e = base(0.07, 0.09);
+        e.hints = Some(hints("nvme0n1", Some("nvme"), Some(false)));
+        assert_eq!(judge(&e).class, Class::Nvme);
+        // SATA-like latency but a sweep SATA cannot carry.
+        let mut e = base(0.12, 0.2);
+        e.sweep_zones = 20;
+        e.sweep_median_mbps = Some(2400.0);
+        e.sweep_first_last_ratio = Some(1.0);
+        let v = judge(&e);
+        assert_eq!(v.class, Class::Nvme, "{v:?}");
+        assert!(v.evidence.iter().any(|s| s.contains("more than SATA")));
+    }
+
+    #[test]
+    fn virtual_disk_overrides_measured_class() {
+        let mut e = base(0.15, 0.3);
+        e.hints = Some(hints("vda", Some("virtio_blk"), Some(true)));
+        let v = judge(&e);
+        assert_eq!(v.class, Class::VirtualOrCached);
+        assert!(
+            v.evidence[0].contains("virtio") && v.evidence[0].contains("SATA-class SSD"),
+            "{v:?}"
+        );
+        let mut h = hints("loop3", None, Some(true));
+        h.loop_direct_io = Some(false);
+        e.hints = Some(h);
+        let v = judge(&e);
+        assert_eq!(v.class, Class::VirtualOrCached);
+        assert!(v.evidence[0].contains("without direct I/O"), "{v:?}");
+        let mut h = hints("sdc", Some("sd"), Some(true));
+        h.model = Some("QEMU HARDDISK".into());
+        e.hints = Some(h);
+        assert_eq!(judge(&e).class, Class::VirtualOrCached);
+    }
+
+    #[test]
+    fn memory_speed_is_flagged_impossible() {
+        let mut e = base(0.002, 0.003);
+        e.hints = Some(hints("sda", Some("sd"), Some(false)));
+        let v = judge(&e);
+        assert_eq!(v.class, Class::VirtualOrCached);
+        assert!(v.impossible[0].contains("2.0 µs"), "{v:?}");
+        // No block device behind the file (tmpfs), fast but possible-looking.
+        let mut e = base(0.02, 0.03);
+        e.has_device = false;
+        e.reached_device = None;
+        assert_eq!(judge(&e).class, Class::VirtualOrCached);
+    }
+
+    #[test]
+    fn sparse_file_is_inconclusive_and_flagged() {
+        let mut e = base(0.0015, 0.002);
+        e.allocated_fraction = Some(0.0);
+        e.reached_device = Some(false);
+        e.reach_note = Some("vda saw 3 reads for 2000 issued".into());
+        let v = judge(&e);
+        assert_eq!(v.class, Class::Inconclusive);
+        assert_eq!(v.impossible.len(), 2, "{v:?}");
+        assert!(v.evidence.iter().any(|s| s.contains("0% of the file is allocated")));
+    }
+
+    #[test]
+    fn inconclusive_cases() {
+        // Between flash and disk, flat sweep, no hints.
+        let mut e = base(1.1, 1.6);
+        e.sweep_zones = 20;
+        e.sweep_median_mbps = Some(180.0);
+        e.sweep_first_last_ratio = Some(1.02);
+        assert_eq!(judge(&e).class, Class::Inconclusive);
+        // Too few samples.
+        let mut e = base(0.1, 0.2);
+        e.rand_count = 5;
+        assert_eq!(judge(&e).class, Class::Inconclusive);
+        // Latency says NVMe, zones say spinning disk.
+        let mut e = base(0.05, 0.06);
+        e.sweep_zones = 20;
+        e.sweep_median_mbps = Some(150.0);
+        e.sweep_first_last_ratio = Some(1.8);
+        let v = judge(&e);
+        assert_eq!(v.class, Class::Inconclusive);
+        assert!(v.evidence.iter().any(|s| s.contains("disagree")));
+        // Nothing measured at all.
+        let v = judge(&Evidence {
+            has_device: true,
+            ..Default::default()
+        });
+        assert_eq!(v.class, Class::Inconclusive);
+        assert_eq!(v.evidence, ["no measurement was completed"]);
+    }
+
+    #[test]
+    fn sweep_only() {
+        let e = Evidence {
+            has_device: true,
+            sweep_zones: 20,
+            sweep_median_mbps: Some(120.0),
+            sweep_first_last_ratio: Some(1.7),
+            ..Default::default()
+        };
+        assert_eq!(judge(&e).class, Class::Hdd);
+    }
+}

@@ -1,0 +1,533 @@
+//! Probe results pane: live progress while a probe runs, then the numbers,
+//! the latency histogram, the sweep chart (MB/s against position) and the
+//! verdict with its evidence. Reads a [`ProbeView`]; no I/O here.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, Gauge, GraphType, Paragraph, Wrap};
+
+use crate::format;
+use crate::probe::view::{RunState, coarse_histogram, lat, summary_line};
+use crate::probe::{Phase, ProbeResult, ProbeView, Progress, Stop, Zone};
+
+pub fn render(frame: &mut Frame, area: Rect, view: &ProbeView) {
+    let title = if view.target.is_empty() {
+        " Probe ".to_string()
+    } else {
+        format!(" Probe: {} — {} ", view.target, view.plan)
+    };
+    let block = Block::default().borders(Borders::ALL).title(title);
+    let mut inner = block.inner(area);
+    frame.render_widget(block, area);
+    // Earlier results of this session (the current one is shown in full).
+    let earlier: Vec<&ProbeResult> = match view.state {
+        RunState::Finished(_) | RunState::Cancelled(Some(_)) => view.past.iter().rev().skip(1).collect(),
+        _ => view.past.iter().rev().collect(),
+    };
+    if !earlier.is_empty() && inner.height > 12 {
+        let n = earlier.len().min(4) as u16;
+        let [main, list] = Layout::vertical([Constraint::Min(0), Constraint::Length(n + 1)]).areas(inner);
+        let mut lines = vec![Line::styled(
+            "earlier this session",
+            Style::default().add_modifier(Modifier::BOLD),
+        )];
+        lines.extend(earlier.iter().take(n as usize).map(|r| Line::raw(summary_line(r))));
+        frame.render_widget(Paragraph::new(lines), list);
+        inner = main;
+    }
+    match &view.state {
+        RunState::Idle => {
+            let msg = "No probe has run in this session. Choose a device and start a probe (random read, zone sweep or both; quick or thorough). Probes only read.";
+            frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), inner);
+        }
+        RunState::Starting => {
+            frame.render_widget(Paragraph::new("opening the target…"), inner);
+        }
+        RunState::Running(p) => running(frame, inner, p),
+        RunState::Finished(r) => result(frame, inner, r, None),
+        RunState::Cancelled(Some(r)) => result(
+            frame,
+            inner,
+            r,
+            Some(Line::styled(
+                "cancelled — partial results",
+                Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            )),
+        ),
+        RunState::Cancelled(None) => {
+            frame.render_widget(
+                Paragraph::new(Line::styled(
+                    "cancelled — stopping after the read in flight",
+                    Style::default().fg(Color::Yellow),
+                )),
+                inner,
+            );
+        }
+        RunState::Failed(e) => {
+            let text = vec![
+                Line::styled(
+                    "probe failed",
+                    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+                ),
+                Line::raw(format::escape(e)),
+            ];
+            frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), inner);
+        }
+    }
+}
+
+fn running(frame: &mut Frame, area: Rect, p: &Progress) {
+    let [gauge, info, chart] =
+        Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let what = match p.phase {
+        Phase::Random => "random read",
+        Phase::Sweep => "zone sweep",
+    };
+    frame.render_widget(
+        Gauge::default()
+            .ratio(p.fraction.clamp(0.0, 1.0))
+            .label(format!("{what} {:.0}%", p.fraction * 100.0))
+            .gauge_style(Style::default().fg(Color::Cyan)),
+        gauge,
+    );
+    let line = match p.phase {
+        Phase::Random => format!(
+            "{:.1} s  {} reads  p50 {}  IOPS {}   (Esc cancels)",
+            p.elapsed_s,
+            p.reads,
+            lat(p.p50_ms),
+            p.iops.map_or_else(|| format::NA.into(), |v| format!("{v:.0}"))
+        ),
+        Phase::Sweep => format!("{:.1} s  {} zones done   (Esc cancels)", p.elapsed_s, p.zones.len()),
+    };
+    frame.render_widget(Paragraph::new(line), info);
+    if !p.zones.is_empty() {
+        sweep_chart(frame, chart, &p.zones, Some(p.size_bytes).filter(|s| *s > 0));
+    }
+}
+
+fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) {
+    let has_sweep = r.sweep.as_ref().is_some_and(|s| !s.zones.is_empty());
+    let hist_rows = r
+        .random
+        .as_ref()
+        .map_or(0, |rr| coarse_histogram(&rr.histogram).len() as u16);
+    let top_h = numbers(r).len().max(hist_rows as usize + 1) as u16;
+    let [head, top, chart, verdict] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(top_h),
+        Constraint::Length(if has_sweep { 10 } else { 0 }),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    let head_line = banner.unwrap_or_else(|| {
+        Line::from(vec![
+            Span::raw("verdict: "),
+            Span::styled(r.verdict.class.label(), Style::default().add_modifier(Modifier::BOLD)),
+        ])
+    });
+    frame.render_widget(Paragraph::new(head_line), head);
+
+    let [left, right] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
+    frame.render_widget(Paragraph::new(numbers(r)), left);
+    if let Some(rr) = &r.random {
+        let coarse = coarse_histogram(&rr.histogram);
+        let most = coarse.iter().map(|c| c.2).max().unwrap_or(1).max(1);
+        let bar_w = u64::from(right.width.saturating_sub(26)).max(1);
+        let mut lines = vec![Line::styled(
+            "latency histogram",
+            Style::default().add_modifier(Modifier::BOLD),
+        )];
+        for (lo, hi, n) in coarse {
+            let w = (n * bar_w).div_ceil(most) as usize;
+            lines.push(Line::from(vec![
+                Span::raw(format!(
+                    "{:>8}–{:<8} {n:>7} ",
+                    lat(Some(lo as f64 / 1e6)),
+                    lat(Some((hi + 1) as f64 / 1e6))
+                )),
+                Span::styled("█".repeat(w), Style::default().fg(Color::Cyan)),
+            ]));
+        }
+        frame.render_widget(Paragraph::new(lines), right);
+    }
+    if let Some(sw) = r.sweep.as_ref().filter(|_| has_sweep) {
+        sweep_chart(frame, chart, &sw.zones, Some(r.method.size_bytes));
+    }
+
+    let mut lines = Vec::new();
+    if r.status == crate::probe::Status::Cancelled {
+        lines.push(Line::from(vec![
+            Span::raw("verdict (partial): "),
+            Span::styled(r.verdict.class.label(), Style::default().add_modifier(Modifier::BOLD)),
+        ]));
+    }
+    for e in &r.verdict.impossible {
+        lines.push(Line::styled(format!("! {e}"), Style::default().fg(Color::Red)));
+    }
+    for e in &r.verdict.evidence {
+        lines.push(Line::raw(format!("- {e}")));
+    }
+    for n in &r.notes {
+        lines.push(Line::styled(format!("note: {n}"), Style::default().fg(Color::Yellow)));
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), verdict);
+}
+
+fn stop(s: Stop) -> &'static str {
+    match s {
+        Stop::Done => "",
+        Stop::TimeCap => " (time cap)",
+        Stop::Cancelled => " (cancelled)",
+    }
+}
+
+fn numbers(r: &ProbeResult) -> Vec<Line<'static>> {
+    let m = &r.method;
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let mut v = Vec::new();
+    if let Some(rr) = &r.random {
+        let l = &rr.latency;
+        v.push(Line::styled(
+            format!(
+                "random {} QD{}: {} reads, {:.1} s{}",
+                format::binary(rr.bs as f64),
+                rr.queue_depth,
+                l.count,
+                rr.duration_s,
+                stop(rr.stopped)
+            ),
+            bold,
+        ));
+        v.push(Line::raw(format!(
+            "IOPS {}  {}",
+            rr.iops.map_or_else(|| format::NA.into(), |x| format!("{x:.0}")),
+            rr.mb_per_s.map_or_else(|| format::NA.into(), |x| format::rate(x * 1e6))
+        )));
+        v.push(Line::raw(format!(
+            "mean {}  sd {}  max {}",
+            lat(l.mean_ms),
+            lat(l.stddev_ms),
+            lat(l.max_ms)
+        )));
+        v.push(Line::raw(format!(
+            "p50 {}  p90 {}  p99 {}  p99.9 {}",
+            lat(l.p50_ms),
+            lat(l.p90_ms),
+            lat(l.p99_ms),
+            lat(l.p99_9_ms)
+        )));
+        if let Some(c) = &rr.disk_check {
+            v.push(Line::raw(format!(
+                "diskstats {}: {}/{} reads",
+                c.device, c.device_reads, c.reads_issued
+            )));
+        }
+    }
+    if let Some(sw) = &r.sweep {
+        let mbs = |x: Option<f64>| x.map_or_else(|| format::NA.into(), |x| format::rate(x * 1e6));
+        v.push(Line::styled(
+            format!(
+                "sweep: {}/{} zones × {}{}",
+                sw.zones.len(),
+                sw.zones_planned,
+                format::binary(sw.chunk_bytes as f64),
+                stop(sw.stopped)
+            ),
+            bold,
+        ));
+        v.push(Line::raw(format!(
+            "min {}  median {}  max {}",
+            mbs(sw.min.map(|p| p.mb_per_s)),
+            mbs(sw.median_mb_per_s),
+            mbs(sw.max.map(|p| p.mb_per_s))
+        )));
+        v.push(Line::raw(format!(
+            "first/last 10%: {}",
+            sw.first_last_ratio
+                .map_or_else(|| format::NA.into(), |x| format!("{x:.2}"))
+        )));
+    }
+    let cache = match m.cache {
+        crate::probe::CacheMode::Direct => "O_DIRECT",
+        crate::probe::CacheMode::BufferedFadvise => "buffered+fadvise",
+    };
+    v.push(Line::raw(format!(
+        "method: {cache}, align {}{}",
+        format::binary(m.align_bytes as f64),
+        if m.impact_limited { ", impact-limited" } else { "" }
+    )));
+    v
+}
+
+fn sweep_chart(frame: &mut Frame, area: Rect, zones: &[Zone], size: Option<u64>) {
+    let points: Vec<(f64, f64)> = zones.iter().map(|z| (z.offset as f64 / 1e9, z.mb_per_s)).collect();
+    let x_max = size
+        .map(|s| s as f64 / 1e9)
+        .or_else(|| points.last().map(|p| p.0))
+        .unwrap_or(1.0)
+        .max(1e-3);
+    let y_max = points.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.1;
+    let data = Dataset::default()
+        .name("MB/s")
+        .marker(Marker::Braille)
+        .graph_type(GraphType::Line)
+        .style(Style::default().fg(Color::Green))
+        .data(&points);
+    let chart = Chart::new(vec![data])
+        .legend_position(None)
+        .x_axis(Axis::default().title("position (GB)").bounds([0.0, x_max]).labels([
+            "0".to_string(),
+            format!("{:.2}", x_max / 2.0),
+            format!("{x_max:.2}"),
+        ]))
+        .y_axis(Axis::default().title("MB/s").bounds([0.0, y_max]).labels([
+            "0".to_string(),
+            format!("{:.0}", y_max / 2.0),
+            format!("{y_max:.0}"),
+        ]));
+    frame.render_widget(chart, area);
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::probe::check::DiskCheck;
+    use crate::probe::stats::{Histogram, LatencySummary};
+    use crate::probe::target::{CacheMode, DeviceHints, TargetKind};
+    use crate::probe::verdict::{self, Evidence};
+    use crate::probe::{Depth, Method, ProbeMsg, RandomResult, Status, SweepResult, Tests, sweep};
+
+    fn draw(view: &ProbeView) -> String {
+        let mut t = Terminal::new(TestBackend::new(100, 34)).unwrap();
+        t.draw(|f| render(f, f.area(), view)).unwrap();
+        t.backend().to_string()
+    }
+
+    fn zones(n: usize) -> Vec<Zone> {
+        // An HDD-like profile: 180 MB/s at the start falling to 95 MB/s.
+        (0..n)
+            .map(|i| {
+                let mbps = 180.0 - 85.0 * i as f64 / 19.0;
+                Zone {
+                    index: i,
+                    offset: i as u64 * 52_631_578_947,
+                    bytes: 63 << 20,
+                    secs: (63u64 << 20) as f64 / (mbps * 1e6),
+                    mb_per_s: mbps,
+                }
+            })
+            .collect()
+    }
+
+    fn result(status: Status) -> ProbeResult {
+        let mut h = Histogram::new();
+        for i in 0..3000u64 {
+            // 4–16 ms, with a tail to 40 ms
+            h.record(4_000_000 + (i * 7919 % 12_000) * 1000 + if i % 100 == 0 { 24_000_000 } else { 0 });
+        }
+        let latency = LatencySummary::of(&h);
+        let stopped = if status == Status::Cancelled {
+            Stop::Cancelled
+        } else {
+            Stop::TimeCap
+        };
+        let random = RandomResult {
+            bs: 4096,
+            queue_depth: 1,
+            span: (0, 1_000_204_886_016),
+            warmup_reads: 16,
+            sample_cap: 20_000,
+            time_cap_s: 30.0,
+            reads_issued: 3016,
+            duration_s: 30.0,
+            iops: Some(100.0),
+            mb_per_s: Some(0.41),
+            latency: latency.clone(),
+            seek_correlation: Some(0.48),
+            stopped,
+            histogram: h.buckets(),
+            disk_check: Some(DiskCheck::compare(
+                "sda",
+                crate::probe::check::Snapshot {
+                    read_ios: 0,
+                    read_sectors: 0,
+                    write_ios: 0,
+                },
+                crate::probe::check::Snapshot {
+                    read_ios: 3016,
+                    read_sectors: 3016 * 8,
+                    write_ios: 0,
+                },
+                3016,
+                3016 * 4096,
+            )),
+        };
+        let zs = zones(20);
+        let (min, median, max, ratio) = sweep::summarize(&zs);
+        let sweep = (status == Status::Completed).then_some(SweepResult {
+            zones_planned: 20,
+            request_bytes: 1 << 20,
+            chunk_bytes: 64 << 20,
+            time_cap_s: 30.0,
+            zones_shortened: 0,
+            zones: zs,
+            min,
+            median_mb_per_s: median,
+            max,
+            first_last_ratio: ratio,
+            overall_mb_per_s: Some(130.0),
+            duration_s: 10.2,
+            requests_issued: 1280,
+            bytes_issued: 1280 << 20,
+            stopped: Stop::Done,
+            disk_check: None,
+        });
+        let hints = DeviceHints {
+            name: "sda".into(),
+            disk: "sda".into(),
+            major: 8,
+            minor: 0,
+            rotational: Some(true),
+            model: Some("WDC WD10EZEX-08W".into()),
+            driver: Some("sd".into()),
+            ..Default::default()
+        };
+        let verdict = verdict::judge(&Evidence {
+            bs: 4096,
+            rand_count: latency.count,
+            p50_ms: latency.p50_ms,
+            p90_ms: latency.p90_ms,
+            seek_correlation: Some(0.48),
+            sweep_zones: sweep.as_ref().map_or(0, |s| s.zones.len()),
+            sweep_median_mbps: median.filter(|_| sweep.is_some()),
+            sweep_first_last_ratio: ratio.filter(|_| sweep.is_some()),
+            reached_device: Some(true),
+            has_device: true,
+            hints: Some(hints.clone()),
+            ..Default::default()
+        });
+        ProbeResult {
+            iolens_version: "0.1.0",
+            started_unix: 1_700_000_000,
+            status,
+            method: Method {
+                target: "/dev/sda".into(),
+                target_kind: TargetKind::BlockDevice,
+                size_bytes: 1_000_204_886_016,
+                tests: Tests::Both,
+                depth: Depth::Quick,
+                queue_depth: 1,
+                cache: CacheMode::Direct,
+                cache_note: CacheMode::Direct.describe().into(),
+                global_cache_dropped: false,
+                align_bytes: 512,
+                align_source: "statx STATX_DIOALIGN".into(),
+                allocated_bytes: None,
+                impact_limited: false,
+                idle_note: None,
+            },
+            device: Some(hints),
+            random: Some(random),
+            sweep,
+            verdict,
+            notes: vec![],
+        }
+    }
+
+    fn view() -> ProbeView {
+        let mut v = ProbeView::default();
+        let cfg = crate::probe::ProbeConfig::new("/dev/sda", Tests::Both, Depth::Quick);
+        v.start("/dev/sda".into(), cfg.label());
+        v
+    }
+
+    #[test]
+    fn idle_and_running() {
+        insta::assert_snapshot!("idle", draw(&ProbeView::default()));
+        let mut v = view();
+        v.apply(ProbeMsg::Progress(Progress {
+            phase: Phase::Random,
+            fraction: 0.25,
+            elapsed_s: 7.5,
+            reads: 750,
+            p50_ms: Some(8.2),
+            iops: Some(100.0),
+            zones: vec![],
+            size_bytes: 1_000_204_886_016,
+        }));
+        insta::assert_snapshot!("running_random", draw(&v));
+        v.apply(ProbeMsg::Progress(Progress {
+            phase: Phase::Sweep,
+            fraction: 0.45,
+            elapsed_s: 4.6,
+            reads: 580,
+            p50_ms: None,
+            iops: None,
+            zones: zones(9),
+            size_bytes: 1_000_204_886_016,
+        }));
+        insta::assert_snapshot!("running_sweep", draw(&v));
+    }
+
+    #[test]
+    fn finished() {
+        let mut v = view();
+        v.apply(ProbeMsg::Finished(Box::new(result(Status::Completed))));
+        assert!(matches!(v.state, RunState::Finished(_)));
+        assert_eq!(v.past.len(), 1);
+        insta::assert_snapshot!("finished", draw(&v));
+        // A second run: the first is listed below it.
+        v.start("/dev/sda".into(), "random read + zone sweep, quick".into());
+        assert!(v.is_running());
+        let mut second = result(Status::Completed);
+        second.started_unix += 600;
+        v.apply(ProbeMsg::Finished(Box::new(second)));
+        assert_eq!(v.past.len(), 2);
+        let s = draw(&v);
+        assert!(s.contains("earlier this session"), "{s}");
+        assert!(
+            s.contains("22:13 /dev/sda random read + zone sweep → HDD (p50 9.99 ms, 138 MB/s)"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn cancelled() {
+        let mut v = view();
+        v.cancel_requested();
+        insta::assert_snapshot!("cancelling", draw(&v));
+        // A progress message still in the channel does not revive it.
+        v.apply(ProbeMsg::Progress(Progress {
+            phase: Phase::Random,
+            fraction: 0.1,
+            elapsed_s: 1.0,
+            reads: 10,
+            p50_ms: None,
+            iops: None,
+            zones: vec![],
+            size_bytes: 1_000_204_886_016,
+        }));
+        assert!(matches!(v.state, RunState::Cancelled(None)));
+        v.apply(ProbeMsg::Finished(Box::new(result(Status::Cancelled))));
+        insta::assert_snapshot!("cancelled", draw(&v));
+    }
+
+    #[test]
+    fn error() {
+        let mut v = view();
+        v.apply(ProbeMsg::Failed(
+            "/dev/tty0 is a character device: a probe reads a block device, a partition or a regular file\x1b[2J"
+                .into(),
+        ));
+        let s = draw(&v);
+        assert!(s.contains("\\x1b[2J"), "{s}");
+        insta::assert_snapshot!("error", s);
+    }
+}

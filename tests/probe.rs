@@ -1,0 +1,568 @@
+//! Probe tests on real targets: a loop device attached by the test (root
+//! only), plain and sparse files, bad targets, cancellation, and a
+//! strace-checked proof that the target is only ever read.
+//!
+//! Root-only or tool-dependent cases print "skipped: <reason>" and return.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use iolens::probe::check::Reach;
+use iolens::probe::{
+    self, CacheMode, CancelToken, Class, Depth, ProbeConfig, ProbeMsg, ProbeResult, Status, Stop, Tests,
+};
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A temp file of `mib` MiB of random data, flushed to disk.
+fn random_file(dir: &Path, name: &str, mib: u64) -> PathBuf {
+    let path = dir.join(name);
+    let mut src = std::fs::File::open("/dev/urandom").unwrap().take(mib << 20);
+    let mut f = std::fs::File::create(&path).unwrap();
+    std::io::copy(&mut src, &mut f).unwrap();
+    f.sync_all().unwrap();
+    path
+}
+
+/// A read-only loop device, detached on drop.
+struct LoopDev(PathBuf);
+
+impl LoopDev {
+    fn attach(file: &Path, direct: bool) -> Result<Self, String> {
+        Self::attach_with(file, direct, false)
+    }
+
+    fn attach_with(file: &Path, direct: bool, partscan: bool) -> Result<Self, String> {
+        if !is_root() {
+            return Err("not root: cannot attach a loop device".into());
+        }
+        let mut cmd = Command::new("losetup");
+        cmd.args(["-f", "--show", "-r"]);
+        if direct {
+            cmd.arg("--direct-io=on");
+        }
+        if partscan {
+            cmd.arg("-P");
+        }
+        let out = cmd.arg(file).output().map_err(|e| format!("losetup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(LoopDev(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())))
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+fn loop_or_skip(dir: &Path, mib: u64, direct: bool) -> Option<LoopDev> {
+    let file = random_file(dir, "backing.img", mib);
+    match LoopDev::attach(&file, direct) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn run(cfg: &ProbeConfig) -> anyhow::Result<ProbeResult> {
+    probe::run(cfg, &CancelToken::new(), &mut |_| {})
+}
+
+fn small(target: &Path, tests: Tests) -> ProbeConfig {
+    let mut c = ProbeConfig::new(target, tests, Depth::Quick);
+    c.max_reads = Some(2000);
+    c.zones = Some(8);
+    c.duration = Some(Duration::from_secs(10));
+    c
+}
+
+#[test]
+fn loop_device_gives_plausible_numbers_and_matching_diskstats() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(dev) = loop_or_skip(dir.path(), 64, true) else {
+        return;
+    };
+    let r = run(&small(&dev.0, Tests::Both)).unwrap();
+    assert_eq!(r.status, Status::Completed);
+    assert_eq!(r.method.cache, CacheMode::Direct);
+    assert_eq!(r.method.size_bytes, 64 << 20);
+    assert_eq!(r.method.queue_depth, 1);
+
+    let rr = r.random.as_ref().unwrap();
+    assert_eq!((rr.bs, rr.latency.count, rr.stopped), (4096, 2000, Stop::Done));
+    assert_eq!(rr.reads_issued, 2000 + 16);
+    let p50 = rr.latency.p50_ms.unwrap();
+    let (min, max) = (rr.latency.min_ms.unwrap(), rr.latency.max_ms.unwrap());
+    assert!(p50 > 0.005 && p50 < 100.0, "p50 {p50} ms");
+    assert!(min <= p50 && p50 <= max);
+    // IOPS × mean latency ≈ 1 at queue depth 1 (loop overhead is small).
+    let busy = rr.iops.unwrap() * rr.latency.mean_ms.unwrap() / 1000.0;
+    assert!((0.8..=1.0001).contains(&busy), "IOPS × mean = {busy}");
+    assert_eq!(rr.histogram.iter().map(|b| b.count).sum::<u64>(), 2000);
+    let c = rr.disk_check.as_ref().unwrap();
+    assert_eq!(c.reach, Reach::Reached, "{c:?}");
+    // Nothing else reads this loop device: its counter grew by exactly the
+    // reads issued (allow a few for udev probing the new device).
+    assert!(
+        c.device_reads >= rr.reads_issued && c.device_reads <= rr.reads_issued + 20,
+        "{c:?}"
+    );
+
+    let sw = r.sweep.as_ref().unwrap();
+    assert_eq!(sw.zones.len(), 8);
+    assert_eq!((sw.request_bytes, sw.chunk_bytes), (1 << 20, 8 << 20));
+    assert_eq!(sw.zones[0].offset, 0);
+    assert_eq!(sw.zones[7].offset + sw.chunk_bytes, 64 << 20);
+    assert!(
+        sw.zones.iter().all(|z| z.mb_per_s > 1.0 && z.bytes == 7 << 20),
+        "{:?}",
+        sw.zones
+    );
+    assert_eq!(sw.requests_issued, 8 * 8);
+    let c = sw.disk_check.as_ref().unwrap();
+    assert_eq!(c.reach, Reach::Reached, "{c:?}");
+    assert!(c.device_read_bytes >= 64 << 20, "{c:?}");
+
+    assert_eq!(r.verdict.class, Class::VirtualOrCached);
+    assert!(r.verdict.impossible.is_empty(), "{:?}", r.verdict);
+    assert!(r.verdict.evidence[0].contains("loop device"), "{:?}", r.verdict);
+    let text = iolens::probe::cmd::report(&r);
+    assert!(text.contains("verdict: virtual or cache-backed"), "{text}");
+}
+
+#[test]
+fn loop_device_without_direct_io_is_called_cache_backed() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(dev) = loop_or_skip(dir.path(), 16, false) else {
+        return;
+    };
+    let mut cfg = small(&dev.0, Tests::Random);
+    cfg.max_reads = Some(500);
+    let r = run(&cfg).unwrap();
+    assert_eq!(r.device.as_ref().unwrap().loop_direct_io, Some(false));
+    assert_eq!(r.verdict.class, Class::VirtualOrCached);
+    assert!(
+        r.verdict
+            .evidence
+            .iter()
+            .chain(&r.verdict.impossible)
+            .any(|e| e.contains("without direct I/O") || e.contains("faster than any storage device")),
+        "{:?}",
+        r.verdict
+    );
+}
+
+#[test]
+fn plain_file_reaches_its_disk() {
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let f = random_file(dir.path(), "data.bin", 16);
+    let mut cfg = small(&f, Tests::Both);
+    cfg.max_reads = Some(500);
+    cfg.zones = Some(4);
+    let r = run(&cfg).unwrap();
+    assert_eq!(r.method.target_kind, iolens::probe::target::TargetKind::RegularFile);
+    assert_eq!(r.method.allocated_bytes, Some(16 << 20));
+    let rr = r.random.as_ref().unwrap();
+    assert_eq!(rr.latency.count, 500);
+    assert!(rr.latency.p50_ms.unwrap() > 0.005, "{:?}", rr.latency);
+    if r.method.cache == CacheMode::Direct {
+        match rr.disk_check.as_ref() {
+            Some(c) => assert_eq!(c.reach, Reach::Reached, "{c:?}"),
+            None => eprintln!("skipped diskstats check: no block device under {}", f.display()),
+        }
+        assert!(r.verdict.impossible.is_empty(), "{:?}", r.verdict);
+    }
+    assert_eq!(r.sweep.as_ref().unwrap().zones.len(), 4);
+}
+
+#[test]
+fn sparse_file_is_flagged_as_not_reaching_the_device() {
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let path = dir.path().join("sparse.bin");
+    std::fs::File::create(&path).unwrap().set_len(64 << 20).unwrap();
+    let r = run(&small(&path, Tests::Random)).unwrap();
+    assert_eq!(r.method.allocated_bytes, Some(0));
+    assert!(!r.verdict.impossible.is_empty(), "{:?}", r.verdict);
+    assert_eq!(r.verdict.class, Class::Inconclusive, "{:?}", r.verdict);
+    assert!(
+        r.verdict
+            .evidence
+            .iter()
+            .any(|e| e.contains("0% of the file is allocated")),
+        "{:?}",
+        r.verdict
+    );
+    if let Some(c) = &r.random.as_ref().unwrap().disk_check {
+        assert_eq!(c.reach, Reach::NotReached, "{c:?}");
+    }
+}
+
+#[test]
+fn unusable_targets_are_refused_with_a_reason() {
+    let err = |p: &Path, bs: Option<u64>| {
+        let mut c = small(p, Tests::Random);
+        c.bs = bs;
+        format!("{:#}", run(&c).unwrap_err())
+    };
+    let e = err(Path::new("/dev/null"), None);
+    assert!(e.contains("/dev/null is a character device"), "{e}");
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let e = err(dir.path(), None);
+    assert!(e.contains("is a directory"), "{e}");
+    let e = err(&dir.path().join("missing"), None);
+    assert!(e.contains("cannot open") && e.contains("No such file"), "{e}");
+    let empty = dir.path().join("empty");
+    std::fs::File::create(&empty).unwrap();
+    let e = err(&empty, None);
+    assert!(e.contains("is empty"), "{e}");
+    let f = random_file(dir.path(), "small.bin", 1);
+    let e = err(&f, Some(1000));
+    assert!(e.contains("block size 1000 B is not a multiple"), "{e}");
+    let e = err(&f, Some(2 << 20));
+    assert!(e.contains("smaller than one read"), "{e}");
+}
+
+/// Start a probe on a thread, wait for its first progress report, cancel,
+/// and return how long the probe took to stop and its result.
+fn cancel_after_progress(cfg: ProbeConfig) -> (Duration, ProbeResult) {
+    let token = CancelToken::new();
+    let (tx, rx) = mpsc::channel();
+    let h = probe::spawn(cfg, token.clone(), move |m| {
+        let _ = tx.send(m);
+    })
+    .unwrap();
+    match rx.recv_timeout(Duration::from_secs(20)).unwrap() {
+        ProbeMsg::Progress(_) => {}
+        ProbeMsg::Finished(_) => panic!("finished before cancel"),
+        ProbeMsg::Failed(e) => panic!("{e}"),
+    }
+    let t0 = Instant::now();
+    token.cancel();
+    let r = loop {
+        match rx.recv_timeout(Duration::from_secs(5)).unwrap() {
+            ProbeMsg::Progress(_) => {}
+            ProbeMsg::Finished(r) => break r,
+            ProbeMsg::Failed(e) => panic!("{e}"),
+        }
+    };
+    let took = t0.elapsed();
+    h.join().unwrap();
+    (took, *r)
+}
+
+#[test]
+fn cancellation_stops_within_200_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let lo = loop_or_skip(dir.path(), 64, true);
+    let target = match &lo {
+        Some(l) => l.0.clone(),
+        None => random_file(dir.path(), "data.bin", 64),
+    };
+    for tests in [Tests::Random, Tests::Sweep] {
+        let mut cfg = ProbeConfig::new(&target, tests, Depth::Thorough);
+        cfg.duration = Some(Duration::from_secs(60));
+        cfg.max_reads = Some(u64::MAX);
+        cfg.zones = Some(2);
+        cfg.chunk = Some(32 << 20);
+        let (took, r) = cancel_after_progress(cfg);
+        eprintln!("{tests:?}: stopped {took:?} after the cancel");
+        assert!(took < Duration::from_millis(200), "{tests:?}: stopped after {took:?}");
+        assert_eq!(r.status, Status::Cancelled);
+        let stopped = match tests {
+            Tests::Random => r.random.as_ref().unwrap().stopped,
+            _ => r.sweep.as_ref().unwrap().stopped,
+        };
+        assert_eq!(stopped, Stop::Cancelled);
+    }
+}
+
+/// Join strace's "<unfinished ...>" / "<... resumed>" halves per pid.
+fn strace_calls(log: &str) -> Vec<String> {
+    let mut pending = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for line in log.lines() {
+        let (pid, rest) = line.split_once(' ').unwrap_or(("", line));
+        let rest = rest.trim_start();
+        if let Some(head) = rest.strip_suffix("<unfinished ...>") {
+            pending.insert(pid.to_string(), head.to_string());
+        } else if rest.starts_with("<...") {
+            let tail = rest.split_once("resumed>").map_or("", |x| x.1);
+            let head = pending.remove(pid).unwrap_or_default();
+            out.push(format!("{head}{tail}"));
+        } else {
+            out.push(rest.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_cli_opens_its_target_read_only_and_never_writes_it() {
+    if !have("strace") {
+        eprintln!("skipped: strace is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let target = random_file(dir.path(), "target.bin", 8);
+    let log = dir.path().join("strace.log");
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=openat,open,write,pwrite64,pwritev,pwritev2,close",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "all"])
+        .arg(&target)
+        .args(["--duration", "0.3", "--json"])
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    if !out.status.success() && log.contains("PTRACE") {
+        eprintln!("skipped: strace cannot trace here");
+        return;
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tpath = format!("\"{}\"", target.display());
+    let mut fds: std::collections::HashMap<String, String> = Default::default();
+    let (mut target_opens, mut writes_seen, mut direct_open) = (0, 0, false);
+    for call in strace_calls(&log) {
+        let name = call.split('(').next().unwrap_or("");
+        let ret = call
+            .rsplit_once(" = ")
+            .map(|x| x.1.split(' ').next().unwrap_or("").to_string());
+        let args = call.split_once('(').map_or("", |x| x.1);
+        match name {
+            "openat" | "open" => {
+                let path = args.split(", ").find(|a| a.starts_with('"')).unwrap_or("");
+                if path == tpath {
+                    target_opens += 1;
+                    // O_RDONLY|O_DIRECT|O_CLOEXEC and nothing else (O_DIRECT
+                    // is dropped only where the filesystem refuses it).
+                    let at = if name == "open" { 1 } else { 2 };
+                    let flags = args.split(", ").nth(at).unwrap_or("");
+                    let flags = flags.split(')').next().unwrap_or("");
+                    let mut set: Vec<&str> = flags.split('|').collect();
+                    set.sort_unstable();
+                    assert!(
+                        set == ["O_CLOEXEC", "O_DIRECT", "O_RDONLY"] || set == ["O_CLOEXEC", "O_RDONLY"],
+                        "target opened with {call}"
+                    );
+                    direct_open |= set.contains(&"O_DIRECT") && ret.as_deref().is_some_and(|r| !r.starts_with('-'));
+                }
+                if let Some(fd) = ret.filter(|r| !r.starts_with('-')) {
+                    fds.insert(fd, path.to_string());
+                }
+            }
+            "close" => {
+                fds.remove(args.split(')').next().unwrap_or(""));
+            }
+            "write" | "pwrite64" | "pwritev" | "pwritev2" => {
+                writes_seen += 1;
+                let fd = args.split(',').next().unwrap_or("");
+                assert_ne!(fds.get(fd), Some(&tpath), "write to the target: {call}");
+            }
+            _ => {}
+        }
+    }
+    assert!(target_opens >= 1, "the target open was not traced:\n{log}");
+    assert!(
+        writes_seen >= 1,
+        "no write traced at all (stdout, results file):\n{log}"
+    );
+    // The result went to the results file under XDG_STATE_HOME, and stdout is JSON.
+    let saved = std::fs::read_to_string(dir.path().join("state/iolens/probes.jsonl")).unwrap();
+    assert_eq!(saved.lines().count(), 1);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["method"]["queue_depth"], 1);
+    assert_eq!(v["method"]["cache"] == "direct", direct_open, "{}", v["method"]);
+    assert!(v["random"]["histogram"].as_array().is_some_and(|h| !h.is_empty()));
+    let _ = std::io::stderr().flush();
+}
+
+/// A ramfs mount (no O_DIRECT support), unmounted on drop.
+struct Ramfs(tempfile::TempDir);
+
+impl Drop for Ramfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn refused_o_direct_falls_back_to_buffered_and_says_so() {
+    if !is_root() {
+        eprintln!("skipped: not root: cannot mount a ramfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "ramfs", "none"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: cannot mount a ramfs");
+        return;
+    }
+    let fs = Ramfs(dir);
+    let f = random_file(fs.0.path(), "data.bin", 4);
+    let mut cfg = small(&f, Tests::Both);
+    cfg.idle = true;
+    let r = run(&cfg).unwrap();
+    assert_eq!(r.method.cache, CacheMode::BufferedFadvise);
+    assert!(r.notes.iter().any(|n| n.contains("O_DIRECT refused")), "{:?}", r.notes);
+    assert!(r.method.impact_limited);
+    assert!(r.notes.iter().any(|n| n.contains("impact-limited")), "{:?}", r.notes);
+    // Memory speed, no block device: called what it is.
+    assert_eq!(r.device, None);
+    assert_eq!(r.verdict.class, Class::VirtualOrCached, "{:?}", r.verdict);
+}
+
+#[test]
+fn cli_reports_bad_targets_and_exits_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/dev/null is a character device"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", "/tmp", "--bs", "4q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
+}
+
+fn thread_ioprio() -> libc::c_long {
+    // SAFETY: reads the calling thread's I/O priority.
+    unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, 0 as libc::c_long) }
+}
+
+#[test]
+fn idle_class_is_labelled_and_restored_afterwards() {
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let f = random_file(dir.path(), "data.bin", 4);
+    let mut cfg = small(&f, Tests::Random);
+    cfg.max_reads = Some(100);
+    cfg.idle = true;
+    let before = thread_ioprio();
+    let mut during = None;
+    let r = probe::run(&cfg, &CancelToken::new(), &mut |_| during = Some(thread_ioprio())).unwrap();
+    assert_eq!(during, Some(3 << 13), "IOPRIO_CLASS_IDLE while reading");
+    assert_eq!(thread_ioprio(), before, "the thread keeps the idle class");
+    assert!(r.method.impact_limited);
+    let note = r.method.idle_note.as_deref().unwrap();
+    assert!(note.starts_with("impact-limited"), "{note}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["method"]["impact_limited"], true);
+}
+
+#[test]
+fn a_partition_is_probed_and_counted_on_its_own_diskstats_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = random_file(dir.path(), "disk.img", 32);
+    // One MBR partition: sectors 2048..2048+61440 (1 MiB .. 31 MiB).
+    let mut mbr = [0u8; 512];
+    mbr[446 + 4] = 0x83;
+    mbr[446 + 8..446 + 12].copy_from_slice(&2048u32.to_le_bytes());
+    mbr[446 + 12..446 + 16].copy_from_slice(&61_440u32.to_le_bytes());
+    mbr[510] = 0x55;
+    mbr[511] = 0xaa;
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+        f.write_all_at(&mbr, 0).unwrap();
+        f.sync_all().unwrap();
+    }
+    let dev = match LoopDev::attach_with(&img, true, true) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let part = PathBuf::from(format!("{}p1", dev.0.display()));
+    let t0 = Instant::now();
+    while !part.exists() && t0.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !part.exists() {
+        eprintln!(
+            "skipped: {} did not appear (kernel without MBR partition support?)",
+            part.display()
+        );
+        return;
+    }
+    let mut cfg = small(&part, Tests::Both);
+    cfg.max_reads = Some(500);
+    cfg.zones = Some(4);
+    let r = run(&cfg).unwrap();
+    assert_eq!(r.method.size_bytes, 61_440 * 512);
+    let d = r.device.as_ref().unwrap();
+    let disk = dev.0.file_name().unwrap().to_str().unwrap();
+    assert_eq!(d.name, format!("{disk}p1"));
+    assert_eq!(d.disk, disk);
+    let c = r.random.as_ref().unwrap().disk_check.as_ref().unwrap();
+    assert_eq!(c.device, d.name);
+    assert_eq!(c.reach, Reach::Reached, "{c:?}");
+    assert!(c.device_reads >= 516 && c.device_reads <= 540, "{c:?}");
+    assert_eq!(r.sweep.as_ref().unwrap().zones.len(), 4);
+    assert_eq!(r.verdict.class, Class::VirtualOrCached);
+}
+
+#[test]
+fn drop_caches_is_refused_without_root() {
+    if !is_root() || !have("setpriv") {
+        eprintln!("skipped: needs root and setpriv to run the CLI as an unprivileged user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let f = random_file(dir.path(), "data.bin", 1);
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand"])
+        .arg(&f)
+        .args(["--drop-caches", "--duration", "0.1"])
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("warning: --drop-caches drops the page cache of the whole machine"),
+        "{err}"
+    );
+    assert!(err.contains("--drop-caches needs root"), "{err}");
+}
