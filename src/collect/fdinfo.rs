@@ -1,0 +1,651 @@
+//! Open files of processes, for progress tracking: `/proc/<pid>/fd` and
+//! `/proc/<pid>/fdinfo/<fd>`.
+//!
+//! Cost is the whole point of this module. Walking every fd of every process
+//! each second is what makes tools like Xfennec/progress heavy on a busy box,
+//! so [`FdScanner`] only scans processes where progress can matter:
+//!
+//! - processes that did I/O in the last interval (their `/proc/<pid>/io`
+//!   rchar/wchar/syscr/syscw moved since the previous sample),
+//! - watched processes (`--pid` / `--name`),
+//! - processes already tracked (they did I/O or a file position moved within
+//!   the last [`TRACK_IDLE_SAMPLES`] scans, so a stall stays visible),
+//! - everything, once, when a full scan is requested (`iolens progress`
+//!   without filters starts with one).
+//!
+//! And per fd it does as little as it can: the fd directory is opened once
+//! and listed with `getdents64`; each fd is `fstatat`ed relative to it
+//! (following the magic link, so the size is the open file's even when it
+//! was deleted or renamed); only regular files and block devices have their
+//! fdinfo read (`openat` relative to the fdinfo directory); the link text
+//! (the path shown) is read with `readlinkat` only when the fd is new or
+//! points at another inode than last time.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::process::{ProcIo, ProcKey, RawProc, parse_io, parse_stat};
+use super::{Reader, parse_u64};
+
+/// A process stays scanned this many scans after its last sign of activity.
+pub const TRACK_IDLE_SAMPLES: u32 = 60;
+
+/// `/proc/<pid>/fdinfo/<fd>`: the fields iolens uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FdInfo {
+    /// File position (what `lseek(fd, 0, SEEK_CUR)` would return).
+    pub pos: u64,
+    /// open(2) flags, printed by the kernel in octal.
+    pub flags: u32,
+    /// Mount id (3.15+); `None` on older kernels.
+    pub mnt_id: Option<u64>,
+    /// Inode number (5.14+); `None` on older kernels.
+    pub ino: Option<u64>,
+}
+
+/// Parse an octal number (fdinfo's `flags`).
+fn parse_octal(b: &[u8]) -> Option<u32> {
+    if b.is_empty() {
+        return None;
+    }
+    let mut v: u32 = 0;
+    for &c in b {
+        if !(b'0'..=b'7').contains(&c) {
+            return None;
+        }
+        v = v.checked_mul(8)?.checked_add(u32::from(c - b'0'))?;
+    }
+    Some(v)
+}
+
+/// Parse `/proc/<pid>/fdinfo/<fd>`. `pos` and `flags` are required; `mnt_id`
+/// and `ino` are optional (older kernels); other lines (eventfd counts,
+/// inotify watches, lock lines) are ignored.
+pub fn parse_fdinfo(buf: &[u8]) -> Option<FdInfo> {
+    let (mut pos, mut flags) = (None, None);
+    let mut info = FdInfo::default();
+    for line in buf.split(|&c| c == b'\n') {
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
+            continue;
+        };
+        let v = line[colon + 1..].trim_ascii();
+        match &line[..colon] {
+            b"pos" => pos = Some(parse_u64(v)?),
+            b"flags" => flags = Some(parse_octal(v)?),
+            b"mnt_id" => info.mnt_id = parse_u64(v),
+            b"ino" => info.ino = parse_u64(v),
+            _ => {}
+        }
+    }
+    info.pos = pos?;
+    info.flags = flags?;
+    Some(info)
+}
+
+/// How a file is open, from the `O_ACCMODE` bits of its flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Access {
+    pub fn from_flags(flags: u32) -> Self {
+        match flags & libc::O_ACCMODE as u32 {
+            x if x == libc::O_WRONLY as u32 => Access::Write,
+            x if x == libc::O_RDWR as u32 => Access::ReadWrite,
+            _ => Access::Read,
+        }
+    }
+
+    pub fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::ReadWrite)
+    }
+
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
+}
+
+/// What an fd points at (only these two are tracked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FdTarget {
+    File,
+    BlockDevice,
+}
+
+/// One open regular file or block device of a process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RawFd {
+    pub fd: i32,
+    pub target: FdTarget,
+    pub pos: u64,
+    /// open(2) flags.
+    pub flags: u32,
+    pub mnt_id: Option<u64>,
+    /// Inode of the open file (from fdinfo, else from fstat).
+    pub ino: u64,
+    /// Size in bytes: `st_size` of the open file, or the block device's size.
+    /// `None` when a block device's size could not be read.
+    pub size: Option<u64>,
+    /// The link text of `/proc/<pid>/fd/<fd>` (may end in " (deleted)"; not
+    /// escaped: escape before display).
+    #[serde(serialize_with = "ser_lossy")]
+    pub path: Arc<[u8]>,
+}
+
+fn ser_lossy<S: serde::Serializer>(b: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(b))
+}
+
+impl RawFd {
+    pub fn access(&self) -> Access {
+        Access::from_flags(self.flags)
+    }
+}
+
+/// Why a process was scanned (for the model's honesty rules and for display).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScanReason {
+    Watched,
+    Active,
+    Tracked,
+    Full,
+}
+
+/// The open files of one scanned process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FdProc {
+    pub key: ProcKey,
+    /// The kernel's comm (unescaped).
+    pub comm: String,
+    /// I/O counters read in the same sample; `None` when not allowed.
+    pub io: Option<ProcIo>,
+    pub reason: ScanReason,
+    pub fds: Vec<RawFd>,
+}
+
+/// The fd part of one sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FdSnapshot {
+    /// Processes whose fds were read in this sample.
+    pub procs: Vec<FdProc>,
+    /// Processes scanned or tracked before that are gone now.
+    pub exited: Vec<ProcKey>,
+    /// Processes in the listing (candidates).
+    pub listed: u32,
+    /// fd entries looked at in this sample.
+    pub fds_seen: u64,
+    /// Processes whose fds we were not allowed to read.
+    pub denied: u32,
+}
+
+/// A process as the scanner needs it: from the collector's process snapshot
+/// or from [`list_procs`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanProc<'a> {
+    pub key: ProcKey,
+    pub comm: Cow<'a, str>,
+    pub io: Option<ProcIo>,
+}
+
+impl<'a> From<&'a RawProc> for ScanProc<'a> {
+    fn from(p: &'a RawProc) -> Self {
+        ScanProc {
+            key: p.key,
+            comm: Cow::Borrowed(&p.comm),
+            io: p.io.as_ref().ok().copied(),
+        }
+    }
+}
+
+/// Which processes are watched (always scanned).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Watch {
+    pub pids: Vec<i32>,
+    /// Exact comm names.
+    pub names: Vec<String>,
+}
+
+impl Watch {
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty() && self.names.is_empty()
+    }
+
+    pub fn matches(&self, pid: i32, comm: &str) -> bool {
+        self.pids.contains(&pid) || self.names.iter().any(|n| n == comm)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct ProcState {
+    start_time: u64,
+    io: Option<ProcIo>,
+    /// Scans since the last sign of activity; `None` when not tracked.
+    idle: Option<u32>,
+    /// fd → (pos, ino, mnt_id, link text) at the last scan.
+    fds: HashMap<i32, (u64, u64, Option<u64>, Arc<[u8]>)>,
+}
+
+/// Decides which processes to scan and reads their fds; keeps what it needs
+/// from the previous sample (I/O counters, positions, link texts).
+#[derive(Debug, Default)]
+pub struct FdScanner {
+    pub watch: Watch,
+    /// When set, the next scan reads every listed process (then clears).
+    pub full_next: bool,
+    /// When set, only watched processes are scanned.
+    pub disabled: bool,
+    state: HashMap<i32, ProcState>,
+    buf: Vec<u8>,
+    dents: Vec<u8>,
+}
+
+fn io_moved(a: &ProcIo, b: &ProcIo) -> bool {
+    a.rchar != b.rchar || a.wchar != b.wchar || a.syscr != b.syscr || a.syscw != b.syscw
+}
+
+impl FdScanner {
+    pub fn new(watch: Watch) -> Self {
+        FdScanner {
+            watch,
+            ..Default::default()
+        }
+    }
+
+    /// Is this process being tracked (scanned every sample)?
+    pub fn is_tracked(&self, key: &ProcKey) -> bool {
+        self.state
+            .get(&key.pid)
+            .is_some_and(|s| s.start_time == key.start_time && s.idle.is_some())
+    }
+
+    /// Scan the fds of the processes that matter, given every process listed
+    /// in this sample.
+    pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
+        let full = std::mem::take(&mut self.full_next);
+        let mut snap = FdSnapshot {
+            listed: procs.len() as u32,
+            ..Default::default()
+        };
+        let mut seen: HashSet<i32> = HashSet::with_capacity(procs.len());
+        for p in procs {
+            seen.insert(p.key.pid);
+            let prev = self.state.remove(&p.key.pid).filter(|s| s.start_time == p.key.start_time);
+            let active = match (prev.as_ref().and_then(|s| s.io.as_ref()), p.io.as_ref()) {
+                (Some(a), Some(b)) => io_moved(a, b),
+                _ => false,
+            };
+            let tracked = prev.as_ref().is_some_and(|s| s.idle.is_some());
+            let reason = if self.watch.matches(p.key.pid, &p.comm) {
+                Some(ScanReason::Watched)
+            } else if self.disabled {
+                None
+            } else if active {
+                Some(ScanReason::Active)
+            } else if tracked {
+                Some(ScanReason::Tracked)
+            } else if full {
+                Some(ScanReason::Full)
+            } else {
+                None
+            };
+            let mut st = prev.unwrap_or_else(|| ProcState {
+                start_time: p.key.start_time,
+                io: None,
+                idle: None,
+                fds: HashMap::new(),
+            });
+            st.io = p.io;
+            let Some(reason) = reason else {
+                st.idle = None;
+                st.fds.clear();
+                self.state.insert(p.key.pid, st);
+                continue;
+            };
+            match self.read_fds(r, p.key.pid, &mut st, &mut snap.fds_seen) {
+                Ok((fds, moved)) => {
+                    let busy = active || moved || reason == ScanReason::Watched;
+                    st.idle = match (busy, st.idle) {
+                        (true, _) => Some(0),
+                        (false, Some(n)) if n + 1 < TRACK_IDLE_SAMPLES => Some(n + 1),
+                        // Seen by a full scan: look once more, to see whether it moves.
+                        (false, None) if reason == ScanReason::Full && !fds.is_empty() => {
+                            Some(TRACK_IDLE_SAMPLES - 1)
+                        }
+                        _ => None,
+                    };
+                    if st.idle.is_none() {
+                        st.fds.clear();
+                    }
+                    snap.procs.push(FdProc {
+                        key: p.key,
+                        comm: p.comm.to_string(),
+                        io: p.io,
+                        reason,
+                        fds,
+                    });
+                }
+                Err(e) => {
+                    match e.raw_os_error() {
+                        Some(libc::ENOENT) | Some(libc::ESRCH) => {
+                            if st.idle.is_some() {
+                                snap.exited.push(p.key);
+                            }
+                            continue;
+                        }
+                        Some(libc::EACCES) | Some(libc::EPERM) => snap.denied += 1,
+                        _ => {}
+                    }
+                    st.idle = None;
+                    st.fds.clear();
+                }
+            }
+            self.state.insert(p.key.pid, st);
+        }
+        // Tracked processes missing from the listing have exited.
+        self.state.retain(|pid, s| {
+            let keep = seen.contains(pid);
+            if !keep && s.idle.is_some() {
+                snap.exited.push(ProcKey {
+                    pid: *pid,
+                    start_time: s.start_time,
+                });
+            }
+            keep
+        });
+        snap.exited.sort_unstable();
+        snap
+    }
+
+    /// Read the regular files and block devices open in one process. Returns
+    /// them and whether any position moved since the previous scan.
+    fn read_fds(
+        &mut self,
+        r: &Reader,
+        pid: i32,
+        st: &mut ProcState,
+        fds_seen: &mut u64,
+    ) -> io::Result<(Vec<RawFd>, bool)> {
+        let fd_dir = open_dir(&r.path(format!("/proc/{pid}/fd")))?;
+        let info_dir = open_dir(&r.path(format!("/proc/{pid}/fdinfo")))?;
+        let mut names: Vec<i32> = Vec::new();
+        list_fd_numbers(&fd_dir, &mut self.dents, &mut names)?;
+        *fds_seen += names.len() as u64;
+        let mut out = Vec::new();
+        let mut moved = false;
+        let mut old = std::mem::take(&mut st.fds);
+        for fd in names {
+            let name = fd_name(fd);
+            // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+            let mut sb: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fd_dir is an open directory, name a NUL-terminated
+            // string, sb a valid out-pointer. Follows the magic link.
+            if unsafe { libc::fstatat(fd_dir.as_raw_fd(), name.as_ptr(), &mut sb, 0) } != 0 {
+                continue; // closed meanwhile, or a target we may not stat
+            }
+            let target = match sb.st_mode & libc::S_IFMT {
+                libc::S_IFREG => FdTarget::File,
+                libc::S_IFBLK => FdTarget::BlockDevice,
+                _ => continue,
+            };
+            let Ok(()) = read_at(&info_dir, &name, &mut self.buf) else {
+                continue;
+            };
+            let Some(info) = parse_fdinfo(&self.buf) else {
+                continue;
+            };
+            let ino = info.ino.unwrap_or(sb.st_ino);
+            let size = match target {
+                FdTarget::File => Some(u64::try_from(sb.st_size).unwrap_or(0)),
+                FdTarget::BlockDevice => block_size(r, &fd_dir, &name, sb.st_rdev, &mut self.buf),
+            };
+            let path = match old.remove(&fd) {
+                Some((pos, oi, om, path)) if oi == ino && om == info.mnt_id => {
+                    moved |= pos != info.pos;
+                    path
+                }
+                _ => read_link_at(&fd_dir, &name).map_or_else(|| Arc::from(&b"?"[..]), Arc::from),
+            };
+            st.fds.insert(fd, (info.pos, ino, info.mnt_id, path.clone()));
+            out.push(RawFd {
+                fd,
+                target,
+                pos: info.pos,
+                flags: info.flags,
+                mnt_id: info.mnt_id,
+                ino,
+                size,
+                path,
+            });
+        }
+        Ok((out, moved))
+    }
+}
+
+fn fd_name(fd: i32) -> CString {
+    // A decimal number has no NUL byte.
+    CString::new(fd.to_string()).unwrap_or_default()
+}
+
+fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    open_flags(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
+}
+
+fn open_flags(path: &Path, flags: i32) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: c is NUL-terminated; open returns a new fd or -1.
+    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just returned by open and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The numeric entries of an open fd directory, listed with getdents64.
+fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::Result<()> {
+    if buf.len() < 32 * 1024 {
+        buf.resize(32 * 1024, 0);
+    }
+    loop {
+        // SAFETY: buf is a writable buffer of buf.len() bytes; the kernel
+        // writes at most that many.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let n = n as usize;
+        let mut off = 0;
+        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+        while off + 19 <= n {
+            let reclen = usize::from(u16::from_ne_bytes([buf[off + 16], buf[off + 17]]));
+            if reclen == 0 || off + reclen > n {
+                break;
+            }
+            let name = &buf[off + 19..off + reclen];
+            let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
+            if let Some(fd) = parse_u64(name).and_then(|v| i32::try_from(v).ok()) {
+                out.push(fd);
+            }
+            off += reclen;
+        }
+    }
+}
+
+/// Read a small file relative to a directory fd into `buf`.
+fn read_at(dir: &OwnedFd, name: &CStr, buf: &mut Vec<u8>) -> io::Result<()> {
+    // SAFETY: dir is open, name NUL-terminated; returns a new fd or -1.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned by this File alone.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    super::read_into(&mut f, buf)
+}
+
+fn read_link_at(dir: &OwnedFd, name: &CStr) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: buf is writable for buf.len() bytes; readlinkat does not
+    // NUL-terminate and returns the length written.
+    let n = unsafe { libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    let n = usize::try_from(n).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// Size of a block device: `/sys/dev/block/<maj>:<min>/size` (512-byte
+/// sectors), else `BLKGETSIZE64` on an O_RDONLY open of the fd link (which
+/// reopens the device read-only and never writes to it).
+fn block_size(r: &Reader, fd_dir: &OwnedFd, name: &CStr, rdev: libc::dev_t, buf: &mut Vec<u8>) -> Option<u64> {
+    let (maj, min) = (libc::major(rdev), libc::minor(rdev));
+    let sys = r.path(format!("/sys/dev/block/{maj}:{min}/size"));
+    if let Ok(mut f) = std::fs::File::open(&sys)
+        && super::read_into(&mut f, buf).is_ok()
+        && let Some(sectors) = parse_u64(buf.trim_ascii())
+    {
+        return sectors.checked_mul(512);
+    }
+    // SAFETY: as in read_at.
+    let fd = unsafe {
+        libc::openat(
+            fd_dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is ours; closed when dropped.
+    let f = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: the ioctl writes one u64 into `size`.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size) };
+    (rc == 0).then_some(size)
+}
+
+/// List processes for the `progress` command without the full process
+/// collector: `/proc/<pid>/stat` for the key and comm, and `/proc/<pid>/io`
+/// only where it is needed — for every process when `all_io` (to see which
+/// did I/O), else only for watched ones.
+pub fn list_procs(r: &mut Reader, watch: &Watch, all_io: bool) -> io::Result<Vec<ScanProc<'static>>> {
+    let mut out = Vec::new();
+    let only_pids = watch.names.is_empty() && !watch.pids.is_empty() && !all_io;
+    let pids: Vec<i32> = if only_pids {
+        watch.pids.clone()
+    } else {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(r.path("/proc"))? {
+            let Ok(e) = e else { continue };
+            if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
+                v.push(pid);
+            }
+        }
+        v.sort_unstable();
+        v
+    };
+    for pid in pids {
+        let Some(stat) = r.read(format!("/proc/{pid}/stat")).ok().and_then(parse_stat) else {
+            continue;
+        };
+        let watched = watch.matches(pid, &stat.comm);
+        if !watch.is_empty() && !watched && !all_io {
+            continue;
+        }
+        let io = if all_io || watched {
+            r.read(format!("/proc/{pid}/io")).ok().and_then(parse_io)
+        } else {
+            None
+        };
+        out.push(ScanProc {
+            key: ProcKey {
+                pid,
+                start_time: stat.start_time,
+            },
+            comm: Cow::Owned(stat.comm),
+            io,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fdinfo_of_a_file() {
+        let b = b"pos:\t4096\nflags:\t0100002\nmnt_id:\t29\nino:\t1234567\n";
+        let i = parse_fdinfo(b).unwrap();
+        assert_eq!(i.pos, 4096);
+        assert_eq!(i.flags, 0o100002);
+        assert_eq!(Access::from_flags(i.flags), Access::ReadWrite);
+        assert_eq!(i.mnt_id, Some(29));
+        assert_eq!(i.ino, Some(1_234_567));
+    }
+
+    #[test]
+    fn fdinfo_old_kernel_and_extra_lines() {
+        // 4.x: no ino line; an eventfd has an extra line.
+        let i = parse_fdinfo(b"pos:\t0\nflags:\t02000001\nmnt_id:\t12\neventfd-count: 0\n").unwrap();
+        assert_eq!(i.flags, 0o2000001);
+        assert_eq!(Access::from_flags(i.flags), Access::Write);
+        assert_eq!(i.ino, None);
+        let i = parse_fdinfo(b"pos:\t7\nflags:\t00\n").unwrap();
+        assert_eq!((i.pos, i.mnt_id), (7, None));
+        assert_eq!(Access::from_flags(i.flags), Access::Read);
+    }
+
+    #[test]
+    fn fdinfo_malformed() {
+        assert_eq!(parse_fdinfo(b""), None);
+        assert_eq!(parse_fdinfo(b"pos:\t1\n"), None);
+        assert_eq!(parse_fdinfo(b"pos:\tx\nflags:\t0\n"), None);
+        // 8 is not an octal digit.
+        assert_eq!(parse_fdinfo(b"pos:\t1\nflags:\t08\n"), None);
+        assert_eq!(parse_octal(b"77777777777777"), None);
+    }
+
+    #[test]
+    fn scans_own_open_file_with_position() {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&vec![7u8; 10_000]).unwrap();
+        f.seek(SeekFrom::Start(1234)).unwrap();
+        let pid = std::process::id() as i32;
+        let mut r = Reader::new("/");
+        let mut sc = FdScanner::new(Watch {
+            pids: vec![pid],
+            names: vec![],
+        });
+        let procs = list_procs(&mut r, &sc.watch.clone(), false).unwrap();
+        assert_eq!(procs.len(), 1);
+        let snap = sc.scan(&r, &procs);
+        let p = &snap.procs[0];
+        assert_eq!(p.reason, ScanReason::Watched);
+        let e = p.fds.iter().find(|e| e.fd == f.as_raw_fd()).unwrap();
+        assert_eq!((e.pos, e.size, e.target), (1234, Some(10_000), FdTarget::File));
+        assert_eq!(e.access(), Access::ReadWrite);
+        // tempfile() is unlinked: the size still comes through the fd.
+        assert!(String::from_utf8_lossy(&e.path).ends_with("(deleted)"), "{:?}", e.path);
+    }
+}
