@@ -10,3 +10,4 @@ pub mod collect;
 pub mod format;
 pub mod model;
 pub mod probe;
+pub mod progress;

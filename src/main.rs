@@ -11,7 +11,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Some(Command::BenchSample(args)) => iolens::batch::bench_sample(&cli, args),
-        Some(Command::Progress(_)) | Some(Command::Probe(_)) => {
+        Some(Command::Progress(args)) => iolens::progress::run(&cli, args),
+        Some(Command::Probe(_)) => {
             Err(anyhow::anyhow!("this command is not available yet"))
         }
         None => {

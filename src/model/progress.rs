@@ -150,7 +150,9 @@ struct EntryState {
     /// (mono_ns, pos, size) of the last samples, oldest first.
     window: VecDeque<(u64, u64, Option<u64>)>,
     still: u32,
-    /// Moved at least once while tracked, or shown for another reason.
+    /// Moved at least once while tracked.
+    moved_ever: bool,
+    /// Moved, positional, or a file with data of a watched process.
     visible: bool,
     /// Last sample this entry was seen in.
     seen_ns: u64,
@@ -280,6 +282,7 @@ impl Tracker {
                 let mut st = self.entries.remove(&key).unwrap_or_else(|| EntryState {
                     window: VecDeque::new(),
                     still: 0,
+                    moved_ever: false,
                     visible: false,
                     seen_ns: now_ns,
                     last: blank(key, f),
@@ -302,7 +305,8 @@ impl Tracker {
                 } else {
                     write_bps
                 };
-                st.visible |= moved || positional || shown;
+                st.moved_ever |= moved;
+                st.visible |= moved || positional || (shown && f.size.is_some_and(|s| s > 0));
                 let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate);
                 st.seen_ns = now_ns;
                 st.last = Transfer {
@@ -348,13 +352,20 @@ impl Tracker {
             });
             let pt = self.procs.get(&pk).cloned().unwrap_or_default();
             let (read_bps, write_bps) = proc_rates(&pt.window);
-            let mut it = sts.into_iter().map(|e| e.last.clone());
-            let Some(main) = it.next() else { continue };
+            let Some((first, rest)) = sts.split_first() else {
+                continue;
+            };
+            // Other files only when they move (or do positional I/O).
+            let others = rest
+                .iter()
+                .filter(|e| e.moved_ever || e.last.label == Label::Positional)
+                .map(|e| e.last.clone())
+                .collect();
             jobs.push(Job {
                 proc: pk,
                 comm: pt.comm.clone(),
-                main,
-                others: it.collect(),
+                main: first.last.clone(),
+                others,
                 files_done: pt.files_done,
                 read_bps,
                 write_bps,
