@@ -72,7 +72,7 @@ impl Pass {
     fn run(&mut self) -> anyhow::Result<(FdSnapshot, PassCost)> {
         let t0 = process_cpu_ns();
         let watch = self.scanner.watch.clone();
-        let procs = list_procs(&mut self.reader, &watch, self.all_io)
+        let procs = list_procs(&self.reader, &watch, self.all_io)
             .with_context(|| format!("listing {}", self.reader.path("/proc").display()))?;
         let t1 = process_cpu_ns();
         let snap = self.scanner.scan(&self.reader, &procs);

@@ -111,7 +111,7 @@ impl Watcher {
 
     fn sample(&mut self) -> FdSnapshot {
         let w = self.scanner.watch.clone();
-        let procs = list_procs(&mut self.reader, &w, false).unwrap();
+        let procs = list_procs(&self.reader, &w, false).unwrap();
         let snap = self.scanner.scan(&self.reader, &procs);
         self.tracker.update(&snap, monotonic_ns());
         snap
@@ -376,7 +376,7 @@ fn process_exits_mid_sample() {
     w.sample();
     assert!(w.tracker.jobs.iter().any(|j| !j.is_done()));
     let watch = w.scanner.watch.clone();
-    let procs = list_procs(&mut w.reader, &watch, false).unwrap();
+    let procs = list_procs(&w.reader, &watch, false).unwrap();
     assert_eq!(procs.len(), 1);
     drop(kid); // killed and reaped: /proc/<pid> is gone
     let snap = w.scanner.scan(&w.reader, &procs);

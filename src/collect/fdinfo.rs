@@ -139,13 +139,17 @@ pub struct RawFd {
     /// `None` when a block device's size could not be read.
     pub size: Option<u64>,
     /// The link text of `/proc/<pid>/fd/<fd>` (may end in " (deleted)"; not
-    /// escaped: escape before display).
+    /// escaped: escape before display). `None` until the fd can be a
+    /// transfer: read into, written, moving, or in a process doing I/O.
     #[serde(serialize_with = "ser_lossy")]
-    pub path: Arc<[u8]>,
+    pub path: Option<Arc<[u8]>>,
 }
 
-fn ser_lossy<S: serde::Serializer>(b: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&String::from_utf8_lossy(b))
+fn ser_lossy<S: serde::Serializer>(b: &Option<Arc<[u8]>>, s: S) -> Result<S::Ok, S::Error> {
+    match b {
+        Some(b) => s.serialize_str(&String::from_utf8_lossy(b)),
+        None => s.serialize_none(),
+    }
 }
 
 impl RawFd {
@@ -235,7 +239,7 @@ struct ProcState {
     /// Scans since the last sign of activity; `None` when not tracked.
     idle: Option<u32>,
     /// fd → (pos, ino, mnt_id, link text) at the last scan.
-    fds: HashMap<i32, (u64, u64, Option<u64>, Arc<[u8]>)>,
+    fds: HashMap<i32, (u64, u64, Option<u64>, Option<Arc<[u8]>>)>,
 }
 
 /// Decides which processes to scan and reads their fds; keeps what it needs
@@ -250,6 +254,7 @@ pub struct FdScanner {
     state: HashMap<i32, ProcState>,
     buf: Vec<u8>,
     dents: Vec<u8>,
+    numbers: Vec<i32>,
 }
 
 fn io_moved(a: &ProcIo, b: &ProcIo) -> bool {
@@ -314,7 +319,7 @@ impl FdScanner {
                 self.state.insert(p.key.pid, st);
                 continue;
             };
-            match self.read_fds(r, p.key.pid, &mut st, &mut snap.fds_seen) {
+            match self.read_fds(r, p.key.pid, active, &mut st, &mut snap.fds_seen) {
                 Ok((fds, moved)) => {
                     let busy = active || moved || reason == ScanReason::Watched;
                     st.idle = match (busy, st.idle) {
@@ -375,24 +380,26 @@ impl FdScanner {
         &mut self,
         r: &Reader,
         pid: i32,
+        active: bool,
         st: &mut ProcState,
         fds_seen: &mut u64,
     ) -> io::Result<(Vec<RawFd>, bool)> {
+        let mut name = CName::default();
         let fd_dir = open_dir(&r.path(format!("/proc/{pid}/fd")))?;
-        let info_dir = open_dir(&r.path(format!("/proc/{pid}/fdinfo")))?;
-        let mut names: Vec<i32> = Vec::new();
-        list_fd_numbers(&fd_dir, &mut self.dents, &mut names)?;
-        *fds_seen += names.len() as u64;
+        let mut numbers = std::mem::take(&mut self.numbers);
+        numbers.clear();
+        list_fd_numbers(&fd_dir, &mut self.dents, &mut numbers)?;
+        *fds_seen += numbers.len() as u64;
         let mut out = Vec::new();
         let mut moved = false;
         let mut old = std::mem::take(&mut st.fds);
-        for fd in names {
-            let name = fd_name(fd);
+        for &fd in &numbers {
             // SAFETY: an all-zero `stat` is a valid value to be overwritten.
             let mut sb: libc::stat = unsafe { std::mem::zeroed() };
-            // SAFETY: fd_dir is an open directory, name a NUL-terminated
+            let link = name.set(b"", fd);
+            // SAFETY: fd_dir is an open directory, link a NUL-terminated
             // string, sb a valid out-pointer. Follows the magic link.
-            if unsafe { libc::fstatat(fd_dir.as_raw_fd(), name.as_ptr(), &mut sb, 0) } != 0 {
+            if unsafe { libc::fstatat(fd_dir.as_raw_fd(), link.as_ptr(), &mut sb, 0) } != 0 {
                 continue; // closed meanwhile, or a target we may not stat
             }
             let target = match sb.st_mode & libc::S_IFMT {
@@ -400,24 +407,31 @@ impl FdScanner {
                 libc::S_IFBLK => FdTarget::BlockDevice,
                 _ => continue,
             };
-            let Ok(()) = read_at(&info_dir, &name, &mut self.buf) else {
+            // fdinfo relative to the fd directory: no second directory open.
+            let Ok(b) = read_small(&fd_dir, name.set(b"../fdinfo/", fd), &mut self.buf) else {
                 continue;
             };
-            let Some(info) = parse_fdinfo(&self.buf) else {
+            let Some(info) = parse_fdinfo(b) else {
                 continue;
             };
             let ino = info.ino.unwrap_or(sb.st_ino);
             let size = match target {
                 FdTarget::File => Some(u64::try_from(sb.st_size).unwrap_or(0)),
-                FdTarget::BlockDevice => block_size(r, &fd_dir, &name, sb.st_rdev, &mut self.buf),
+                FdTarget::BlockDevice => block_size(r, &fd_dir, name.set(b"", fd), sb.st_rdev, &mut self.buf),
             };
-            let path = match old.remove(&fd) {
-                Some((pos, oi, om, path)) if oi == ino && om == info.mnt_id => {
-                    moved |= pos != info.pos;
-                    path
-                }
-                _ => read_link_at(&fd_dir, &name).map_or_else(|| Arc::from(&b"?"[..]), Arc::from),
+            let access = Access::from_flags(info.flags);
+            let (fd_moved, cached) = match old.remove(&fd) {
+                Some((pos, oi, om, path)) if oi == ino && om == info.mnt_id => (pos != info.pos, path),
+                _ => (false, None),
             };
+            moved |= fd_moved;
+            // The link text only for what can be a transfer: a file already
+            // read into, written to, or moving, or in a process doing I/O.
+            // An fd at 0 that never moved is not read until it does.
+            let path = cached.or_else(|| {
+                (info.pos > 0 || access.writes() || active || fd_moved)
+                    .then(|| read_link_at(&fd_dir, name.set(b"", fd)).map_or_else(|| Arc::from(&b"?"[..]), Arc::from))
+            });
             st.fds.insert(fd, (info.pos, ino, info.mnt_id, path.clone()));
             out.push(RawFd {
                 fd,
@@ -430,24 +444,54 @@ impl FdScanner {
                 path,
             });
         }
+        self.numbers = numbers;
         Ok((out, moved))
     }
 }
 
-fn fd_name(fd: i32) -> CString {
-    // A decimal number has no NUL byte.
-    CString::new(fd.to_string()).unwrap_or_default()
+/// A NUL-terminated relative path built on the stack:
+/// `<prefix><number><suffix>` (prefixes and suffixes used are short).
+#[derive(Default)]
+struct CName {
+    buf: [u8; 32],
+}
+
+impl CName {
+    fn set(&mut self, prefix: &[u8], n: i32) -> &CStr {
+        self.set3(prefix, n, b"")
+    }
+
+    fn set3(&mut self, prefix: &[u8], n: i32, suffix: &[u8]) -> &CStr {
+        let mut digits = [0u8; 12];
+        let mut i = digits.len();
+        let mut v = n.unsigned_abs();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let num = &digits[i..];
+        let (a, b) = (prefix.len(), prefix.len() + num.len());
+        let len = b + suffix.len();
+        if len >= self.buf.len() {
+            return c"";
+        }
+        self.buf[..a].copy_from_slice(prefix);
+        self.buf[a..b].copy_from_slice(num);
+        self.buf[b..len].copy_from_slice(suffix);
+        self.buf[len] = 0;
+        CStr::from_bytes_with_nul(&self.buf[..=len]).unwrap_or(c"")
+    }
 }
 
 fn open_dir(path: &Path) -> io::Result<OwnedFd> {
-    open_flags(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
-}
-
-fn open_flags(path: &Path, flags: i32) -> io::Result<OwnedFd> {
     use std::os::unix::ffi::OsStrExt;
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: c is NUL-terminated; open returns a new fd or -1.
-    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -467,9 +511,6 @@ fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        if n == 0 {
-            return Ok(());
-        }
         let n = n as usize;
         let mut off = 0;
         // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
@@ -485,19 +526,47 @@ fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::
             }
             off += reclen;
         }
+        // procfs fills the buffer until it runs out of entries: one that is
+        // far from full was the last (this saves the call returning 0).
+        if n + 1024 < buf.len() {
+            return Ok(());
+        }
     }
 }
 
-/// Read a small file relative to a directory fd into `buf`.
-fn read_at(dir: &OwnedFd, name: &CStr, buf: &mut Vec<u8>) -> io::Result<()> {
+/// Read a small procfs file relative to `dir`. `buf` keeps its length
+/// between calls so nothing is zeroed per read. A single-record seq_file
+/// (stat, io, fdinfo) returns everything that fits in one `read`, so a short
+/// read is the end: the call that would return 0 is skipped.
+fn read_small<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>) -> io::Result<&'b [u8]> {
+    if buf.len() < 4096 {
+        buf.resize(4096, 0);
+    }
     // SAFETY: dir is open, name NUL-terminated; returns a new fd or -1.
     let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: fd was just opened and is owned by this File alone.
-    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
-    super::read_into(&mut f, buf)
+    // SAFETY: fd was just opened and is owned here alone.
+    let f = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut len = 0;
+    loop {
+        // SAFETY: the destination is the unfilled tail of buf.
+        let n = unsafe { libc::read(f.as_raw_fd(), buf[len..].as_mut_ptr().cast(), buf.len() - len) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        len += n as usize;
+        if n == 0 || len < buf.len() {
+            return Ok(&buf[..len]);
+        }
+        let grown = buf.len() * 2;
+        buf.resize(grown, 0);
+    }
 }
 
 fn read_link_at(dir: &OwnedFd, name: &CStr) -> Option<Vec<u8>> {
@@ -522,7 +591,7 @@ fn block_size(r: &Reader, fd_dir: &OwnedFd, name: &CStr, rdev: libc::dev_t, buf:
     {
         return sectors.checked_mul(512);
     }
-    // SAFETY: as in read_at.
+    // SAFETY: as in read_small.
     let fd = unsafe {
         libc::openat(
             fd_dir.as_raw_fd(),
@@ -547,24 +616,23 @@ fn block_size(r: &Reader, fd_dir: &OwnedFd, name: &CStr, rdev: libc::dev_t, buf:
 /// collector: `/proc/<pid>/stat` for the key and comm, and `/proc/<pid>/io`
 /// only where it is needed — for every process when `all_io` (to see which
 /// did I/O), else only for watched ones.
-pub fn list_procs(r: &mut Reader, watch: &Watch, all_io: bool) -> io::Result<Vec<ScanProc<'static>>> {
-    let mut out = Vec::new();
+pub fn list_procs(r: &Reader, watch: &Watch, all_io: bool) -> io::Result<Vec<ScanProc<'static>>> {
+    let proc_dir = open_dir(&r.path("/proc"))?;
     let only_pids = watch.names.is_empty() && !watch.pids.is_empty() && !all_io;
     let pids: Vec<i32> = if only_pids {
         watch.pids.clone()
     } else {
+        let mut dents = Vec::new();
         let mut v = Vec::new();
-        for e in std::fs::read_dir(r.path("/proc"))? {
-            let Ok(e) = e else { continue };
-            if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
-                v.push(pid);
-            }
-        }
+        list_fd_numbers(&proc_dir, &mut dents, &mut v)?;
         v.sort_unstable();
         v
     };
+    let mut buf = Vec::new();
+    let mut name = CName::default();
+    let mut out = Vec::new();
     for pid in pids {
-        let Some(stat) = r.read(format!("/proc/{pid}/stat")).ok().and_then(parse_stat) else {
+        let Some(stat) = read_small(&proc_dir, name.set3(b"", pid, b"/stat"), &mut buf).ok().and_then(parse_stat) else {
             continue;
         };
         let watched = watch.matches(pid, &stat.comm);
@@ -572,7 +640,7 @@ pub fn list_procs(r: &mut Reader, watch: &Watch, all_io: bool) -> io::Result<Vec
             continue;
         }
         let io = if all_io || watched {
-            r.read(format!("/proc/{pid}/io")).ok().and_then(parse_io)
+            read_small(&proc_dir, name.set3(b"", pid, b"/io"), &mut buf).ok().and_then(parse_io)
         } else {
             None
         };
@@ -632,12 +700,12 @@ mod tests {
         f.write_all(&vec![7u8; 10_000]).unwrap();
         f.seek(SeekFrom::Start(1234)).unwrap();
         let pid = std::process::id() as i32;
-        let mut r = Reader::new("/");
+        let r = Reader::new("/");
         let mut sc = FdScanner::new(Watch {
             pids: vec![pid],
             names: vec![],
         });
-        let procs = list_procs(&mut r, &sc.watch.clone(), false).unwrap();
+        let procs = list_procs(&r, &sc.watch.clone(), false).unwrap();
         assert_eq!(procs.len(), 1);
         let snap = sc.scan(&r, &procs);
         let p = &snap.procs[0];
@@ -646,6 +714,7 @@ mod tests {
         assert_eq!((e.pos, e.size, e.target), (1234, Some(10_000), FdTarget::File));
         assert_eq!(e.access(), Access::ReadWrite);
         // tempfile() is unlinked: the size still comes through the fd.
-        assert!(String::from_utf8_lossy(&e.path).ends_with("(deleted)"), "{:?}", e.path);
+        let path = e.path.as_deref().unwrap();
+        assert!(String::from_utf8_lossy(path).ends_with("(deleted)"), "{path:?}");
     }
 }

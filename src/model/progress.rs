@@ -279,13 +279,17 @@ impl Tracker {
             let shown = p.reason == ScanReason::Watched || self.known_names.contains(&p.comm);
             for f in &p.fds {
                 let key = fd_key(p.key, f);
+                // No link text: never read into nor moved, not a transfer
+                // (yet); tracked, not shown. The scanner reads it once it moves.
+                let has_path = f.path.is_some();
+                let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
                 let mut st = self.entries.remove(&key).unwrap_or_else(|| EntryState {
                     window: VecDeque::new(),
                     still: 0,
                     moved_ever: false,
                     visible: false,
                     seen_ns: now_ns,
-                    last: blank(key, f),
+                    last: blank(key, f, path.clone()),
                 });
                 let before = st.window.back().map(|w| w.1);
                 if before.is_some_and(|b| f.pos < b) {
@@ -306,14 +310,14 @@ impl Tracker {
                     write_bps
                 };
                 st.moved_ever |= moved;
-                st.visible |= moved || positional || (shown && f.size.is_some_and(|s| s > 0));
+                st.visible |= has_path && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
                 let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate);
                 st.seen_ns = now_ns;
                 st.last = Transfer {
                     key,
                     target: f.target,
                     access: f.access(),
-                    path: f.path.clone(),
+                    path,
                     pos: f.pos,
                     size: f.size,
                     percent,
@@ -420,12 +424,12 @@ fn fd_key(p: ProcKey, f: &RawFd) -> FdKey {
     }
 }
 
-fn blank(key: FdKey, f: &RawFd) -> Transfer {
+fn blank(key: FdKey, f: &RawFd, path: Arc<[u8]>) -> Transfer {
     Transfer {
         key,
         target: f.target,
         access: f.access(),
-        path: f.path.clone(),
+        path,
         pos: f.pos,
         size: f.size,
         percent: None,
@@ -451,7 +455,7 @@ mod tests {
             mnt_id: Some(1),
             ino,
             size: Some(size),
-            path: Arc::from(&b"/data/f"[..]),
+            path: Some(Arc::from(&b"/data/f"[..])),
         }
     }
 
