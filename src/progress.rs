@@ -16,7 +16,7 @@ use anyhow::Context;
 
 use crate::batch::interval;
 use crate::cli::{Cli, ProgressArgs};
-use crate::collect::fdinfo::{FdScanner, FdSnapshot, Watch, list_procs};
+use crate::collect::fdinfo::{FdScanner, FdSnapshot, ProcLister, Watch};
 use crate::collect::{Reader, monotonic_ns, process_cpu_ns};
 use crate::format::{self, escape, escape_bytes};
 use crate::model::progress::{Job, Label, Tracker, Transfer};
@@ -33,10 +33,11 @@ pub const KNOWN_COMMANDS: &[&str] = &[
 /// One collection pass of the command.
 struct Pass {
     reader: Reader,
+    lister: ProcLister,
     scanner: FdScanner,
     tracker: Tracker,
-    /// Read /proc/<pid>/io of every process (needed to see who did I/O).
-    all_io: bool,
+    /// List every process, not only the watched ones (to see who did I/O).
+    all: bool,
 }
 
 /// CPU cost of one pass, in ns, and what it covered.
@@ -63,16 +64,18 @@ impl Pass {
         }
         Pass {
             reader: Reader::new(&cli.root),
+            lister: ProcLister::default(),
             scanner,
             tracker,
-            all_io: unfiltered,
+            all: unfiltered,
         }
     }
 
     fn run(&mut self) -> anyhow::Result<(FdSnapshot, PassCost)> {
         let t0 = process_cpu_ns();
-        let watch = self.scanner.watch.clone();
-        let procs = list_procs(&self.reader, &watch, self.all_io)
+        let procs = self
+            .lister
+            .list(&self.reader, &self.scanner.watch, self.all)
             .with_context(|| format!("listing {}", self.reader.path("/proc").display()))?;
         let t1 = process_cpu_ns();
         let snap = self.scanner.scan(&self.reader, &procs);

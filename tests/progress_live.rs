@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use iolens::collect::fdinfo::{FdScanner, FdSnapshot, FdTarget, Watch, list_procs, parse_fdinfo};
+use iolens::collect::fdinfo::{FdScanner, FdSnapshot, FdTarget, ProcLister, ScanProc, Watch, parse_fdinfo};
 use iolens::collect::{Reader, monotonic_ns};
 use iolens::model::progress::{Job, Label, Tracker};
 
@@ -93,6 +93,7 @@ fn true_pos(pid: i32, fd: i32) -> u64 {
 /// Samples one watched process the way `iolens progress --pid` does.
 struct Watcher {
     reader: Reader,
+    lister: ProcLister,
     scanner: FdScanner,
     tracker: Tracker,
 }
@@ -101,6 +102,7 @@ impl Watcher {
     fn new(pid: i32) -> Self {
         Watcher {
             reader: Reader::new("/"),
+            lister: ProcLister::default(),
             scanner: FdScanner::new(Watch {
                 pids: vec![pid],
                 names: vec![],
@@ -110,8 +112,7 @@ impl Watcher {
     }
 
     fn sample(&mut self) -> FdSnapshot {
-        let w = self.scanner.watch.clone();
-        let procs = list_procs(&self.reader, &w, false).unwrap();
+        let procs = self.lister.list(&self.reader, &self.scanner.watch, false).unwrap();
         let snap = self.scanner.scan(&self.reader, &procs);
         self.tracker.update(&snap, monotonic_ns());
         snap
@@ -375,8 +376,16 @@ fn process_exits_mid_sample() {
     sleep_s(0.5);
     w.sample();
     assert!(w.tracker.jobs.iter().any(|j| !j.is_done()));
-    let watch = w.scanner.watch.clone();
-    let procs = list_procs(&w.reader, &watch, false).unwrap();
+    let procs: Vec<_> = w
+        .lister
+        .list(&w.reader, &w.scanner.watch, false)
+        .unwrap()
+        .into_iter()
+        .map(|p| ScanProc {
+            comm: p.comm.into_owned().into(),
+            ..p
+        })
+        .collect();
     assert_eq!(procs.len(), 1);
     drop(kid); // killed and reaped: /proc/<pid> is gone
     let snap = w.scanner.scan(&w.reader, &procs);

@@ -386,6 +386,9 @@ impl FdScanner {
     ) -> io::Result<(Vec<RawFd>, bool)> {
         let mut name = CName::default();
         let fd_dir = open_dir(&r.path(format!("/proc/{pid}/fd")))?;
+        // One more directory open per process saves two path components
+        // ("../fdinfo/") on every fd.
+        let info_dir = open_dir(&r.path(format!("/proc/{pid}/fdinfo")))?;
         let mut numbers = std::mem::take(&mut self.numbers);
         numbers.clear();
         list_fd_numbers(&fd_dir, &mut self.dents, &mut numbers)?;
@@ -407,8 +410,7 @@ impl FdScanner {
                 libc::S_IFBLK => FdTarget::BlockDevice,
                 _ => continue,
             };
-            // fdinfo relative to the fd directory: no second directory open.
-            let Ok(b) = read_small(&fd_dir, name.set(b"../fdinfo/", fd), &mut self.buf) else {
+            let Ok(b) = read_small(&info_dir, name.set(b"", fd), &mut self.buf) else {
                 continue;
             };
             let Some(info) = parse_fdinfo(b) else {
@@ -612,48 +614,76 @@ fn block_size(r: &Reader, fd_dir: &OwnedFd, name: &CStr, rdev: libc::dev_t, buf:
     (rc == 0).then_some(size)
 }
 
-/// List processes for the `progress` command without the full process
-/// collector: `/proc/<pid>/stat` for the key and comm, and `/proc/<pid>/io`
-/// only where it is needed — for every process when `all_io` (to see which
-/// did I/O), else only for watched ones.
-pub fn list_procs(r: &Reader, watch: &Watch, all_io: bool) -> io::Result<Vec<ScanProc<'static>>> {
-    let proc_dir = open_dir(&r.path("/proc"))?;
-    let only_pids = watch.names.is_empty() && !watch.pids.is_empty() && !all_io;
-    let pids: Vec<i32> = if only_pids {
-        watch.pids.clone()
-    } else {
-        let mut dents = Vec::new();
-        let mut v = Vec::new();
-        list_fd_numbers(&proc_dir, &mut dents, &mut v)?;
-        v.sort_unstable();
-        v
-    };
-    let mut buf = Vec::new();
-    let mut name = CName::default();
-    let mut out = Vec::new();
-    for pid in pids {
-        let Some(stat) = read_small(&proc_dir, name.set3(b"", pid, b"/stat"), &mut buf).ok().and_then(parse_stat) else {
-            continue;
-        };
-        let watched = watch.matches(pid, &stat.comm);
-        if !watch.is_empty() && !watched && !all_io {
-            continue;
-        }
-        let io = if all_io || watched {
-            read_small(&proc_dir, name.set3(b"", pid, b"/io"), &mut buf).ok().and_then(parse_io)
+/// Lists processes for the `progress` command without the full process
+/// collector. Every pass reads each process's `/proc/<pid>/io` (to see who
+/// did I/O); `/proc/<pid>/stat` (start time and comm) only for a pid not
+/// seen before or whose counters changed — a reused pid has new counters
+/// (they restart near zero), so the key stays right — and whenever `io` is
+/// not readable (another user's process without root).
+#[derive(Debug, Default)]
+pub struct ProcLister {
+    known: HashMap<i32, (ProcKey, String, ProcIo)>,
+    buf: Vec<u8>,
+    dents: Vec<u8>,
+    pids: Vec<i32>,
+}
+
+impl ProcLister {
+    /// The processes of this pass: all of them, or with a `watch` only the
+    /// watched ones unless `all` is set.
+    pub fn list(&mut self, r: &Reader, watch: &Watch, all: bool) -> io::Result<Vec<ScanProc<'_>>> {
+        let proc_dir = open_dir(&r.path("/proc"))?;
+        self.pids.clear();
+        if watch.names.is_empty() && !watch.pids.is_empty() && !all {
+            self.pids.extend_from_slice(&watch.pids);
         } else {
-            None
-        };
-        out.push(ScanProc {
-            key: ProcKey {
-                pid,
-                start_time: stat.start_time,
-            },
-            comm: Cow::Owned(stat.comm),
-            io,
-        });
+            list_fd_numbers(&proc_dir, &mut self.dents, &mut self.pids)?;
+        }
+        self.pids.sort_unstable();
+        let mut name = CName::default();
+        let mut keep: HashMap<i32, (ProcKey, String, ProcIo)> = HashMap::with_capacity(self.pids.len());
+        let mut order = Vec::with_capacity(self.pids.len());
+        for &pid in &self.pids {
+            let io = read_small(&proc_dir, name.set3(b"", pid, b"/io"), &mut self.buf)
+                .ok()
+                .and_then(parse_io);
+            let cached = self.known.remove(&pid);
+            let (key, comm) = match (cached, io) {
+                (Some((k, c, old)), Some(cur)) if old == cur && cur != ProcIo::default() => (k, c),
+                _ => {
+                    let Some(stat) = read_small(&proc_dir, name.set3(b"", pid, b"/stat"), &mut self.buf)
+                        .ok()
+                        .and_then(parse_stat)
+                    else {
+                        continue;
+                    };
+                    let key = ProcKey {
+                        pid,
+                        start_time: stat.start_time,
+                    };
+                    (key, stat.comm)
+                }
+            };
+            if all || watch.is_empty() || watch.matches(pid, &comm) {
+                order.push((pid, io));
+            }
+            // Without counters the entry never matches next time: stat is re-read.
+            keep.insert(pid, (key, comm, io.unwrap_or_default()));
+        }
+        self.known = keep;
+        let known = &self.known;
+        Ok(order
+            .into_iter()
+            .filter_map(|(pid, io)| {
+                let (key, comm, _) = known.get(&pid)?;
+                Some(ScanProc {
+                    key: *key,
+                    comm: Cow::Borrowed(comm.as_str()),
+                    io,
+                })
+            })
+            .collect())
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -705,7 +735,8 @@ mod tests {
             pids: vec![pid],
             names: vec![],
         });
-        let procs = list_procs(&r, &sc.watch.clone(), false).unwrap();
+        let mut lister = ProcLister::default();
+        let procs = lister.list(&r, &sc.watch.clone(), false).unwrap();
         assert_eq!(procs.len(), 1);
         let snap = sc.scan(&r, &procs);
         let p = &snap.procs[0];
