@@ -24,10 +24,49 @@ use crate::model::progress::{Job, Label, Tracker, Transfer};
 /// Shown even before their files move (the list Xfennec/progress uses, plus
 /// common backup tools).
 pub const KNOWN_COMMANDS: &[&str] = &[
-    "cp", "mv", "dd", "tar", "bsdtar", "cat", "rsync", "scp", "gzip", "gunzip", "pigz", "bzip2", "bunzip2", "xz",
-    "unxz", "lzma", "zstd", "unzstd", "lz4", "zcat", "pv", "cpio", "7z", "7za", "zip", "unzip", "split", "gpg",
-    "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "pg_dump", "mysqldump",
-    "borg", "restic", "adb", "curl", "wget", "ffmpeg",
+    "cp",
+    "mv",
+    "dd",
+    "tar",
+    "bsdtar",
+    "cat",
+    "rsync",
+    "scp",
+    "gzip",
+    "gunzip",
+    "pigz",
+    "bzip2",
+    "bunzip2",
+    "xz",
+    "unxz",
+    "lzma",
+    "zstd",
+    "unzstd",
+    "lz4",
+    "zcat",
+    "pv",
+    "cpio",
+    "7z",
+    "7za",
+    "zip",
+    "unzip",
+    "split",
+    "gpg",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "pg_dump",
+    "mysqldump",
+    "borg",
+    "restic",
+    "adb",
+    "curl",
+    "wget",
+    "ffmpeg",
 ];
 
 /// One collection pass of the command.
@@ -154,13 +193,7 @@ fn hint(w: &Watch) -> &'static str {
 pub fn report(jobs: &[Job]) -> String {
     let mut s = String::new();
     for j in jobs {
-        let _ = writeln!(
-            s,
-            "[{}] {} {}",
-            j.proc.pid,
-            escape(&j.comm),
-            escape_bytes(&j.main.path)
-        );
+        let _ = writeln!(s, "[{}] {} {}", j.proc.pid, escape(&j.comm), escape_bytes(&j.main.path));
         let _ = writeln!(s, "\t{}", transfer_line(&j.main));
         if j.files_done > 0 || j.main.label == Label::Positional {
             let _ = writeln!(
@@ -179,7 +212,9 @@ pub fn report(jobs: &[Job]) -> String {
 
 /// "8.7% (4.10 MB / 47.7 MB) 2.00 MB/s, eta 21s" or the honest label.
 pub fn transfer_line(t: &Transfer) -> String {
-    let size = t.size.map_or_else(|| format::NA.to_string(), |s| format::decimal(s as f64));
+    let size = t
+        .size
+        .map_or_else(|| format::NA.to_string(), |s| format::decimal(s as f64));
     let rate = t.rate_bps.map_or_else(|| format::NA.to_string(), format::rate);
     let pos = format::decimal(t.pos as f64);
     let mut s = match t.label {

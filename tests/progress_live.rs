@@ -159,8 +159,14 @@ fn pv_reader_percent_rate_eta_and_progress_tool() {
     assert!((rate / (2.0 * MIB) - 1.0).abs() < 0.10, "rate {rate} vs 2 MiB/s");
     let eta = m.eta_s.unwrap();
     let remaining = (size - m.pos) as f64;
-    assert!((eta - remaining / rate).abs() < 0.01 * eta, "eta {eta} vs {remaining}/{rate}");
-    assert!((eta / (remaining / (2.0 * MIB)) - 1.0).abs() < 0.10, "eta {eta} vs configured rate");
+    assert!(
+        (eta - remaining / rate).abs() < 0.01 * eta,
+        "eta {eta} vs {remaining}/{rate}"
+    );
+    assert!(
+        (eta / (remaining / (2.0 * MIB)) - 1.0).abs() < 0.10,
+        "eta {eta} vs configured rate"
+    );
 
     // The `progress` tool on the same process: same percent within 1%.
     if !have("progress") {
@@ -168,7 +174,10 @@ fn pv_reader_percent_rate_eta_and_progress_tool() {
     }
     w.sample();
     let ours = w.job().main.percent.unwrap();
-    let out = Command::new("progress").args(["-q", "-p", &pid.to_string()]).output().unwrap();
+    let out = Command::new("progress")
+        .args(["-q", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let theirs: f64 = text
         .lines()
@@ -202,7 +211,10 @@ fn block_device_reader() {
         .output()
         .unwrap();
     if !out.status.success() {
-        eprintln!("skipped: losetup failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        eprintln!(
+            "skipped: losetup failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
         return;
     }
     let dev = Loop(String::from_utf8_lossy(&out.stdout).trim().to_string());
@@ -320,7 +332,12 @@ fn truncated_under_reader() {
     while true_pos(kid.pid(), fd) < 2_000_000 {
         sleep_s(0.1);
     }
-    std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(1_000_000).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(1_000_000)
+        .unwrap();
     w.sample();
     let m = &w.job().main;
     assert_eq!(m.label, Label::Truncated, "{m:?}");

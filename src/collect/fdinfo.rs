@@ -232,14 +232,23 @@ impl Watch {
     }
 }
 
+/// An fd as seen at the previous scan.
+#[derive(Debug, Clone)]
+struct SeenFd {
+    pos: u64,
+    ino: u64,
+    mnt_id: Option<u64>,
+    path: Option<Arc<[u8]>>,
+}
+
 #[derive(Debug, Clone)]
 struct ProcState {
     start_time: u64,
     io: Option<ProcIo>,
     /// Scans since the last sign of activity; `None` when not tracked.
     idle: Option<u32>,
-    /// fd → (pos, ino, mnt_id, link text) at the last scan.
-    fds: HashMap<i32, (u64, u64, Option<u64>, Option<Arc<[u8]>>)>,
+    /// What each fd was at the last scan.
+    fds: HashMap<i32, SeenFd>,
 }
 
 /// Decides which processes to scan and reads their fds; keeps what it needs
@@ -249,8 +258,6 @@ pub struct FdScanner {
     pub watch: Watch,
     /// When set, the next scan reads every listed process (then clears).
     pub full_next: bool,
-    /// When set, only watched processes are scanned.
-    pub disabled: bool,
     state: HashMap<i32, ProcState>,
     buf: Vec<u8>,
     dents: Vec<u8>,
@@ -269,13 +276,6 @@ impl FdScanner {
         }
     }
 
-    /// Is this process being tracked (scanned every sample)?
-    pub fn is_tracked(&self, key: &ProcKey) -> bool {
-        self.state
-            .get(&key.pid)
-            .is_some_and(|s| s.start_time == key.start_time && s.idle.is_some())
-    }
-
     /// Scan the fds of the processes that matter, given every process listed
     /// in this sample.
     pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
@@ -287,7 +287,20 @@ impl FdScanner {
         let mut seen: HashSet<i32> = HashSet::with_capacity(procs.len());
         for p in procs {
             seen.insert(p.key.pid);
-            let prev = self.state.remove(&p.key.pid).filter(|s| s.start_time == p.key.start_time);
+            let prev = match self.state.remove(&p.key.pid) {
+                Some(s) if s.start_time == p.key.start_time => Some(s),
+                Some(old) => {
+                    // The pid was reused: the tracked process ended.
+                    if old.idle.is_some() {
+                        snap.exited.push(ProcKey {
+                            pid: p.key.pid,
+                            start_time: old.start_time,
+                        });
+                    }
+                    None
+                }
+                None => None,
+            };
             let active = match (prev.as_ref().and_then(|s| s.io.as_ref()), p.io.as_ref()) {
                 (Some(a), Some(b)) => io_moved(a, b),
                 _ => false,
@@ -295,8 +308,6 @@ impl FdScanner {
             let tracked = prev.as_ref().is_some_and(|s| s.idle.is_some());
             let reason = if self.watch.matches(p.key.pid, &p.comm) {
                 Some(ScanReason::Watched)
-            } else if self.disabled {
-                None
             } else if active {
                 Some(ScanReason::Active)
             } else if tracked {
@@ -326,9 +337,7 @@ impl FdScanner {
                         (true, _) => Some(0),
                         (false, Some(n)) if n + 1 < TRACK_IDLE_SAMPLES => Some(n + 1),
                         // Seen by a full scan: look once more, to see whether it moves.
-                        (false, None) if reason == ScanReason::Full && !fds.is_empty() => {
-                            Some(TRACK_IDLE_SAMPLES - 1)
-                        }
+                        (false, None) if reason == ScanReason::Full && !fds.is_empty() => Some(TRACK_IDLE_SAMPLES - 1),
                         _ => None,
                     };
                     if st.idle.is_none() {
@@ -423,7 +432,7 @@ impl FdScanner {
             };
             let access = Access::from_flags(info.flags);
             let (fd_moved, cached) = match old.remove(&fd) {
-                Some((pos, oi, om, path)) if oi == ino && om == info.mnt_id => (pos != info.pos, path),
+                Some(seen) if seen.ino == ino && seen.mnt_id == info.mnt_id => (seen.pos != info.pos, seen.path),
                 _ => (false, None),
             };
             moved |= fd_moved;
@@ -434,7 +443,15 @@ impl FdScanner {
                 (info.pos > 0 || access.writes() || active || fd_moved)
                     .then(|| read_link_at(&fd_dir, name.set(b"", fd)).map_or_else(|| Arc::from(&b"?"[..]), Arc::from))
             });
-            st.fds.insert(fd, (info.pos, ino, info.mnt_id, path.clone()));
+            st.fds.insert(
+                fd,
+                SeenFd {
+                    pos: info.pos,
+                    ino,
+                    mnt_id: info.mnt_id,
+                    path: path.clone(),
+                },
+            );
             out.push(RawFd {
                 fd,
                 target,
@@ -721,6 +738,38 @@ mod tests {
         // 8 is not an octal digit.
         assert_eq!(parse_fdinfo(b"pos:\t1\nflags:\t08\n"), None);
         assert_eq!(parse_octal(b"77777777777777"), None);
+    }
+
+    #[test]
+    fn scan_policy_active_tracked_full() {
+        let r = Reader::new("/");
+        let me = ProcKey {
+            pid: std::process::id() as i32,
+            start_time: 1,
+        };
+        let proc_with = |rchar| ScanProc {
+            key: me,
+            comm: Cow::Borrowed("me"),
+            io: Some(ProcIo {
+                rchar,
+                ..Default::default()
+            }),
+        };
+        let mut sc = FdScanner::default();
+        // First sight: no previous counters, not watched: not scanned.
+        assert!(sc.scan(&r, &[proc_with(10)]).procs.is_empty());
+        // Counters moved: scanned as active.
+        let snap = sc.scan(&r, &[proc_with(20)]);
+        assert_eq!(snap.procs[0].reason, ScanReason::Active);
+        assert!(snap.fds_seen > 0);
+        // Idle now, but tracked for a while.
+        assert_eq!(sc.scan(&r, &[proc_with(20)]).procs[0].reason, ScanReason::Tracked);
+        // Gone from the listing: reported as exited, once.
+        assert_eq!(sc.scan(&r, &[]).exited, vec![me]);
+        assert!(sc.scan(&r, &[]).exited.is_empty());
+        // A full scan reads everything once.
+        sc.full_next = true;
+        assert_eq!(sc.scan(&r, &[proc_with(20)]).procs[0].reason, ScanReason::Full);
     }
 
     #[test]

@@ -205,7 +205,12 @@ fn push_window<T>(w: &mut VecDeque<T>, v: T) {
 }
 
 /// The label, percent, rate and ETA of an entry.
-fn classify(raw: &RawFd, st: &EntryState, positional: bool, proc_rate: Option<f64>) -> (Label, Option<f64>, Option<f64>, Option<f64>) {
+fn classify(
+    raw: &RawFd,
+    st: &EntryState,
+    positional: bool,
+    proc_rate: Option<f64>,
+) -> (Label, Option<f64>, Option<f64>, Option<f64>) {
     let rate = window_rate(&st.window);
     let access = raw.access();
     let size = raw.size;

@@ -58,7 +58,11 @@ fn row(j: &Job) -> Row<'static> {
         _ => format::pct(m.percent),
     };
     let bar_text = match m.label {
-        Label::Growing => format!("{:<w$}", format!("{} written", format::decimal(m.pos as f64)), w = BAR_WIDTH),
+        Label::Growing => format!(
+            "{:<w$}",
+            format!("{} written", format::decimal(m.pos as f64)),
+            w = BAR_WIDTH
+        ),
         Label::Positional | Label::Truncated => bar(None, BAR_WIDTH),
         _ => bar(m.percent, BAR_WIDTH),
     };
@@ -82,9 +86,10 @@ fn row(j: &Job) -> Row<'static> {
 
 pub fn render(frame: &mut Frame, area: Rect, model: &Model) {
     let jobs = &model.progress.jobs;
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(format!(" Transfers ({}) ", jobs.iter().filter(|j| !j.is_done()).count()));
+    let block = Block::default().borders(Borders::ALL).title(format!(
+        " Transfers ({}) ",
+        jobs.iter().filter(|j| !j.is_done()).count()
+    ));
     if jobs.is_empty() {
         let p = Paragraph::new(Line::from(
             "no transfers: open files whose position moves show here (or watch with --pid/--name)",
@@ -161,7 +166,15 @@ mod tests {
     #[test]
     fn pane_snapshot() {
         let mut model = Model::default();
-        let mut tar = job(4100, "tar", b"/home/a/photos/img_0042.jpg", 3_000_000, 4_000_000, 250e3, Label::Progress);
+        let mut tar = job(
+            4100,
+            "tar",
+            b"/home/a/photos/img_0042.jpg",
+            3_000_000,
+            4_000_000,
+            250e3,
+            Label::Progress,
+        );
         tar.files_done = 1234;
         let mut jobs = vec![
             job(
@@ -174,10 +187,34 @@ mod tests {
                 Label::Progress,
             ),
             tar,
-            job(4300, "fio", b"/data/evil\x1b[2Jname", 0, 8_000_000_000, 210e6, Label::Positional),
+            job(
+                4300,
+                "fio",
+                b"/data/evil\x1b[2Jname",
+                0,
+                8_000_000_000,
+                210e6,
+                Label::Positional,
+            ),
             job(4400, "gzip", b"/tmp/out.gz", 5_000_000, 5_000_000, 4e6, Label::Growing),
-            job(4500, "cp", b"/mnt/nfs/big.iso", 700, 1000, 0.0, Label::Stalled { samples: 5 }),
-            job(4600, "rsync", b"/var/lib/x.db", 1000, 1000, 0.0, Label::Done { complete: true }),
+            job(
+                4500,
+                "cp",
+                b"/mnt/nfs/big.iso",
+                700,
+                1000,
+                0.0,
+                Label::Stalled { samples: 5 },
+            ),
+            job(
+                4600,
+                "rsync",
+                b"/var/lib/x.db",
+                1000,
+                1000,
+                0.0,
+                Label::Done { complete: true },
+            ),
         ];
         crate::model::progress::sort_jobs(&mut jobs);
         model.progress.jobs = jobs;
@@ -186,7 +223,13 @@ mod tests {
         insta::with_settings!({ prepend_module_to_snapshot => false }, {
             insta::assert_snapshot!("progress_pane", term.backend());
         });
-        assert_eq!(row_proc(&model, 0), Some(ProcKey { pid: 4100, start_time: 1 }));
+        assert_eq!(
+            row_proc(&model, 0),
+            Some(ProcKey {
+                pid: 4100,
+                start_time: 1
+            })
+        );
     }
 
     #[test]
