@@ -17,9 +17,11 @@
 //! and listed with `getdents64`; each fd is `fstatat`ed relative to it
 //! (following the magic link, so the size is the open file's even when it
 //! was deleted or renamed); only regular files and block devices have their
-//! fdinfo read (`openat` relative to the fdinfo directory); the link text
-//! (the path shown) is read with `readlinkat` only when the fd is new or
-//! points at another inode than last time.
+//! fdinfo read (`openat` relative to the fdinfo directory, one `read`), and
+//! not even that for a process that made no read/write syscall since the
+//! last scan (its positions are reused, refreshed every [`FDINFO_REFRESH`]
+//! scans); the link text (the path shown) is read with `readlinkat` once per
+//! open file, and only once it can be a transfer (see [`RawFd::path`]).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -36,6 +38,10 @@ use super::{Reader, parse_u64};
 
 /// A process stays scanned this many scans after its last sign of activity.
 pub const TRACK_IDLE_SAMPLES: u32 = 60;
+
+/// fdinfo of a process without read/write syscalls is re-read at least
+/// this often (in scans).
+pub const FDINFO_REFRESH: u32 = 5;
 
 /// `/proc/<pid>/fdinfo/<fd>`: the fields iolens uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -236,7 +242,10 @@ impl Watch {
 #[derive(Debug, Clone)]
 struct SeenFd {
     pos: u64,
+    flags: u32,
     ino: u64,
+    /// `st_dev` of the open file, with `ino` its identity without fdinfo.
+    dev: u64,
     mnt_id: Option<u64>,
     path: Option<Arc<[u8]>>,
 }
@@ -249,6 +258,8 @@ struct ProcState {
     idle: Option<u32>,
     /// What each fd was at the last scan.
     fds: HashMap<i32, SeenFd>,
+    /// Scans in a row that reused positions instead of reading fdinfo.
+    reused: u32,
 }
 
 /// Decides which processes to scan and reads their fds; keeps what it needs
@@ -322,6 +333,7 @@ impl FdScanner {
                 io: None,
                 idle: None,
                 fds: HashMap::new(),
+                reused: 0,
             });
             st.io = p.io;
             let Some(reason) = reason else {
@@ -405,6 +417,13 @@ impl FdScanner {
         let mut out = Vec::new();
         let mut moved = false;
         let mut old = std::mem::take(&mut st.fds);
+        // A process that made no read/write syscall since the last scan has
+        // not moved its positions (short of an lseek, or another process
+        // sharing the open file): reuse them, and read fdinfo only every
+        // FDINFO_REFRESH scans. Files that are the same (st_dev, st_ino) are
+        // the same entries; a new or changed fd is always read.
+        let reuse = !active && st.reused + 1 < FDINFO_REFRESH;
+        st.reused = if reuse { st.reused + 1 } else { 0 };
         for &fd in &numbers {
             // SAFETY: an all-zero `stat` is a valid value to be overwritten.
             let mut sb: libc::stat = unsafe { std::mem::zeroed() };
@@ -419,11 +438,23 @@ impl FdScanner {
                 libc::S_IFBLK => FdTarget::BlockDevice,
                 _ => continue,
             };
-            let Ok(b) = read_small(&info_dir, name.set(b"", fd), &mut self.buf) else {
-                continue;
-            };
-            let Some(info) = parse_fdinfo(b) else {
-                continue;
+            let prev = old.remove(&fd);
+            let info = match &prev {
+                Some(s) if reuse && s.ino == sb.st_ino && s.dev == sb.st_dev => FdInfo {
+                    pos: s.pos,
+                    flags: s.flags,
+                    mnt_id: s.mnt_id,
+                    ino: Some(s.ino),
+                },
+                _ => {
+                    let Some(info) = read_small(&info_dir, name.set(b"", fd), &mut self.buf)
+                        .ok()
+                        .and_then(parse_fdinfo)
+                    else {
+                        continue;
+                    };
+                    info
+                }
             };
             let ino = info.ino.unwrap_or(sb.st_ino);
             let size = match target {
@@ -431,7 +462,7 @@ impl FdScanner {
                 FdTarget::BlockDevice => block_size(r, &fd_dir, name.set(b"", fd), sb.st_rdev, &mut self.buf),
             };
             let access = Access::from_flags(info.flags);
-            let (fd_moved, cached) = match old.remove(&fd) {
+            let (fd_moved, cached) = match prev {
                 Some(seen) if seen.ino == ino && seen.mnt_id == info.mnt_id => (seen.pos != info.pos, seen.path),
                 _ => (false, None),
             };
@@ -447,7 +478,9 @@ impl FdScanner {
                 fd,
                 SeenFd {
                     pos: info.pos,
+                    flags: info.flags,
                     ino,
+                    dev: sb.st_dev,
                     mnt_id: info.mnt_id,
                     path: path.clone(),
                 },
