@@ -415,3 +415,47 @@ fn process_exits_mid_sample() {
     let snap = w.sample();
     assert!(snap.procs.is_empty() && snap.exited.is_empty());
 }
+
+/// `tar` reading many files in turn, paced by `pv` on its output: the job
+/// shows the current file, the files done, and the process's read rate.
+#[test]
+fn tar_reads_many_files() {
+    if !have("tar") || !have("pv") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..40 {
+        // Real data (not sparse), so tar reads every byte.
+        std::fs::write(src.join(format!("f{i:02}")), vec![b'x'; 1_000_000]).unwrap();
+    }
+    let mut tar = Command::new("tar")
+        .args(["cf", "-", "-C", src.to_str().unwrap(), "."])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = tar.stdout.take().unwrap();
+    let tar = Kid(tar);
+    let _pv = Kid(Command::new("pv")
+        .args(["-q", "-L", "4m"])
+        .stdin(out)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap());
+    let mut w = Watcher::new(tar.pid());
+    for _ in 0..7 {
+        w.sample();
+        sleep_s(0.5);
+    }
+    w.sample();
+    let j = w.job();
+    assert_eq!(j.comm, "tar");
+    assert!(String::from_utf8_lossy(&j.main.path).starts_with(src.to_str().unwrap()));
+    assert_eq!(j.main.size, Some(1_000_000));
+    assert!(j.files_done >= 4, "files done: {}", j.files_done);
+    let rate = j.read_bps.unwrap();
+    assert!((rate / (4.0 * MIB) - 1.0).abs() < 0.3, "tar read rate {rate}");
+}

@@ -12,9 +12,10 @@
 //!   as it is written): bytes and rate, no percent. A writer into a
 //!   preallocated file (size > pos, not growing) or a block device keeps a
 //!   percent;
-//! - [`Label::Positional`]: `pos` did not move while the process's
-//!   rchar (for a file open for reading) or wchar (for writing) grew by at
-//!   least [`POSITIONAL_MIN_BYTES`] more than its moving fds explain —
+//! - [`Label::Positional`]: `pos` did not move for two intervals while the
+//!   process's rchar (for a file open for reading) or wchar (for writing)
+//!   grew by at least [`POSITIONAL_MIN_BYTES`] more than its moving fds
+//!   explain in the last one —
 //!   `pread`/`pwrite`/`mmap`-style I/O. The process-level rate is shown, no
 //!   percent;
 //! - [`Label::Stalled`]: no movement for [`STALL_SAMPLES`] samples before the
@@ -130,7 +131,9 @@ pub struct Job {
     pub main: Transfer,
     /// Other open files of the process (e.g. the write side).
     pub others: Vec<Transfer>,
-    /// Files this process read to the end of or closed while tracked.
+    /// Files this process was seen reading and then closed. A file opened
+    /// and closed entirely between two samples is not seen: the process
+    /// read rate counts it, this does not.
     pub files_done: u32,
     /// Process read/write rates (rchar/wchar over the window).
     pub read_bps: Option<f64>,
@@ -304,8 +307,10 @@ impl Tracker {
                 let moved = before.is_some_and(|b| b != f.pos);
                 st.still = if moved || before.is_none() { 0 } else { st.still + 1 };
                 let unfinished = f.size.is_none_or(|s| f.pos < s);
-                let positional = before.is_some()
-                    && !moved
+                // Two still intervals: one could be a race between reading
+                // /proc/<pid>/io and fdinfo (a read in between shows in pos
+                // first, in rchar one sample later).
+                let positional = st.still >= 2
                     && unfinished
                     && ((f.access().reads() && unexp_r >= POSITIONAL_MIN_BYTES)
                         || (f.access().writes() && unexp_w >= POSITIONAL_MIN_BYTES));
@@ -338,7 +343,8 @@ impl Tracker {
         let scanned: std::collections::HashSet<ProcKey> = snap.procs.iter().map(|p| p.key).collect();
         for (key, st) in self.entries.drain() {
             let pk = key.proc_key();
-            if st.visible
+            // Seen with a path (read into, or in a process doing I/O), then closed.
+            if !st.last.path.is_empty()
                 && st.last.access.reads()
                 && (scanned.contains(&pk) || snap.exited.contains(&pk))
                 && let Some(pt) = self.procs.get_mut(&pk)
