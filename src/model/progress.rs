@@ -157,8 +157,6 @@ struct EntryState {
     moved_ever: bool,
     /// Moved, positional, or a file with data of a watched process.
     visible: bool,
-    /// Last sample this entry was seen in.
-    seen_ns: u64,
     last: Transfer,
 }
 
@@ -296,7 +294,6 @@ impl Tracker {
                     still: 0,
                     moved_ever: false,
                     visible: false,
-                    seen_ns: now_ns,
                     last: blank(key, f, path.clone()),
                 });
                 let before = st.window.back().map(|w| w.1);
@@ -322,7 +319,6 @@ impl Tracker {
                 st.moved_ever |= moved;
                 st.visible |= has_path && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
                 let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate);
-                st.seen_ns = now_ns;
                 st.last = Transfer {
                     key,
                     target: f.target,
