@@ -123,6 +123,32 @@ impl Watcher {
     }
 }
 
+/// A loop device detached when dropped.
+struct Loop(String);
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+fn attach_loop(file: &Path, read_only: bool) -> Option<Loop> {
+    let mut args = vec!["-f", "--show"];
+    if read_only {
+        args.push("-r");
+    }
+    args.push(file.to_str().unwrap());
+    let out = Command::new("losetup").args(&args).output().unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "skipped: losetup failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return None;
+    }
+    Some(Loop(String::from_utf8_lossy(&out.stdout).trim().to_string()))
+}
+
 fn sleep_s(s: f64) {
     std::thread::sleep(Duration::from_secs_f64(s));
 }
@@ -197,27 +223,12 @@ fn block_device_reader() {
     if !have("losetup") || !have("pv") {
         return;
     }
-    struct Loop(String);
-    impl Drop for Loop {
-        fn drop(&mut self) {
-            let _ = Command::new("losetup").args(["-d", &self.0]).status();
-        }
-    }
     let dir = tempfile::tempdir().unwrap();
     let size = 64 * 1024 * 1024u64;
     let file = data_file(dir.path(), "disk.img", size);
-    let out = Command::new("losetup")
-        .args(["-f", "--show", "-r", file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        eprintln!(
-            "skipped: losetup failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    let Some(dev) = attach_loop(&file, true) else {
         return;
-    }
-    let dev = Loop(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    };
     let kid = spawn("pv", &["-q", "-L", "4m", &dev.0], Stdio::null());
     let pid = kid.pid();
     let fd = wait_fd(pid, Path::new(&dev.0));
@@ -458,4 +469,64 @@ fn tar_reads_many_files() {
     assert!(j.files_done >= 4, "files done: {}", j.files_done);
     let rate = j.read_bps.unwrap();
     assert!((rate / (4.0 * MIB) - 1.0).abs() < 0.3, "tar read rate {rate}");
+}
+
+/// Copy of one file into another (`pv a > b`, like `dd if=a of=b`): the read
+/// side's size is the job's size; the written file is shown growing.
+#[test]
+fn copy_job_size_is_the_read_side() {
+    if !have("pv") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a = data_file(dir.path(), "a.bin", 40_000_000);
+    let b = dir.path().join("b.bin");
+    let out = std::fs::File::create(&b).unwrap();
+    let kid = spawn("pv", &["-q", "-L", "2m", a.to_str().unwrap()], Stdio::from(out));
+    let fd = wait_fd(kid.pid(), &a);
+    let mut w = Watcher::new(kid.pid());
+    for _ in 0..3 {
+        w.sample();
+        sleep_s(0.5);
+    }
+    w.sample();
+    let j = w.job();
+    assert_eq!((j.main.key.fd, j.main.size), (fd, Some(40_000_000)));
+    let truth = true_pos(kid.pid(), fd) as f64 / 40e6 * 100.0;
+    assert!((j.main.percent.unwrap() - truth).abs() < 1.0);
+    let out = j.others.iter().find(|o| o.key.fd == 1).expect("the output file");
+    assert_eq!(out.label, Label::Growing);
+    assert_eq!(out.percent, None);
+}
+
+/// Writing into a block device (`dd of=/dev/sdX`): the device's size gives a percent.
+#[test]
+fn block_device_writer_has_percent() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: loop devices need root");
+        return;
+    }
+    if !have("losetup") || !have("pv") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size = 64 * 1024 * 1024u64;
+    let file = data_file(dir.path(), "target.img", size);
+    let Some(dev) = attach_loop(&file, false) else {
+        return;
+    };
+    let out = std::fs::OpenOptions::new().write(true).open(&dev.0).unwrap();
+    let kid = spawn("pv", &["-q", "-L", "4m", "/dev/zero"], Stdio::from(out));
+    let mut w = Watcher::new(kid.pid());
+    w.sample();
+    sleep_s(1.0);
+    w.sample();
+    let m = &w.job().main;
+    assert_eq!((m.target, m.key.fd), (FdTarget::BlockDevice, 1));
+    assert_eq!(m.size, Some(size));
+    assert_eq!(m.label, Label::Progress);
+    let truth = true_pos(kid.pid(), 1) as f64 / size as f64 * 100.0;
+    assert!((m.percent.unwrap() - truth).abs() < 1.0);
+    drop(kid);
 }
