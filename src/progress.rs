@@ -137,7 +137,13 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = args.bench {
         return bench(&mut pass, every, n);
     }
-    pass.run()?;
+    let (first, _) = pass.run()?;
+    if first.denied > 0 {
+        eprintln!(
+            "iolens: the open files of {} processes are not readable (another user's; run as root to see them)",
+            first.denied
+        );
+    }
     let start = Instant::now();
     let mut shown = false;
     let stdout = std::io::stdout();

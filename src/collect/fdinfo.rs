@@ -233,8 +233,13 @@ impl Watch {
         self.pids.is_empty() && self.names.is_empty()
     }
 
+    /// A name longer than the kernel's 15-byte comm matches its first 15 bytes.
     pub fn matches(&self, pid: i32, comm: &str) -> bool {
-        self.pids.contains(&pid) || self.names.iter().any(|n| n == comm)
+        self.pids.contains(&pid)
+            || self
+                .names
+                .iter()
+                .any(|n| n == comm || (n.len() > 15 && comm.len() == 15 && n.as_bytes().starts_with(comm.as_bytes())))
     }
 }
 
@@ -291,6 +296,7 @@ impl FdScanner {
     /// in this sample.
     pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
         let full = std::mem::take(&mut self.full_next);
+        let own_pid = if r.is_live() { std::process::id() as i32 } else { -1 };
         let mut snap = FdSnapshot {
             listed: procs.len() as u32,
             ..Default::default()
@@ -319,6 +325,8 @@ impl FdScanner {
             let tracked = prev.as_ref().is_some_and(|s| s.idle.is_some());
             let reason = if self.watch.matches(p.key.pid, &p.comm) {
                 Some(ScanReason::Watched)
+            } else if p.key.pid == own_pid {
+                None // iolens itself (its log and terminal are not transfers)
             } else if active {
                 Some(ScanReason::Active)
             } else if tracked {
@@ -774,10 +782,25 @@ mod tests {
     }
 
     #[test]
+    fn watch_matches_truncated_comm() {
+        let w = Watch {
+            pids: vec![7],
+            names: vec!["tar".into(), "very-long-backup-tool".into()],
+        };
+        assert!(w.matches(7, "x"));
+        assert!(w.matches(1, "tar"));
+        assert!(!w.matches(1, "ta"));
+        assert!(w.matches(1, "very-long-backu"));
+        assert!(!w.matches(1, "very-long"));
+    }
+
+    #[test]
     fn scan_policy_active_tracked_full() {
         let r = Reader::new("/");
+        // A child (iolens never scans itself unless watched by pid).
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let me = ProcKey {
-            pid: std::process::id() as i32,
+            pid: child.id() as i32,
             start_time: 1,
         };
         let proc_with = |rchar| ScanProc {
@@ -803,6 +826,18 @@ mod tests {
         // A full scan reads everything once.
         sc.full_next = true;
         assert_eq!(sc.scan(&r, &[proc_with(20)]).procs[0].reason, ScanReason::Full);
+        // Never itself, unless watched by pid.
+        let own = ScanProc {
+            key: ProcKey {
+                pid: std::process::id() as i32,
+                start_time: 1,
+            },
+            ..proc_with(0)
+        };
+        sc.full_next = true;
+        assert!(sc.scan(&r, std::slice::from_ref(&own)).procs.is_empty());
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]
