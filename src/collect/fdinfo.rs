@@ -318,10 +318,13 @@ impl FdScanner {
                 }
                 None => None,
             };
-            let active = match (prev.as_ref().and_then(|s| s.io.as_ref()), p.io.as_ref()) {
-                (Some(a), Some(b)) => io_moved(a, b),
-                _ => false,
+            // Some(false): known to have made no read/write syscall since the
+            // last sample; None: unknown (first sight, or no counters).
+            let moved_io = match (prev.as_ref().and_then(|s| s.io.as_ref()), p.io.as_ref()) {
+                (Some(a), Some(b)) => Some(io_moved(a, b)),
+                _ => None,
             };
+            let active = moved_io == Some(true);
             let tracked = prev.as_ref().is_some_and(|s| s.idle.is_some());
             let reason = if self.watch.matches(p.key.pid, &p.comm) {
                 Some(ScanReason::Watched)
@@ -350,7 +353,7 @@ impl FdScanner {
                 self.state.insert(p.key.pid, st);
                 continue;
             };
-            match self.read_fds(r, p.key.pid, active, &mut st, &mut snap.fds_seen) {
+            match self.read_fds(r, p.key.pid, moved_io, &mut st, &mut snap.fds_seen) {
                 Ok((fds, moved)) => {
                     let busy = active || moved || reason == ScanReason::Watched;
                     st.idle = match (busy, st.idle) {
@@ -409,7 +412,7 @@ impl FdScanner {
         &mut self,
         r: &Reader,
         pid: i32,
-        active: bool,
+        moved_io: Option<bool>,
         st: &mut ProcState,
         fds_seen: &mut u64,
     ) -> io::Result<(Vec<RawFd>, bool)> {
@@ -430,7 +433,8 @@ impl FdScanner {
         // sharing the open file): reuse them, and read fdinfo only every
         // FDINFO_REFRESH scans. Files that are the same (st_dev, st_ino) are
         // the same entries; a new or changed fd is always read.
-        let reuse = !active && st.reused + 1 < FDINFO_REFRESH;
+        let reuse = moved_io == Some(false) && st.reused + 1 < FDINFO_REFRESH;
+        let active = moved_io == Some(true);
         st.reused = if reuse { st.reused + 1 } else { 0 };
         for &fd in &numbers {
             // SAFETY: an all-zero `stat` is a valid value to be overwritten.
@@ -838,6 +842,45 @@ mod tests {
         assert!(sc.scan(&r, std::slice::from_ref(&own)).procs.is_empty());
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    #[test]
+    fn positions_reused_only_for_known_idle_processes() {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&[1u8; 100]).unwrap();
+        let me = ProcKey {
+            pid: std::process::id() as i32,
+            start_time: 1,
+        };
+        let r = Reader::new("/");
+        let raw = f.as_raw_fd();
+        let mut sc = FdScanner::new(Watch {
+            pids: vec![me.pid],
+            names: vec![],
+        });
+        let pos_with = |sc: &mut FdScanner, io: Option<ProcIo>| {
+            let snap = sc.scan(
+                &r,
+                &[ScanProc {
+                    key: me,
+                    comm: Cow::Borrowed("me"),
+                    io,
+                }],
+            );
+            snap.procs[0].fds.iter().find(|e| e.fd == raw).unwrap().pos
+        };
+        let idle = Some(ProcIo::default());
+        assert_eq!(pos_with(&mut sc, idle), 100);
+        // Moved by lseek alone (no read/write syscall): reused while idle...
+        f.seek(SeekFrom::Start(10)).unwrap();
+        assert_eq!(pos_with(&mut sc, idle), 100);
+        // ...but never when the counters are unknown,
+        assert_eq!(pos_with(&mut sc, None), 10);
+        f.seek(SeekFrom::Start(20)).unwrap();
+        // and at least every FDINFO_REFRESH scans.
+        let seen: Vec<u64> = (0..FDINFO_REFRESH).map(|_| pos_with(&mut sc, idle)).collect();
+        assert_eq!(seen.last(), Some(&20), "{seen:?}");
     }
 
     #[test]
