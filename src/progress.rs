@@ -135,7 +135,18 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
     let every = interval(cli.interval)?;
     let mut pass = Pass::new(cli, args);
     if let Some(n) = args.bench {
-        return bench(&mut pass, every, n);
+        return match bench(&mut pass, every, n) {
+            // `iolens progress --bench 5 | head -1`
+            Err(e)
+                if e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+                }) =>
+            {
+                Ok(ExitCode::SUCCESS)
+            }
+            r => r,
+        };
     }
     let (first, _) = pass.run()?;
     if first.denied > 0 {

@@ -202,7 +202,7 @@ pub struct FdSnapshot {
 }
 
 /// A process as the scanner needs it: from the collector's process snapshot
-/// or from [`list_procs`].
+/// or from [`ProcLister`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanProc<'a> {
     pub key: ProcKey,
