@@ -72,6 +72,10 @@ pub struct ProgressArgs {
     /// Machine-readable output, one JSON object per line
     #[arg(long)]
     pub json: bool,
+    /// Measure instead of showing: CPU of the first (full) fd scan, then of
+    /// SAMPLES steady samples at the interval
+    #[arg(long, value_name = "SAMPLES")]
+    pub bench: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

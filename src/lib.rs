@@ -10,6 +10,7 @@ pub mod collect;
 pub mod format;
 pub mod model;
 pub mod probe;
+pub mod progress;
 
 /// Dashboard panes. Only the probe results pane lives here so far; when the
 /// dashboard's `src/ui/mod.rs` exists this inline module becomes `pub mod

@@ -12,7 +12,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Some(Command::BenchSample(args)) => iolens::batch::bench_sample(&cli, args),
         Some(Command::Probe(args)) => iolens::probe::cmd::run(&cli, args),
-        Some(Command::Progress(_)) => Err(anyhow::anyhow!("this command is not available yet")),
+        Some(Command::Progress(args)) => iolens::progress::run(&cli, args),
         None => {
             // The dashboard is not built yet: a terminal gets batch output too.
             let _tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();

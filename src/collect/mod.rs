@@ -6,6 +6,7 @@
 //! buffer. Parsers are pure functions over `&[u8]`.
 
 pub mod diskstats;
+pub mod fdinfo;
 pub mod mounts;
 pub mod process;
 pub mod sample;

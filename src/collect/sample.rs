@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::diskstats::{self, DiskStat};
+use super::fdinfo::{FdScanner, FdSnapshot, ScanProc};
 use super::mounts::{self, MountMap};
 use super::process::{ProcReader, ProcSnapshot};
 use super::sysblock::{self, DeviceInfo};
@@ -24,6 +25,8 @@ pub struct RawSample {
     pub psi: Option<Pressure>,
     pub mem: Option<MemDirty>,
     pub procs: ProcSnapshot,
+    /// Open files of the processes where progress can matter (see `fdinfo`).
+    pub fds: FdSnapshot,
     /// What could not be read, each saying what was being read.
     pub errors: Vec<String>,
 }
@@ -74,6 +77,8 @@ pub struct Collector {
     disk_ids: Vec<(String, u32, u32)>,
     samples: u64,
     pub scope: ProcScope,
+    /// Chooses and reads the fds tracked for progress.
+    pub fds: FdScanner,
 }
 
 /// sysfs facts and mounts are re-read at least this often (in samples).
@@ -89,6 +94,7 @@ impl Collector {
             disk_ids: Vec::new(),
             samples: 0,
             scope: ProcScope::All,
+            fds: FdScanner::default(),
         }
     }
 
@@ -155,6 +161,8 @@ impl Collector {
             }),
             ProcScope::None => ProcSnapshot::default(),
         };
+        let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
+        let fds = self.fds.scan(&self.reader, &listed);
         RawSample {
             mono_ns,
             disks,
@@ -163,6 +171,7 @@ impl Collector {
             psi,
             mem,
             procs,
+            fds,
             errors,
         }
     }

@@ -6,6 +6,7 @@ pub mod disk;
 pub mod history;
 pub mod pattern;
 pub mod process;
+pub mod progress;
 
 use std::collections::HashMap;
 
@@ -132,6 +133,8 @@ pub struct Model {
     pub mem: Option<MemDirty>,
     /// What could not be read in the last sample.
     pub errors: Vec<String>,
+    /// Tracked transfers (progress, rate, ETA), from the fd part of samples.
+    pub progress: progress::Tracker,
     prev: Option<RawSample>,
     first_io: HashMap<ProcKey, ProcIo>,
     histories: HashMap<String, DevHistory>,
@@ -164,6 +167,7 @@ impl Model {
         self.samples += 1;
         self.update_devices(prev.as_ref(), &cur, dt_s);
         self.update_procs(prev.as_ref(), &cur, dt_s);
+        self.progress.update(&cur.fds, cur.mono_ns);
         self.cpu = match (prev.as_ref().and_then(|p| p.cpu.as_ref()), cur.cpu.as_ref()) {
             (Some(p), Some(c)) => cpu_pct(p, c),
             _ => None,

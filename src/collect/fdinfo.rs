@@ -1,0 +1,911 @@
+//! Open files of processes, for progress tracking: `/proc/<pid>/fd` and
+//! `/proc/<pid>/fdinfo/<fd>`.
+//!
+//! Cost is the whole point of this module. Walking every fd of every process
+//! each second is what makes tools like Xfennec/progress heavy on a busy box,
+//! so [`FdScanner`] only scans processes where progress can matter:
+//!
+//! - processes that did I/O in the last interval (their `/proc/<pid>/io`
+//!   rchar/wchar/syscr/syscw moved since the previous sample),
+//! - watched processes (`--pid` / `--name`),
+//! - processes already tracked (they did I/O or a file position moved within
+//!   the last [`TRACK_IDLE_SAMPLES`] scans, so a stall stays visible),
+//! - everything, once, when a full scan is requested (`iolens progress`
+//!   without filters starts with one).
+//!
+//! And per fd it does as little as it can: the fd directory is opened once
+//! and listed with `getdents64`; each fd is `fstatat`ed relative to it
+//! (following the magic link, so the size is the open file's even when it
+//! was deleted or renamed); only regular files and block devices have their
+//! fdinfo read (`openat` relative to the fdinfo directory, one `read`), and
+//! not even that for a process that made no read/write syscall since the
+//! last scan (its positions are reused, refreshed every [`FDINFO_REFRESH`]
+//! scans); the link text (the path shown) is read with `readlinkat` once per
+//! open file, and only once it can be a transfer (see [`RawFd::path`]).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::process::{ProcIo, ProcKey, RawProc, parse_io, parse_stat};
+use super::{Reader, parse_u64};
+
+/// A process stays scanned this many scans after its last sign of activity.
+pub const TRACK_IDLE_SAMPLES: u32 = 60;
+
+/// fdinfo of a process without read/write syscalls is re-read at least
+/// this often (in scans).
+pub const FDINFO_REFRESH: u32 = 5;
+
+/// `/proc/<pid>/fdinfo/<fd>`: the fields iolens uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FdInfo {
+    /// File position (what `lseek(fd, 0, SEEK_CUR)` would return).
+    pub pos: u64,
+    /// open(2) flags, printed by the kernel in octal.
+    pub flags: u32,
+    /// Mount id (3.15+); `None` on older kernels.
+    pub mnt_id: Option<u64>,
+    /// Inode number (5.14+); `None` on older kernels.
+    pub ino: Option<u64>,
+}
+
+/// Parse an octal number (fdinfo's `flags`).
+fn parse_octal(b: &[u8]) -> Option<u32> {
+    if b.is_empty() {
+        return None;
+    }
+    let mut v: u32 = 0;
+    for &c in b {
+        if !(b'0'..=b'7').contains(&c) {
+            return None;
+        }
+        v = v.checked_mul(8)?.checked_add(u32::from(c - b'0'))?;
+    }
+    Some(v)
+}
+
+/// Parse `/proc/<pid>/fdinfo/<fd>`. `pos` and `flags` are required; `mnt_id`
+/// and `ino` are optional (older kernels); other lines (eventfd counts,
+/// inotify watches, lock lines) are ignored.
+pub fn parse_fdinfo(buf: &[u8]) -> Option<FdInfo> {
+    let (mut pos, mut flags) = (None, None);
+    let mut info = FdInfo::default();
+    for line in buf.split(|&c| c == b'\n') {
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
+            continue;
+        };
+        let v = line[colon + 1..].trim_ascii();
+        match &line[..colon] {
+            b"pos" => pos = Some(parse_u64(v)?),
+            b"flags" => flags = Some(parse_octal(v)?),
+            b"mnt_id" => info.mnt_id = parse_u64(v),
+            b"ino" => info.ino = parse_u64(v),
+            _ => {}
+        }
+    }
+    info.pos = pos?;
+    info.flags = flags?;
+    Some(info)
+}
+
+/// How a file is open, from the `O_ACCMODE` bits of its flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Access {
+    pub fn from_flags(flags: u32) -> Self {
+        match flags & libc::O_ACCMODE as u32 {
+            x if x == libc::O_WRONLY as u32 => Access::Write,
+            x if x == libc::O_RDWR as u32 => Access::ReadWrite,
+            _ => Access::Read,
+        }
+    }
+
+    pub fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::ReadWrite)
+    }
+
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
+}
+
+/// What an fd points at (only these two are tracked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FdTarget {
+    File,
+    BlockDevice,
+}
+
+/// One open regular file or block device of a process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RawFd {
+    pub fd: i32,
+    pub target: FdTarget,
+    pub pos: u64,
+    /// open(2) flags.
+    pub flags: u32,
+    pub mnt_id: Option<u64>,
+    /// Inode of the open file (from fdinfo, else from fstat).
+    pub ino: u64,
+    /// Size in bytes: `st_size` of the open file, or the block device's size.
+    /// `None` when a block device's size could not be read.
+    pub size: Option<u64>,
+    /// The link text of `/proc/<pid>/fd/<fd>` (may end in " (deleted)"; not
+    /// escaped: escape before display). `None` until the fd can be a
+    /// transfer: read into, written, moving, or in a process doing I/O.
+    #[serde(serialize_with = "ser_lossy")]
+    pub path: Option<Arc<[u8]>>,
+}
+
+fn ser_lossy<S: serde::Serializer>(b: &Option<Arc<[u8]>>, s: S) -> Result<S::Ok, S::Error> {
+    match b {
+        Some(b) => s.serialize_str(&String::from_utf8_lossy(b)),
+        None => s.serialize_none(),
+    }
+}
+
+impl RawFd {
+    pub fn access(&self) -> Access {
+        Access::from_flags(self.flags)
+    }
+}
+
+/// Why a process was scanned (for the model's honesty rules and for display).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScanReason {
+    Watched,
+    Active,
+    Tracked,
+    Full,
+}
+
+/// The open files of one scanned process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FdProc {
+    pub key: ProcKey,
+    /// The kernel's comm (unescaped).
+    pub comm: String,
+    /// I/O counters read in the same sample; `None` when not allowed.
+    pub io: Option<ProcIo>,
+    pub reason: ScanReason,
+    pub fds: Vec<RawFd>,
+}
+
+/// The fd part of one sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FdSnapshot {
+    /// Processes whose fds were read in this sample.
+    pub procs: Vec<FdProc>,
+    /// Processes scanned or tracked before that are gone now.
+    pub exited: Vec<ProcKey>,
+    /// Processes in the listing (candidates).
+    pub listed: u32,
+    /// fd entries looked at in this sample.
+    pub fds_seen: u64,
+    /// Processes whose fds we were not allowed to read.
+    pub denied: u32,
+}
+
+/// A process as the scanner needs it: from the collector's process snapshot
+/// or from [`ProcLister`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanProc<'a> {
+    pub key: ProcKey,
+    pub comm: Cow<'a, str>,
+    pub io: Option<ProcIo>,
+}
+
+impl<'a> From<&'a RawProc> for ScanProc<'a> {
+    fn from(p: &'a RawProc) -> Self {
+        ScanProc {
+            key: p.key,
+            comm: Cow::Borrowed(&p.comm),
+            io: p.io.as_ref().ok().copied(),
+        }
+    }
+}
+
+/// Which processes are watched (always scanned).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Watch {
+    pub pids: Vec<i32>,
+    /// Exact comm names.
+    pub names: Vec<String>,
+}
+
+impl Watch {
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty() && self.names.is_empty()
+    }
+
+    /// A name longer than the kernel's 15-byte comm matches its first 15 bytes.
+    pub fn matches(&self, pid: i32, comm: &str) -> bool {
+        self.pids.contains(&pid)
+            || self
+                .names
+                .iter()
+                .any(|n| n == comm || (n.len() > 15 && comm.len() == 15 && n.as_bytes().starts_with(comm.as_bytes())))
+    }
+}
+
+/// An fd as seen at the previous scan.
+#[derive(Debug, Clone)]
+struct SeenFd {
+    pos: u64,
+    flags: u32,
+    ino: u64,
+    /// `st_dev` of the open file, with `ino` its identity without fdinfo.
+    dev: u64,
+    mnt_id: Option<u64>,
+    path: Option<Arc<[u8]>>,
+}
+
+#[derive(Debug, Clone)]
+struct ProcState {
+    start_time: u64,
+    io: Option<ProcIo>,
+    /// Scans since the last sign of activity; `None` when not tracked.
+    idle: Option<u32>,
+    /// What each fd was at the last scan.
+    fds: HashMap<i32, SeenFd>,
+    /// Scans in a row that reused positions instead of reading fdinfo.
+    reused: u32,
+}
+
+/// Decides which processes to scan and reads their fds; keeps what it needs
+/// from the previous sample (I/O counters, positions, link texts).
+#[derive(Debug, Default)]
+pub struct FdScanner {
+    pub watch: Watch,
+    /// When set, the next scan reads every listed process (then clears).
+    pub full_next: bool,
+    state: HashMap<i32, ProcState>,
+    buf: Vec<u8>,
+    dents: Vec<u8>,
+    numbers: Vec<i32>,
+}
+
+fn io_moved(a: &ProcIo, b: &ProcIo) -> bool {
+    a.rchar != b.rchar || a.wchar != b.wchar || a.syscr != b.syscr || a.syscw != b.syscw
+}
+
+impl FdScanner {
+    pub fn new(watch: Watch) -> Self {
+        FdScanner {
+            watch,
+            ..Default::default()
+        }
+    }
+
+    /// Scan the fds of the processes that matter, given every process listed
+    /// in this sample.
+    pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
+        let full = std::mem::take(&mut self.full_next);
+        let own_pid = if r.is_live() { std::process::id() as i32 } else { -1 };
+        let mut snap = FdSnapshot {
+            listed: procs.len() as u32,
+            ..Default::default()
+        };
+        let mut seen: HashSet<i32> = HashSet::with_capacity(procs.len());
+        for p in procs {
+            seen.insert(p.key.pid);
+            let prev = match self.state.remove(&p.key.pid) {
+                Some(s) if s.start_time == p.key.start_time => Some(s),
+                Some(old) => {
+                    // The pid was reused: the tracked process ended.
+                    if old.idle.is_some() {
+                        snap.exited.push(ProcKey {
+                            pid: p.key.pid,
+                            start_time: old.start_time,
+                        });
+                    }
+                    None
+                }
+                None => None,
+            };
+            // Some(false): known to have made no read/write syscall since the
+            // last sample; None: unknown (first sight, or no counters).
+            let moved_io = match (prev.as_ref().and_then(|s| s.io.as_ref()), p.io.as_ref()) {
+                (Some(a), Some(b)) => Some(io_moved(a, b)),
+                _ => None,
+            };
+            let active = moved_io == Some(true);
+            let tracked = prev.as_ref().is_some_and(|s| s.idle.is_some());
+            let reason = if self.watch.matches(p.key.pid, &p.comm) {
+                Some(ScanReason::Watched)
+            } else if p.key.pid == own_pid {
+                None // iolens itself (its log and terminal are not transfers)
+            } else if active {
+                Some(ScanReason::Active)
+            } else if tracked {
+                Some(ScanReason::Tracked)
+            } else if full {
+                Some(ScanReason::Full)
+            } else {
+                None
+            };
+            let mut st = prev.unwrap_or_else(|| ProcState {
+                start_time: p.key.start_time,
+                io: None,
+                idle: None,
+                fds: HashMap::new(),
+                reused: 0,
+            });
+            st.io = p.io;
+            let Some(reason) = reason else {
+                st.idle = None;
+                st.fds.clear();
+                self.state.insert(p.key.pid, st);
+                continue;
+            };
+            match self.read_fds(r, p.key.pid, moved_io, &mut st, &mut snap.fds_seen) {
+                Ok((fds, moved)) => {
+                    let busy = active || moved || reason == ScanReason::Watched;
+                    st.idle = match (busy, st.idle) {
+                        (true, _) => Some(0),
+                        (false, Some(n)) if n + 1 < TRACK_IDLE_SAMPLES => Some(n + 1),
+                        // Seen by a full scan: look once more, to see whether it moves.
+                        (false, None) if reason == ScanReason::Full && !fds.is_empty() => Some(TRACK_IDLE_SAMPLES - 1),
+                        _ => None,
+                    };
+                    if st.idle.is_none() {
+                        st.fds.clear();
+                    }
+                    snap.procs.push(FdProc {
+                        key: p.key,
+                        comm: p.comm.to_string(),
+                        io: p.io,
+                        reason,
+                        fds,
+                    });
+                }
+                Err(e) => {
+                    match e.raw_os_error() {
+                        Some(libc::ENOENT) | Some(libc::ESRCH) => {
+                            if st.idle.is_some() {
+                                snap.exited.push(p.key);
+                            }
+                            continue;
+                        }
+                        Some(libc::EACCES) | Some(libc::EPERM) => snap.denied += 1,
+                        _ => {}
+                    }
+                    st.idle = None;
+                    st.fds.clear();
+                }
+            }
+            self.state.insert(p.key.pid, st);
+        }
+        // Tracked processes missing from the listing have exited.
+        self.state.retain(|pid, s| {
+            let keep = seen.contains(pid);
+            if !keep && s.idle.is_some() {
+                snap.exited.push(ProcKey {
+                    pid: *pid,
+                    start_time: s.start_time,
+                });
+            }
+            keep
+        });
+        snap.exited.sort_unstable();
+        snap
+    }
+
+    /// Read the regular files and block devices open in one process. Returns
+    /// them and whether any position moved since the previous scan.
+    fn read_fds(
+        &mut self,
+        r: &Reader,
+        pid: i32,
+        moved_io: Option<bool>,
+        st: &mut ProcState,
+        fds_seen: &mut u64,
+    ) -> io::Result<(Vec<RawFd>, bool)> {
+        let mut name = CName::default();
+        let fd_dir = open_dir(&r.path(format!("/proc/{pid}/fd")))?;
+        // One more directory open per process saves two path components
+        // ("../fdinfo/") on every fd.
+        let info_dir = open_dir(&r.path(format!("/proc/{pid}/fdinfo")))?;
+        let mut numbers = std::mem::take(&mut self.numbers);
+        numbers.clear();
+        list_fd_numbers(&fd_dir, &mut self.dents, &mut numbers)?;
+        *fds_seen += numbers.len() as u64;
+        let mut out = Vec::new();
+        let mut moved = false;
+        let mut old = std::mem::take(&mut st.fds);
+        // A process that made no read/write syscall since the last scan has
+        // not moved its positions (short of an lseek, or another process
+        // sharing the open file): reuse them, and read fdinfo only every
+        // FDINFO_REFRESH scans. Files that are the same (st_dev, st_ino) are
+        // the same entries; a new or changed fd is always read.
+        let reuse = moved_io == Some(false) && st.reused + 1 < FDINFO_REFRESH;
+        let active = moved_io == Some(true);
+        st.reused = if reuse { st.reused + 1 } else { 0 };
+        for &fd in &numbers {
+            // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+            let mut sb: libc::stat = unsafe { std::mem::zeroed() };
+            let link = name.set(b"", fd);
+            // SAFETY: fd_dir is an open directory, link a NUL-terminated
+            // string, sb a valid out-pointer. Follows the magic link.
+            if unsafe { libc::fstatat(fd_dir.as_raw_fd(), link.as_ptr(), &mut sb, 0) } != 0 {
+                continue; // closed meanwhile, or a target we may not stat
+            }
+            let target = match sb.st_mode & libc::S_IFMT {
+                libc::S_IFREG => FdTarget::File,
+                libc::S_IFBLK => FdTarget::BlockDevice,
+                _ => continue,
+            };
+            let prev = old.remove(&fd);
+            let info = match &prev {
+                Some(s) if reuse && s.ino == sb.st_ino && s.dev == sb.st_dev => FdInfo {
+                    pos: s.pos,
+                    flags: s.flags,
+                    mnt_id: s.mnt_id,
+                    ino: Some(s.ino),
+                },
+                _ => {
+                    let Some(info) = read_small(&info_dir, name.set(b"", fd), &mut self.buf)
+                        .ok()
+                        .and_then(parse_fdinfo)
+                    else {
+                        continue;
+                    };
+                    info
+                }
+            };
+            let ino = info.ino.unwrap_or(sb.st_ino);
+            let size = match target {
+                FdTarget::File => Some(u64::try_from(sb.st_size).unwrap_or(0)),
+                FdTarget::BlockDevice => block_size(r, &fd_dir, name.set(b"", fd), sb.st_rdev, &mut self.buf),
+            };
+            let access = Access::from_flags(info.flags);
+            let (fd_moved, cached) = match prev {
+                Some(seen) if seen.ino == ino && seen.mnt_id == info.mnt_id => (seen.pos != info.pos, seen.path),
+                _ => (false, None),
+            };
+            moved |= fd_moved;
+            // The link text only for what can be a transfer: a file already
+            // read into, written to, or moving, or in a process doing I/O.
+            // An fd at 0 that never moved is not read until it does.
+            let path = cached.or_else(|| {
+                (info.pos > 0 || access.writes() || active || fd_moved)
+                    .then(|| read_link_at(&fd_dir, name.set(b"", fd)).map_or_else(|| Arc::from(&b"?"[..]), Arc::from))
+            });
+            st.fds.insert(
+                fd,
+                SeenFd {
+                    pos: info.pos,
+                    flags: info.flags,
+                    ino,
+                    dev: sb.st_dev,
+                    mnt_id: info.mnt_id,
+                    path: path.clone(),
+                },
+            );
+            out.push(RawFd {
+                fd,
+                target,
+                pos: info.pos,
+                flags: info.flags,
+                mnt_id: info.mnt_id,
+                ino,
+                size,
+                path,
+            });
+        }
+        self.numbers = numbers;
+        Ok((out, moved))
+    }
+}
+
+/// A NUL-terminated relative path built on the stack:
+/// `<prefix><number><suffix>` (prefixes and suffixes used are short).
+#[derive(Default)]
+struct CName {
+    buf: [u8; 32],
+}
+
+impl CName {
+    fn set(&mut self, prefix: &[u8], n: i32) -> &CStr {
+        self.set3(prefix, n, b"")
+    }
+
+    fn set3(&mut self, prefix: &[u8], n: i32, suffix: &[u8]) -> &CStr {
+        let mut digits = [0u8; 12];
+        let mut i = digits.len();
+        let mut v = n.unsigned_abs();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let num = &digits[i..];
+        let (a, b) = (prefix.len(), prefix.len() + num.len());
+        let len = b + suffix.len();
+        if len >= self.buf.len() {
+            return c"";
+        }
+        self.buf[..a].copy_from_slice(prefix);
+        self.buf[a..b].copy_from_slice(num);
+        self.buf[b..len].copy_from_slice(suffix);
+        self.buf[len] = 0;
+        CStr::from_bytes_with_nul(&self.buf[..=len]).unwrap_or(c"")
+    }
+}
+
+fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: c is NUL-terminated; open returns a new fd or -1.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just returned by open and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The numeric entries of an open fd directory, listed with getdents64.
+fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::Result<()> {
+    if buf.len() < 32 * 1024 {
+        buf.resize(32 * 1024, 0);
+    }
+    loop {
+        // SAFETY: buf is a writable buffer of buf.len() bytes; the kernel
+        // writes at most that many.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        let mut off = 0;
+        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+        while off + 19 <= n {
+            let reclen = usize::from(u16::from_ne_bytes([buf[off + 16], buf[off + 17]]));
+            if reclen == 0 || off + reclen > n {
+                break;
+            }
+            let name = &buf[off + 19..off + reclen];
+            let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
+            if let Some(fd) = parse_u64(name).and_then(|v| i32::try_from(v).ok()) {
+                out.push(fd);
+            }
+            off += reclen;
+        }
+        // procfs fills the buffer until it runs out of entries: one that is
+        // far from full was the last (this saves the call returning 0).
+        if n + 1024 < buf.len() {
+            return Ok(());
+        }
+    }
+}
+
+/// Read a small procfs file relative to `dir`. `buf` keeps its length
+/// between calls so nothing is zeroed per read. A single-record seq_file
+/// (stat, io, fdinfo) returns everything that fits in one `read`, so a short
+/// read is the end: the call that would return 0 is skipped.
+fn read_small<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>) -> io::Result<&'b [u8]> {
+    if buf.len() < 4096 {
+        buf.resize(4096, 0);
+    }
+    // SAFETY: dir is open, name NUL-terminated; returns a new fd or -1.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned here alone.
+    let f = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut len = 0;
+    loop {
+        // SAFETY: the destination is the unfilled tail of buf.
+        let n = unsafe { libc::read(f.as_raw_fd(), buf[len..].as_mut_ptr().cast(), buf.len() - len) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        len += n as usize;
+        if n == 0 || len < buf.len() {
+            return Ok(&buf[..len]);
+        }
+        let grown = buf.len() * 2;
+        buf.resize(grown, 0);
+    }
+}
+
+fn read_link_at(dir: &OwnedFd, name: &CStr) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: buf is writable for buf.len() bytes; readlinkat does not
+    // NUL-terminate and returns the length written.
+    let n = unsafe { libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    let n = usize::try_from(n).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// Size of a block device: `/sys/dev/block/<maj>:<min>/size` (512-byte
+/// sectors), else `BLKGETSIZE64` on an O_RDONLY open of the fd link (which
+/// reopens the device read-only and never writes to it).
+fn block_size(r: &Reader, fd_dir: &OwnedFd, name: &CStr, rdev: libc::dev_t, buf: &mut Vec<u8>) -> Option<u64> {
+    let (maj, min) = (libc::major(rdev), libc::minor(rdev));
+    let sys = r.path(format!("/sys/dev/block/{maj}:{min}/size"));
+    if let Ok(mut f) = std::fs::File::open(&sys)
+        && super::read_into(&mut f, buf).is_ok()
+        && let Some(sectors) = parse_u64(buf.trim_ascii())
+    {
+        return sectors.checked_mul(512);
+    }
+    // SAFETY: as in read_small.
+    let fd = unsafe {
+        libc::openat(
+            fd_dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is ours; closed when dropped.
+    let f = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: the ioctl writes one u64 into `size`.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size) };
+    (rc == 0).then_some(size)
+}
+
+/// Lists processes for the `progress` command without the full process
+/// collector. Every pass reads each process's `/proc/<pid>/io` (to see who
+/// did I/O); `/proc/<pid>/stat` (start time and comm) only for a pid not
+/// seen before or whose counters changed — a reused pid has new counters
+/// (they restart near zero), so the key stays right — and whenever `io` is
+/// not readable (another user's process without root).
+#[derive(Debug, Default)]
+pub struct ProcLister {
+    known: HashMap<i32, (ProcKey, String, ProcIo)>,
+    buf: Vec<u8>,
+    dents: Vec<u8>,
+    pids: Vec<i32>,
+}
+
+impl ProcLister {
+    /// The processes of this pass: all of them, or with a `watch` only the
+    /// watched ones unless `all` is set.
+    pub fn list(&mut self, r: &Reader, watch: &Watch, all: bool) -> io::Result<Vec<ScanProc<'_>>> {
+        let proc_dir = open_dir(&r.path("/proc"))?;
+        self.pids.clear();
+        if watch.names.is_empty() && !watch.pids.is_empty() && !all {
+            self.pids.extend_from_slice(&watch.pids);
+        } else {
+            list_fd_numbers(&proc_dir, &mut self.dents, &mut self.pids)?;
+        }
+        self.pids.sort_unstable();
+        let mut name = CName::default();
+        let mut keep: HashMap<i32, (ProcKey, String, ProcIo)> = HashMap::with_capacity(self.pids.len());
+        let mut order = Vec::with_capacity(self.pids.len());
+        for &pid in &self.pids {
+            let io = read_small(&proc_dir, name.set3(b"", pid, b"/io"), &mut self.buf)
+                .ok()
+                .and_then(parse_io);
+            let cached = self.known.remove(&pid);
+            let (key, comm) = match (cached, io) {
+                (Some((k, c, old)), Some(cur)) if old == cur && cur != ProcIo::default() => (k, c),
+                _ => {
+                    let Some(stat) = read_small(&proc_dir, name.set3(b"", pid, b"/stat"), &mut self.buf)
+                        .ok()
+                        .and_then(parse_stat)
+                    else {
+                        continue;
+                    };
+                    let key = ProcKey {
+                        pid,
+                        start_time: stat.start_time,
+                    };
+                    (key, stat.comm)
+                }
+            };
+            if all || watch.is_empty() || watch.matches(pid, &comm) {
+                order.push((pid, io));
+            }
+            // Without counters the entry never matches next time: stat is re-read.
+            keep.insert(pid, (key, comm, io.unwrap_or_default()));
+        }
+        self.known = keep;
+        let known = &self.known;
+        Ok(order
+            .into_iter()
+            .filter_map(|(pid, io)| {
+                let (key, comm, _) = known.get(&pid)?;
+                Some(ScanProc {
+                    key: *key,
+                    comm: Cow::Borrowed(comm.as_str()),
+                    io,
+                })
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fdinfo_of_a_file() {
+        let b = b"pos:\t4096\nflags:\t0100002\nmnt_id:\t29\nino:\t1234567\n";
+        let i = parse_fdinfo(b).unwrap();
+        assert_eq!(i.pos, 4096);
+        assert_eq!(i.flags, 0o100002);
+        assert_eq!(Access::from_flags(i.flags), Access::ReadWrite);
+        assert_eq!(i.mnt_id, Some(29));
+        assert_eq!(i.ino, Some(1_234_567));
+    }
+
+    #[test]
+    fn fdinfo_old_kernel_and_extra_lines() {
+        // 4.x: no ino line; an eventfd has an extra line.
+        let i = parse_fdinfo(b"pos:\t0\nflags:\t02000001\nmnt_id:\t12\neventfd-count: 0\n").unwrap();
+        assert_eq!(i.flags, 0o2000001);
+        assert_eq!(Access::from_flags(i.flags), Access::Write);
+        assert_eq!(i.ino, None);
+        let i = parse_fdinfo(b"pos:\t7\nflags:\t00\n").unwrap();
+        assert_eq!((i.pos, i.mnt_id), (7, None));
+        assert_eq!(Access::from_flags(i.flags), Access::Read);
+    }
+
+    #[test]
+    fn fdinfo_malformed() {
+        assert_eq!(parse_fdinfo(b""), None);
+        assert_eq!(parse_fdinfo(b"pos:\t1\n"), None);
+        assert_eq!(parse_fdinfo(b"pos:\tx\nflags:\t0\n"), None);
+        // 8 is not an octal digit.
+        assert_eq!(parse_fdinfo(b"pos:\t1\nflags:\t08\n"), None);
+        assert_eq!(parse_octal(b"77777777777777"), None);
+    }
+
+    #[test]
+    fn watch_matches_truncated_comm() {
+        let w = Watch {
+            pids: vec![7],
+            names: vec!["tar".into(), "very-long-backup-tool".into()],
+        };
+        assert!(w.matches(7, "x"));
+        assert!(w.matches(1, "tar"));
+        assert!(!w.matches(1, "ta"));
+        assert!(w.matches(1, "very-long-backu"));
+        assert!(!w.matches(1, "very-long"));
+    }
+
+    #[test]
+    fn scan_policy_active_tracked_full() {
+        let r = Reader::new("/");
+        // A child (iolens never scans itself unless watched by pid).
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let me = ProcKey {
+            pid: child.id() as i32,
+            start_time: 1,
+        };
+        let proc_with = |rchar| ScanProc {
+            key: me,
+            comm: Cow::Borrowed("me"),
+            io: Some(ProcIo {
+                rchar,
+                ..Default::default()
+            }),
+        };
+        let mut sc = FdScanner::default();
+        // First sight: no previous counters, not watched: not scanned.
+        assert!(sc.scan(&r, &[proc_with(10)]).procs.is_empty());
+        // Counters moved: scanned as active.
+        let snap = sc.scan(&r, &[proc_with(20)]);
+        assert_eq!(snap.procs[0].reason, ScanReason::Active);
+        assert!(snap.fds_seen > 0);
+        // Idle now, but tracked for a while.
+        assert_eq!(sc.scan(&r, &[proc_with(20)]).procs[0].reason, ScanReason::Tracked);
+        // Gone from the listing: reported as exited, once.
+        assert_eq!(sc.scan(&r, &[]).exited, vec![me]);
+        assert!(sc.scan(&r, &[]).exited.is_empty());
+        // A full scan reads everything once.
+        sc.full_next = true;
+        assert_eq!(sc.scan(&r, &[proc_with(20)]).procs[0].reason, ScanReason::Full);
+        // Never itself, unless watched by pid.
+        let own = ScanProc {
+            key: ProcKey {
+                pid: std::process::id() as i32,
+                start_time: 1,
+            },
+            ..proc_with(0)
+        };
+        sc.full_next = true;
+        assert!(sc.scan(&r, std::slice::from_ref(&own)).procs.is_empty());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    #[test]
+    fn positions_reused_only_for_known_idle_processes() {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&[1u8; 100]).unwrap();
+        let me = ProcKey {
+            pid: std::process::id() as i32,
+            start_time: 1,
+        };
+        let r = Reader::new("/");
+        let raw = f.as_raw_fd();
+        let mut sc = FdScanner::new(Watch {
+            pids: vec![me.pid],
+            names: vec![],
+        });
+        let pos_with = |sc: &mut FdScanner, io: Option<ProcIo>| {
+            let snap = sc.scan(
+                &r,
+                &[ScanProc {
+                    key: me,
+                    comm: Cow::Borrowed("me"),
+                    io,
+                }],
+            );
+            snap.procs[0].fds.iter().find(|e| e.fd == raw).unwrap().pos
+        };
+        let idle = Some(ProcIo::default());
+        assert_eq!(pos_with(&mut sc, idle), 100);
+        // Moved by lseek alone (no read/write syscall): reused while idle...
+        f.seek(SeekFrom::Start(10)).unwrap();
+        assert_eq!(pos_with(&mut sc, idle), 100);
+        // ...but never when the counters are unknown,
+        assert_eq!(pos_with(&mut sc, None), 10);
+        f.seek(SeekFrom::Start(20)).unwrap();
+        // and at least every FDINFO_REFRESH scans.
+        let seen: Vec<u64> = (0..FDINFO_REFRESH).map(|_| pos_with(&mut sc, idle)).collect();
+        assert_eq!(seen.last(), Some(&20), "{seen:?}");
+    }
+
+    #[test]
+    fn scans_own_open_file_with_position() {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&vec![7u8; 10_000]).unwrap();
+        f.seek(SeekFrom::Start(1234)).unwrap();
+        let pid = std::process::id() as i32;
+        let r = Reader::new("/");
+        let mut sc = FdScanner::new(Watch {
+            pids: vec![pid],
+            names: vec![],
+        });
+        let mut lister = ProcLister::default();
+        let procs = lister.list(&r, &sc.watch.clone(), false).unwrap();
+        assert_eq!(procs.len(), 1);
+        let snap = sc.scan(&r, &procs);
+        let p = &snap.procs[0];
+        assert_eq!(p.reason, ScanReason::Watched);
+        let e = p.fds.iter().find(|e| e.fd == f.as_raw_fd()).unwrap();
+        assert_eq!((e.pos, e.size, e.target), (1234, Some(10_000), FdTarget::File));
+        assert_eq!(e.access(), Access::ReadWrite);
+        // tempfile() is unlinked: the size still comes through the fd.
+        let path = e.path.as_deref().unwrap();
+        assert!(String::from_utf8_lossy(path).ends_with("(deleted)"), "{path:?}");
+    }
+}

@@ -1,0 +1,588 @@
+//! Progress of long file operations from fd positions: percent, rate, ETA,
+//! and honest labels where progress cannot be known. Pure: time comes from
+//! the samples.
+//!
+//! Rules (each interval, per open regular file or block device):
+//!
+//! - **rate** = Δpos over the last [`RATE_WINDOW`] intervals (the window
+//!   restarts when `pos` goes backwards: a seek);
+//! - **percent** = pos / size; **ETA** = (size − pos) / rate;
+//! - [`Label::Truncated`]: pos > size (the file shrank under the reader);
+//! - [`Label::Growing`]: open for writing and the file ends at `pos` (it grows
+//!   as it is written): bytes and rate, no percent. A writer into a
+//!   preallocated file (size > pos, not growing) or a block device keeps a
+//!   percent;
+//! - [`Label::Positional`]: `pos` did not move for two intervals while the
+//!   process's rchar (for a file open for reading) or wchar (for writing)
+//!   grew by at least [`POSITIONAL_MIN_BYTES`] more than its moving fds
+//!   explain in the last one —
+//!   `pread`/`pwrite`/`mmap`-style I/O. The process-level rate is shown, no
+//!   percent;
+//! - [`Label::Stalled`]: no movement for [`STALL_SAMPLES`] samples before the
+//!   end of the file.
+//!
+//! Entries are grouped into one [`Job`] per process. Its main entry — whose
+//! percent and ETA the job shows — is the file being read (the read side's
+//! size is the job's size: `dd if=a of=b` is as far as it has read of `a`,
+//! never measured against `b`'s device), the one that moved most recently.
+//! A process that reads many files in turn (`tar`, `rsync`) shows its current
+//! file, the number of files it finished, and its overall read rate (rchar).
+//! A job whose files are all closed (or whose process ended) is kept for
+//! [`DONE_KEEP_NS`] as done.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::collect::fdinfo::{Access, FdSnapshot, FdTarget, RawFd, ScanReason};
+use crate::collect::process::{ProcIo, ProcKey};
+
+/// Intervals the rate is smoothed over.
+pub const RATE_WINDOW: usize = 5;
+/// Samples without movement before an entry is labelled stalled.
+pub const STALL_SAMPLES: u32 = 3;
+/// How long a finished job stays listed as done (ns).
+pub const DONE_KEEP_NS: u64 = 30_000_000_000;
+/// Unexplained Δrchar/Δwchar per interval needed to call a still fd positional.
+pub const POSITIONAL_MIN_BYTES: u64 = 64 * 1024;
+
+/// Identity of one tracked open file: the same fd number pointing at another
+/// file (other inode or mount) is a new entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct FdKey {
+    pub pid: i32,
+    pub start_time: u64,
+    pub fd: i32,
+    pub mnt_id: Option<u64>,
+    pub ino: u64,
+}
+
+impl FdKey {
+    pub fn proc_key(&self) -> ProcKey {
+        ProcKey {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+}
+
+/// What can honestly be said about an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Label {
+    /// Position against a known size (percent when the size is known).
+    Progress,
+    /// Written file that grows with `pos`: bytes and rate, no percent.
+    Growing,
+    /// `pos` still while the process does I/O (pread/pwrite/mmap).
+    Positional,
+    /// `pos` beyond the size: truncated under the reader.
+    Truncated,
+    /// No movement for `samples` samples.
+    Stalled { samples: u32 },
+    /// Closed, or the process ended; `complete` when it had reached the end.
+    Done { complete: bool },
+}
+
+impl Label {
+    pub fn text(&self) -> String {
+        match self {
+            Label::Progress => String::new(),
+            Label::Growing => "writing (size grows)".into(),
+            Label::Positional => "positional I/O: progress unknowable".into(),
+            Label::Truncated => "pos beyond size: truncated".into(),
+            Label::Stalled { samples } => format!("stalled {samples} samples"),
+            Label::Done { complete: true } => "done".into(),
+            Label::Done { complete: false } => "ended".into(),
+        }
+    }
+}
+
+/// One open file as shown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transfer {
+    pub key: FdKey,
+    pub target: FdTarget,
+    pub access: Access,
+    /// Link text of the fd (unescaped: escape before display).
+    #[serde(serialize_with = "ser_lossy")]
+    pub path: Arc<[u8]>,
+    pub pos: u64,
+    pub size: Option<u64>,
+    pub percent: Option<f64>,
+    /// Bytes/s: Δpos over the window; for positional I/O the process's rate.
+    pub rate_bps: Option<f64>,
+    pub eta_s: Option<f64>,
+    pub label: Label,
+}
+
+fn ser_lossy<S: serde::Serializer>(b: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(b))
+}
+
+/// One process's transfer: its main file, the others, and process totals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Job {
+    pub proc: ProcKey,
+    /// The kernel's comm (unescaped).
+    pub comm: String,
+    /// The file whose progress is the job's (the read side when there is one).
+    pub main: Transfer,
+    /// Other open files of the process (e.g. the write side).
+    pub others: Vec<Transfer>,
+    /// Files this process was seen reading and then closed. A file opened
+    /// and closed entirely between two samples is not seen: the process
+    /// read rate counts it, this does not.
+    pub files_done: u32,
+    /// Process read/write rates (rchar/wchar over the window).
+    pub read_bps: Option<f64>,
+    pub write_bps: Option<f64>,
+    /// Monotonic ns when the job ended, for done jobs.
+    pub ended_ns: Option<u64>,
+}
+
+impl Job {
+    pub fn is_done(&self) -> bool {
+        self.ended_ns.is_some()
+    }
+}
+
+#[derive(Debug, Clone)]
+struct EntryState {
+    /// (mono_ns, pos, size) of the last samples, oldest first.
+    window: VecDeque<(u64, u64, Option<u64>)>,
+    still: u32,
+    /// Moved at least once while tracked.
+    moved_ever: bool,
+    /// Moved, positional, or a file with data of a watched process.
+    visible: bool,
+    last: Transfer,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ProcTrack {
+    window: VecDeque<(u64, ProcIo)>,
+    files_done: u32,
+    comm: String,
+}
+
+/// Tracks transfers across samples.
+#[derive(Debug, Clone, Default)]
+pub struct Tracker {
+    entries: HashMap<FdKey, EntryState>,
+    procs: HashMap<ProcKey, ProcTrack>,
+    /// Current jobs, sorted by ETA (unknown ETA after known, done last).
+    pub jobs: Vec<Job>,
+    /// Commands whose files are shown even before they move (like
+    /// Xfennec/progress's list of known copy tools).
+    pub known_names: Vec<String>,
+}
+
+fn window_rate(w: &VecDeque<(u64, u64, Option<u64>)>) -> Option<f64> {
+    let (&(t0, p0, _), &(t1, p1, _)) = (w.front()?, w.back()?);
+    (t1 > t0).then(|| p1.saturating_sub(p0) as f64 / ((t1 - t0) as f64 / 1e9))
+}
+
+fn proc_rates(w: &VecDeque<(u64, ProcIo)>) -> (Option<f64>, Option<f64>) {
+    let (Some((t0, a)), Some((t1, b))) = (w.front(), w.back()) else {
+        return (None, None);
+    };
+    if t1 <= t0 {
+        return (None, None);
+    }
+    let dt = (t1 - t0) as f64 / 1e9;
+    (
+        Some(b.rchar.saturating_sub(a.rchar) as f64 / dt),
+        Some(b.wchar.saturating_sub(a.wchar) as f64 / dt),
+    )
+}
+
+fn push_window<T>(w: &mut VecDeque<T>, v: T) {
+    if w.len() > RATE_WINDOW {
+        w.pop_front();
+    }
+    w.push_back(v);
+}
+
+/// The label, percent, rate and ETA of an entry.
+fn classify(
+    raw: &RawFd,
+    st: &EntryState,
+    positional: bool,
+    proc_rate: Option<f64>,
+) -> (Label, Option<f64>, Option<f64>, Option<f64>) {
+    let rate = window_rate(&st.window);
+    let access = raw.access();
+    let size = raw.size;
+    if let Some(s) = size
+        && raw.pos > s
+    {
+        return (Label::Truncated, None, rate, None);
+    }
+    let grows = raw.target == FdTarget::File
+        && access.writes()
+        && (size.is_some_and(|s| s <= raw.pos) || size > st.window.front().and_then(|w| w.2));
+    if positional {
+        return (Label::Positional, None, proc_rate, None);
+    }
+    let percent = if grows {
+        None
+    } else {
+        size.filter(|s| *s > 0).map(|s| raw.pos as f64 / s as f64 * 100.0)
+    };
+    let at_end = size.is_some_and(|s| raw.pos >= s) && !grows;
+    if st.still >= STALL_SAMPLES && !at_end {
+        return (Label::Stalled { samples: st.still }, percent, Some(0.0), None);
+    }
+    if grows {
+        return (Label::Growing, None, rate, None);
+    }
+    let eta = match (size, rate) {
+        (Some(s), Some(r)) if r > 0.0 => Some(s.saturating_sub(raw.pos) as f64 / r),
+        (Some(s), _) if raw.pos >= s => Some(0.0),
+        _ => None,
+    };
+    (Label::Progress, percent, rate, eta)
+}
+
+impl Tracker {
+    /// Fold in the fd part of a sample taken at `now_ns`.
+    pub fn update(&mut self, snap: &FdSnapshot, now_ns: u64) {
+        let prev_jobs = std::mem::take(&mut self.jobs);
+        let mut open: HashMap<FdKey, EntryState> = HashMap::new();
+        for p in &snap.procs {
+            let pt = self.procs.entry(p.key).or_default();
+            pt.comm.clone_from(&p.comm);
+            let prev_io = pt.window.back().map(|(_, io)| *io);
+            if let Some(io) = p.io {
+                push_window(&mut pt.window, (now_ns, io));
+            }
+            let (read_bps, write_bps) = proc_rates(&pt.window);
+            // How much of this interval's logical I/O the moving fds explain.
+            let (mut moved_r, mut moved_w) = (0u64, 0u64);
+            for f in &p.fds {
+                let key = fd_key(p.key, f);
+                if let Some(old) = self.entries.get(&key).and_then(|e| e.window.back()) {
+                    let d = f.pos.saturating_sub(old.1);
+                    match f.access() {
+                        Access::Read => moved_r += d,
+                        Access::Write => moved_w += d,
+                        Access::ReadWrite => {
+                            moved_r += d;
+                            moved_w += d;
+                        }
+                    }
+                }
+            }
+            let (unexp_r, unexp_w) = match (prev_io, p.io) {
+                (Some(a), Some(b)) => (
+                    b.rchar.saturating_sub(a.rchar).saturating_sub(moved_r),
+                    b.wchar.saturating_sub(a.wchar).saturating_sub(moved_w),
+                ),
+                _ => (0, 0),
+            };
+            let shown = p.reason == ScanReason::Watched || self.known_names.contains(&p.comm);
+            for f in &p.fds {
+                let key = fd_key(p.key, f);
+                // No link text: never read into nor moved, not a transfer
+                // (yet); tracked, not shown. The scanner reads it once it moves.
+                let has_path = f.path.is_some();
+                let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
+                let mut st = self.entries.remove(&key).unwrap_or_else(|| EntryState {
+                    window: VecDeque::new(),
+                    still: 0,
+                    moved_ever: false,
+                    visible: false,
+                    last: blank(key, f, path.clone()),
+                });
+                let before = st.window.back().map(|w| w.1);
+                if before.is_some_and(|b| f.pos < b) {
+                    st.window.clear(); // seek backwards: restart the rate
+                }
+                push_window(&mut st.window, (now_ns, f.pos, f.size));
+                let moved = before.is_some_and(|b| b != f.pos);
+                st.still = if moved || before.is_none() { 0 } else { st.still + 1 };
+                let unfinished = f.size.is_none_or(|s| f.pos < s);
+                // Two still intervals: one could be a race between reading
+                // /proc/<pid>/io and fdinfo (a read in between shows in pos
+                // first, in rchar one sample later).
+                let positional = st.still >= 2
+                    && unfinished
+                    && ((f.access().reads() && unexp_r >= POSITIONAL_MIN_BYTES)
+                        || (f.access().writes() && unexp_w >= POSITIONAL_MIN_BYTES));
+                let proc_rate = if f.access().reads() && unexp_r >= POSITIONAL_MIN_BYTES {
+                    read_bps
+                } else {
+                    write_bps
+                };
+                st.moved_ever |= moved;
+                st.visible |= has_path && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
+                let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate);
+                st.last = Transfer {
+                    key,
+                    target: f.target,
+                    access: f.access(),
+                    path,
+                    pos: f.pos,
+                    size: f.size,
+                    percent,
+                    rate_bps,
+                    eta_s,
+                    label,
+                };
+                open.insert(key, st);
+            }
+        }
+        // Entries that were not seen again: closed, reused, or their process
+        // ended (when it was scanned or is known to have exited).
+        let scanned: std::collections::HashSet<ProcKey> = snap.procs.iter().map(|p| p.key).collect();
+        for (key, st) in self.entries.drain() {
+            let pk = key.proc_key();
+            // Seen with a path (read into, or in a process doing I/O), then closed.
+            if !st.last.path.is_empty()
+                && st.last.access.reads()
+                && (scanned.contains(&pk) || snap.exited.contains(&pk))
+                && let Some(pt) = self.procs.get_mut(&pk)
+            {
+                pt.files_done += 1;
+            }
+        }
+        self.entries = open;
+        // Build jobs from visible open entries.
+        let mut by_proc: HashMap<ProcKey, Vec<&EntryState>> = HashMap::new();
+        for st in self.entries.values().filter(|e| e.visible) {
+            by_proc.entry(st.last.key.proc_key()).or_default().push(st);
+        }
+        let mut jobs = Vec::new();
+        for (pk, mut sts) in by_proc {
+            // Main: the read side, most recently moving, then the largest.
+            sts.sort_by(|a, b| {
+                let rank = |e: &EntryState| (e.last.access != Access::Read, e.still, std::cmp::Reverse(e.last.size));
+                rank(a).cmp(&rank(b)).then(a.last.key.fd.cmp(&b.last.key.fd))
+            });
+            let pt = self.procs.get(&pk).cloned().unwrap_or_default();
+            let (read_bps, write_bps) = proc_rates(&pt.window);
+            let Some((first, rest)) = sts.split_first() else {
+                continue;
+            };
+            // Other files only when they move (or do positional I/O).
+            let others = rest
+                .iter()
+                .filter(|e| e.moved_ever || e.last.label == Label::Positional)
+                .map(|e| e.last.clone())
+                .collect();
+            jobs.push(Job {
+                proc: pk,
+                comm: pt.comm.clone(),
+                main: first.last.clone(),
+                others,
+                files_done: pt.files_done,
+                read_bps,
+                write_bps,
+                ended_ns: None,
+            });
+        }
+        // Jobs that disappeared: done, when we know why (scanned or exited).
+        for mut j in prev_jobs {
+            let gone = !jobs.iter().any(|n| n.proc == j.proc);
+            let known = scanned.contains(&j.proc) || snap.exited.contains(&j.proc) || j.is_done();
+            if !gone || !known || j.ended_ns.is_some_and(|t| now_ns.saturating_sub(t) > DONE_KEEP_NS) {
+                continue;
+            }
+            if j.ended_ns.is_none() {
+                j.ended_ns = Some(now_ns);
+                for t in std::iter::once(&mut j.main).chain(j.others.iter_mut()) {
+                    let complete = t.label == Label::Growing || t.size.is_some_and(|s| t.pos >= s);
+                    t.label = Label::Done { complete };
+                    t.rate_bps = None;
+                    t.eta_s = None;
+                }
+            }
+            jobs.push(j);
+        }
+        // Forget processes that are gone and have nothing left to show.
+        self.procs
+            .retain(|k, _| scanned.contains(k) || jobs.iter().any(|j| j.proc == *k));
+        sort_jobs(&mut jobs);
+        self.jobs = jobs;
+    }
+}
+
+/// By ETA (soonest first), then unknown ETA, then done; ties by pid and fd.
+pub fn sort_jobs(jobs: &mut [Job]) {
+    jobs.sort_by(|a, b| {
+        let k = |j: &Job| (j.is_done(), j.main.eta_s.is_none(), j.main.eta_s.unwrap_or(0.0));
+        let (ka, kb) = (k(a), k(b));
+        ka.0.cmp(&kb.0)
+            .then(ka.1.cmp(&kb.1))
+            .then(ka.2.total_cmp(&kb.2))
+            .then(a.main.key.cmp(&b.main.key))
+    });
+}
+
+fn fd_key(p: ProcKey, f: &RawFd) -> FdKey {
+    FdKey {
+        pid: p.pid,
+        start_time: p.start_time,
+        fd: f.fd,
+        mnt_id: f.mnt_id,
+        ino: f.ino,
+    }
+}
+
+fn blank(key: FdKey, f: &RawFd, path: Arc<[u8]>) -> Transfer {
+    Transfer {
+        key,
+        target: f.target,
+        access: f.access(),
+        path,
+        pos: f.pos,
+        size: f.size,
+        percent: None,
+        rate_bps: None,
+        eta_s: None,
+        label: Label::Progress,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::fdinfo::FdProc;
+
+    const S: u64 = 1_000_000_000;
+
+    fn fd(fd: i32, flags: u32, pos: u64, size: u64, ino: u64) -> RawFd {
+        RawFd {
+            fd,
+            target: FdTarget::File,
+            pos,
+            flags,
+            mnt_id: Some(1),
+            ino,
+            size: Some(size),
+            path: Some(Arc::from(&b"/data/f"[..])),
+        }
+    }
+
+    fn snap(pid: i32, rchar: u64, wchar: u64, fds: Vec<RawFd>) -> FdSnapshot {
+        FdSnapshot {
+            procs: vec![FdProc {
+                key: ProcKey { pid, start_time: 9 },
+                comm: "dd".into(),
+                io: Some(ProcIo {
+                    rchar,
+                    wchar,
+                    ..Default::default()
+                }),
+                reason: ScanReason::Active,
+                fds,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn reader_percent_rate_eta() {
+        let mut t = Tracker::default();
+        for i in 0..=6u64 {
+            // 2 MB/s through a 100 MB file.
+            let pos = i * 2_000_000;
+            t.update(&snap(5, pos, 0, vec![fd(3, 0, pos, 100_000_000, 7)]), i * S);
+        }
+        let j = &t.jobs[0];
+        assert_eq!(j.main.label, Label::Progress);
+        assert!((j.main.percent.unwrap() - 12.0).abs() < 1e-9);
+        assert!((j.main.rate_bps.unwrap() - 2e6).abs() < 1e-6);
+        assert!((j.main.eta_s.unwrap() - 44.0).abs() < 1e-6);
+        assert!((j.read_bps.unwrap() - 2e6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn read_side_is_the_job_and_writer_grows() {
+        let mut t = Tracker::default();
+        let w = libc::O_WRONLY as u32;
+        for i in 0..3u64 {
+            let pos = i * 1_000_000;
+            let fds = vec![fd(3, 0, pos, 10_000_000, 7), fd(4, w, pos, pos, 8)];
+            t.update(&snap(5, pos, pos, fds), i * S);
+        }
+        let j = &t.jobs[0];
+        assert_eq!(j.main.key.fd, 3);
+        assert!((j.main.percent.unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(j.others[0].label, Label::Growing);
+        assert_eq!(j.others[0].percent, None);
+    }
+
+    #[test]
+    fn preallocated_writer_has_percent() {
+        let mut t = Tracker::default();
+        for i in 0..3u64 {
+            let pos = i * 1_000_000;
+            let fds = vec![fd(4, libc::O_WRONLY as u32, pos, 8_000_000, 8)];
+            t.update(&snap(5, 0, pos, fds), i * S);
+        }
+        let m = &t.jobs[0].main;
+        assert_eq!(m.label, Label::Progress);
+        assert!((m.percent.unwrap() - 25.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn positional_truncated_stalled_reuse_done() {
+        let mut t = Tracker::default();
+        // pread: pos stays 0 while rchar grows 1 MB/s.
+        for i in 0..3u64 {
+            t.update(&snap(5, i * 1_000_000, 0, vec![fd(3, 0, 0, 10_000_000, 7)]), i * S);
+        }
+        let m = &t.jobs[0].main;
+        assert_eq!(m.label, Label::Positional);
+        assert_eq!(m.percent, None);
+        assert!((m.rate_bps.unwrap() - 1e6).abs() < 1e-6);
+
+        // Truncated: pos beyond size.
+        let mut t = Tracker::default();
+        t.update(&snap(6, 0, 0, vec![fd(3, 0, 100, 1000, 7)]), 0);
+        t.update(&snap(6, 500, 0, vec![fd(3, 0, 600, 10, 7)]), S);
+        assert_eq!(t.jobs[0].main.label, Label::Truncated);
+
+        // Stalled, then the fd is reused for another file: a new entry.
+        for i in 2..6u64 {
+            t.update(&snap(6, 500, 0, vec![fd(3, 0, 600, 1000, 7)]), i * S);
+        }
+        assert_eq!(t.jobs[0].main.label, Label::Stalled { samples: 4 });
+        t.update(&snap(6, 600, 0, vec![fd(3, 0, 0, 50, 99)]), 6 * S);
+        // The new file has not moved yet: the job is done (ended), 1 file done.
+        assert_eq!(t.jobs.len(), 1);
+        assert_eq!(t.jobs[0].main.key.ino, 7);
+        assert_eq!(t.jobs[0].main.label, Label::Done { complete: false });
+        t.update(&snap(6, 650, 0, vec![fd(3, 0, 50, 50, 99)]), 7 * S);
+        let live = t.jobs.iter().find(|j| !j.is_done()).unwrap();
+        assert_eq!(live.main.key.ino, 99);
+        assert_eq!(live.main.percent, Some(100.0));
+        assert_eq!(live.files_done, 1);
+        // Done jobs go after 30 s.
+        t.update(&snap(6, 650, 0, vec![fd(3, 0, 50, 50, 99)]), 40 * S);
+        assert!(t.jobs.iter().all(|j| !j.is_done()));
+    }
+
+    #[test]
+    fn exited_process_is_done_and_sorting_by_eta() {
+        let mut t = Tracker::default();
+        for i in 0..3u64 {
+            let mut s = snap(5, 0, 0, vec![fd(3, 0, i * 1000, 10_000, 7)]);
+            let mut s2 = snap(8, 0, 0, vec![fd(3, 0, i * 1000, 5_000, 7)]);
+            s.procs.append(&mut s2.procs);
+            t.update(&s, i * S);
+        }
+        assert_eq!(t.jobs.iter().map(|j| j.proc.pid).collect::<Vec<_>>(), vec![8, 5]);
+        let s = FdSnapshot {
+            exited: vec![ProcKey { pid: 8, start_time: 9 }],
+            ..snap(5, 0, 0, vec![fd(3, 0, 3000, 10_000, 7)])
+        };
+        t.update(&s, 3 * S);
+        assert_eq!(t.jobs.len(), 2);
+        assert_eq!(t.jobs[1].proc.pid, 8);
+        assert_eq!(t.jobs[1].main.label, Label::Done { complete: false });
+    }
+}

@@ -1,0 +1,293 @@
+//! `iolens progress`: the current transfers on the command line, like
+//! Xfennec/progress — once, or refreshed with `--watch` until the watched
+//! processes end, as text or JSON records. Exit status 0 when something was
+//! shown, 1 when nothing matched.
+//!
+//! Without `--pid`/`--name` the first pass scans every process's fds once
+//! (a full scan), then shows what moved in the interval, what did positional
+//! I/O, and the files of the well-known copy tools ([`KNOWN_COMMANDS`]).
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::batch::interval;
+use crate::cli::{Cli, ProgressArgs};
+use crate::collect::fdinfo::{FdScanner, FdSnapshot, ProcLister, Watch};
+use crate::collect::{Reader, monotonic_ns, process_cpu_ns};
+use crate::format::{self, escape, escape_bytes};
+use crate::model::progress::{Job, Label, Tracker, Transfer};
+
+/// Shown even before their files move (the list Xfennec/progress uses, plus
+/// common backup tools).
+pub const KNOWN_COMMANDS: &[&str] = &[
+    "cp",
+    "mv",
+    "dd",
+    "tar",
+    "bsdtar",
+    "cat",
+    "rsync",
+    "scp",
+    "gzip",
+    "gunzip",
+    "pigz",
+    "bzip2",
+    "bunzip2",
+    "xz",
+    "unxz",
+    "lzma",
+    "zstd",
+    "unzstd",
+    "lz4",
+    "zcat",
+    "pv",
+    "cpio",
+    "7z",
+    "7za",
+    "zip",
+    "unzip",
+    "split",
+    "gpg",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "pg_dump",
+    "mysqldump",
+    "borg",
+    "restic",
+    "adb",
+    "curl",
+    "wget",
+    "ffmpeg",
+];
+
+/// One collection pass of the command.
+struct Pass {
+    reader: Reader,
+    lister: ProcLister,
+    scanner: FdScanner,
+    tracker: Tracker,
+    /// List every process, not only the watched ones (to see who did I/O).
+    all: bool,
+}
+
+/// CPU cost of one pass, in ns, and what it covered.
+struct PassCost {
+    list_ns: u64,
+    scan_ns: u64,
+    listed: u32,
+    scanned: usize,
+    fds_seen: u64,
+}
+
+impl Pass {
+    fn new(cli: &Cli, args: &ProgressArgs) -> Self {
+        let watch = Watch {
+            pids: args.pid.clone(),
+            names: args.name.clone(),
+        };
+        let unfiltered = watch.is_empty();
+        let mut scanner = FdScanner::new(watch);
+        scanner.full_next = unfiltered;
+        let mut tracker = Tracker::default();
+        if unfiltered {
+            tracker.known_names = KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
+        }
+        Pass {
+            reader: Reader::new(&cli.root),
+            lister: ProcLister::default(),
+            scanner,
+            tracker,
+            all: unfiltered,
+        }
+    }
+
+    fn run(&mut self) -> anyhow::Result<(FdSnapshot, PassCost)> {
+        let t0 = process_cpu_ns();
+        let procs = self
+            .lister
+            .list(&self.reader, &self.scanner.watch, self.all)
+            .with_context(|| format!("listing {}", self.reader.path("/proc").display()))?;
+        let t1 = process_cpu_ns();
+        let snap = self.scanner.scan(&self.reader, &procs);
+        let t2 = process_cpu_ns();
+        self.tracker.update(&snap, monotonic_ns());
+        let cost = PassCost {
+            list_ns: t1 - t0,
+            scan_ns: t2 - t1,
+            listed: snap.listed,
+            scanned: snap.procs.len(),
+            fds_seen: snap.fds_seen,
+        };
+        Ok((snap, cost))
+    }
+}
+
+pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
+    let every = interval(cli.interval)?;
+    let mut pass = Pass::new(cli, args);
+    if let Some(n) = args.bench {
+        return match bench(&mut pass, every, n) {
+            // `iolens progress --bench 5 | head -1`
+            Err(e)
+                if e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+                }) =>
+            {
+                Ok(ExitCode::SUCCESS)
+            }
+            r => r,
+        };
+    }
+    let (first, _) = pass.run()?;
+    if first.denied > 0 {
+        eprintln!(
+            "iolens: the open files of {} processes are not readable (another user's; run as root to see them)",
+            first.denied
+        );
+    }
+    let start = Instant::now();
+    let mut shown = false;
+    let stdout = std::io::stdout();
+    for k in 1u32.. {
+        std::thread::sleep((start + every * k).saturating_duration_since(Instant::now()));
+        let (snap, _) = pass.run()?;
+        let jobs = &pass.tracker.jobs;
+        shown |= !jobs.is_empty();
+        let text = if args.json {
+            jobs.iter()
+                .filter_map(|j| serde_json::to_string(j).ok())
+                .fold(String::new(), |s, l| s + &l + "\n")
+        } else {
+            let mut t = report(jobs);
+            if args.watch {
+                t.push('\n');
+            }
+            t
+        };
+        let mut out = stdout.lock();
+        if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
+            break;
+        }
+        if !args.watch {
+            break;
+        }
+        // Watched processes all gone (or, unfiltered, nothing left running).
+        let running = if pass.scanner.watch.is_empty() {
+            jobs.iter().any(|j| !j.is_done())
+        } else {
+            !snap.procs.is_empty()
+        };
+        if !running {
+            break;
+        }
+    }
+    if !shown && !args.json {
+        eprintln!("iolens: no transfers found{}", hint(&pass.scanner.watch));
+    }
+    Ok(if shown { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn hint(w: &Watch) -> &'static str {
+    if w.is_empty() {
+        " (no process moved a file position in the interval; try --name or --pid)"
+    } else {
+        " for the given --pid/--name"
+    }
+}
+
+/// The text report: per job a header line, then its progress line, then its
+/// other files.
+pub fn report(jobs: &[Job]) -> String {
+    let mut s = String::new();
+    for j in jobs {
+        let _ = writeln!(s, "[{}] {} {}", j.proc.pid, escape(&j.comm), escape_bytes(&j.main.path));
+        let _ = writeln!(s, "\t{}", transfer_line(&j.main));
+        if j.files_done > 0 || j.main.label == Label::Positional {
+            let _ = writeln!(
+                s,
+                "\tfiles done: {}, process reads {}",
+                j.files_done,
+                j.read_bps.map_or_else(|| format::NA.to_string(), format::rate)
+            );
+        }
+        for o in &j.others {
+            let _ = writeln!(s, "\t+ fd {} {}: {}", o.key.fd, escape_bytes(&o.path), transfer_line(o));
+        }
+    }
+    s
+}
+
+/// "8.7% (4.10 MB / 47.7 MB) 2.00 MB/s, eta 21s" or the honest label.
+pub fn transfer_line(t: &Transfer) -> String {
+    let size = t
+        .size
+        .map_or_else(|| format::NA.to_string(), |s| format::decimal(s as f64));
+    let rate = t.rate_bps.map_or_else(|| format::NA.to_string(), format::rate);
+    let pos = format::decimal(t.pos as f64);
+    let mut s = match t.label {
+        Label::Positional => format!("positional I/O (pread/mmap): progress unknowable, {rate}"),
+        Label::Growing => format!("writing {pos} (size grows with it), {rate}"),
+        Label::Truncated => format!("pos {pos} beyond size {size}: file truncated under the reader"),
+        _ => format!(
+            "{} ({pos} / {size}) {rate}, eta {}",
+            format::pct(t.percent),
+            format::duration(t.eta_s)
+        ),
+    };
+    if matches!(t.label, Label::Stalled { .. } | Label::Done { .. }) {
+        let _ = write!(s, " [{}]", t.label.text());
+    }
+    s
+}
+
+fn bench(pass: &mut Pass, every: Duration, samples: u32) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let line = |c: &PassCost| {
+        format!(
+            "list {:>8.0} µs + fd scan {:>8.0} µs CPU  ({} listed, {} scanned, {} fds)",
+            c.list_ns as f64 / 1e3,
+            c.scan_ns as f64 / 1e3,
+            c.listed,
+            c.scanned,
+            c.fds_seen
+        )
+    };
+    let (_, first) = pass.run()?;
+    writeln!(out, "first pass:    {}", line(&first)).context("writing to stdout")?;
+    let start = Instant::now();
+    let (mut list, mut scan, mut scanned, mut n) = (0u64, 0u64, 0usize, 0u64);
+    for k in 1..=samples {
+        std::thread::sleep((start + every * k).saturating_duration_since(Instant::now()));
+        let (_, c) = pass.run()?;
+        if k <= 2 {
+            writeln!(out, "pass {}:        {}", k + 1, line(&c))?;
+        } else {
+            list += c.list_ns;
+            scan += c.scan_ns;
+            scanned += c.scanned;
+            n += 1;
+        }
+    }
+    if n > 0 {
+        let per_s = 1.0 / every.as_secs_f64();
+        writeln!(
+            out,
+            "steady (mean of {n}): list {:.0} µs + fd scan {:.0} µs CPU per sample, {:.1} processes scanned; fd scan {:.2} ms CPU per second",
+            list as f64 / n as f64 / 1e3,
+            scan as f64 / n as f64 / 1e3,
+            scanned as f64 / n as f64,
+            scan as f64 / n as f64 / 1e6 * per_s
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,246 @@
+//! Progress pane: the tracked transfers — command, file (escaped), a bar,
+//! percent, rate, ETA — sorted by ETA, done ones last (kept a while).
+//! Where progress cannot be known the bar gives way to the reason.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+
+use crate::collect::process::ProcKey;
+use crate::format::{self, escape, escape_bytes};
+use crate::model::Model;
+use crate::model::progress::{Job, Label};
+
+/// Width of the text progress bar, in cells.
+pub const BAR_WIDTH: usize = 20;
+
+/// The process of the `row`-th transfer as listed (to jump to it in the
+/// processes pane).
+pub fn row_proc(model: &Model, row: usize) -> Option<ProcKey> {
+    model.progress.jobs.get(row).map(|j| j.proc)
+}
+
+/// "██████░░░░░░" for a percent; blanks when unknown.
+pub fn bar(percent: Option<f64>, width: usize) -> String {
+    match percent {
+        Some(p) if p.is_finite() => {
+            let full = ((p.clamp(0.0, 100.0) / 100.0) * width as f64).round() as usize;
+            "█".repeat(full) + &"░".repeat(width - full)
+        }
+        _ => " ".repeat(width),
+    }
+}
+
+/// The status column: the honest label where there is no plain progress.
+fn state(j: &Job) -> String {
+    let mut s = match j.main.label {
+        Label::Progress => String::new(),
+        Label::Positional => "positional (pread/mmap)".into(),
+        Label::Growing => "writing, size grows".into(),
+        Label::Truncated => "truncated under reader".into(),
+        l => l.text(),
+    };
+    if j.files_done > 0 {
+        if !s.is_empty() {
+            s.push_str(", ");
+        }
+        s.push_str(&format!("{} files done", j.files_done));
+    }
+    s
+}
+
+fn row(j: &Job) -> Row<'static> {
+    let m = &j.main;
+    let pct = match m.label {
+        Label::Positional | Label::Growing | Label::Truncated => format::NA.to_string(),
+        _ => format::pct(m.percent),
+    };
+    let bar_text = match m.label {
+        Label::Growing => format!(
+            "{:<w$}",
+            format!("{} written", format::decimal(m.pos as f64)),
+            w = BAR_WIDTH
+        ),
+        Label::Positional | Label::Truncated => bar(None, BAR_WIDTH),
+        _ => bar(m.percent, BAR_WIDTH),
+    };
+    let style = if j.is_done() {
+        Style::default().add_modifier(Modifier::DIM)
+    } else {
+        Style::default()
+    };
+    Row::new(vec![
+        Cell::from(j.proc.pid.to_string()),
+        Cell::from(escape(&j.comm)),
+        Cell::from(escape_bytes(&m.path)),
+        Cell::from(bar_text),
+        Cell::from(pct),
+        Cell::from(m.rate_bps.map_or_else(|| format::NA.to_string(), format::rate)),
+        Cell::from(format::duration(m.eta_s)),
+        Cell::from(state(j)),
+    ])
+    .style(style)
+}
+
+pub fn render(frame: &mut Frame, area: Rect, model: &Model) {
+    let jobs = &model.progress.jobs;
+    let block = Block::default().borders(Borders::ALL).title(format!(
+        " Transfers ({}) ",
+        jobs.iter().filter(|j| !j.is_done()).count()
+    ));
+    if jobs.is_empty() {
+        let p = Paragraph::new(Line::from(
+            "no transfers: open files whose position moves show here (or watch with --pid/--name)",
+        ))
+        .block(block);
+        frame.render_widget(p, area);
+        return;
+    }
+    let header = Row::new(["PID", "COMMAND", "FILE", "PROGRESS", "%", "RATE", "ETA", "STATE"])
+        .style(Style::default().add_modifier(Modifier::BOLD));
+    let widths = [
+        Constraint::Length(7),
+        Constraint::Length(10),
+        Constraint::Fill(1),
+        Constraint::Length(BAR_WIDTH as u16),
+        Constraint::Length(6),
+        Constraint::Length(11),
+        Constraint::Length(6),
+        Constraint::Length(24),
+    ];
+    let table = Table::new(jobs.iter().map(row), widths)
+        .header(header)
+        .block(block)
+        .column_spacing(1);
+    frame.render_widget(table, area);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::collect::fdinfo::{Access, FdTarget};
+    use crate::model::progress::{FdKey, Transfer};
+
+    fn job(pid: i32, comm: &str, path: &[u8], pos: u64, size: u64, rate: f64, label: Label) -> Job {
+        // As the model fills them in for each label.
+        let has_pct = matches!(label, Label::Progress | Label::Stalled { .. } | Label::Done { .. });
+        let percent = has_pct.then(|| pos as f64 / size as f64 * 100.0);
+        let eta = (rate > 0.0 && label == Label::Progress).then(|| (size - pos) as f64 / rate);
+        let done = matches!(label, Label::Done { .. });
+        Job {
+            proc: ProcKey { pid, start_time: 1 },
+            comm: comm.into(),
+            main: Transfer {
+                key: FdKey {
+                    pid,
+                    start_time: 1,
+                    fd: 3,
+                    mnt_id: Some(1),
+                    ino: 2,
+                },
+                target: FdTarget::File,
+                access: Access::Read,
+                path: Arc::from(path),
+                pos,
+                size: Some(size),
+                percent,
+                rate_bps: (!done).then_some(rate),
+                eta_s: eta,
+                label,
+            },
+            others: vec![],
+            files_done: 0,
+            read_bps: Some(rate),
+            write_bps: None,
+            ended_ns: done.then_some(5),
+        }
+    }
+
+    #[test]
+    fn pane_snapshot() {
+        let mut model = Model::default();
+        let mut tar = job(
+            4100,
+            "tar",
+            b"/home/a/photos/img_0042.jpg",
+            3_000_000,
+            4_000_000,
+            250e3,
+            Label::Progress,
+        );
+        tar.files_done = 1234;
+        let mut jobs = vec![
+            job(
+                4242,
+                "dd",
+                b"/srv/backup/db.img",
+                60_000_000_000,
+                100_000_000_000,
+                150e6,
+                Label::Progress,
+            ),
+            tar,
+            job(
+                4300,
+                "fio",
+                b"/data/evil\x1b[2Jname",
+                0,
+                8_000_000_000,
+                210e6,
+                Label::Positional,
+            ),
+            job(4400, "gzip", b"/tmp/out.gz", 5_000_000, 5_000_000, 4e6, Label::Growing),
+            job(
+                4500,
+                "cp",
+                b"/mnt/nfs/big.iso",
+                700,
+                1000,
+                0.0,
+                Label::Stalled { samples: 5 },
+            ),
+            job(
+                4600,
+                "rsync",
+                b"/var/lib/x.db",
+                1000,
+                1000,
+                0.0,
+                Label::Done { complete: true },
+            ),
+        ];
+        crate::model::progress::sort_jobs(&mut jobs);
+        model.progress.jobs = jobs;
+        let mut term = Terminal::new(TestBackend::new(130, 10)).unwrap();
+        term.draw(|f| render(f, f.area(), &model)).unwrap();
+        insta::with_settings!({ prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!("progress_pane", term.backend());
+        });
+        assert_eq!(
+            row_proc(&model, 0),
+            Some(ProcKey {
+                pid: 4100,
+                start_time: 1
+            })
+        );
+    }
+
+    #[test]
+    fn empty_pane_and_bar() {
+        let model = Model::default();
+        let mut term = Terminal::new(TestBackend::new(100, 3)).unwrap();
+        term.draw(|f| render(f, f.area(), &model)).unwrap();
+        let text = format!("{}", term.backend());
+        assert!(text.contains("no transfers"), "{text}");
+        assert_eq!(bar(Some(50.0), 4), "██░░");
+        assert_eq!(bar(Some(150.0), 2), "██");
+        assert_eq!(bar(None, 2), "  ");
+    }
+}
