@@ -10,3 +10,6 @@ pub mod collect;
 pub mod format;
 pub mod model;
 pub mod probe;
+pub mod app;
+pub mod config;
+pub mod ui;

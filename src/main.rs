@@ -15,9 +15,12 @@ fn main() -> ExitCode {
             Err(anyhow::anyhow!("this command is not available yet"))
         }
         None => {
-            // The dashboard is not built yet: a terminal gets batch output too.
-            let _tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
-            iolens::batch::run(&cli)
+            let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+            if cli.batch || cli.json || !tty {
+                iolens::batch::run(&cli)
+            } else {
+                iolens::app::run(&cli)
+            }
         }
     };
     match result {
