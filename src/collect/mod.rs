@@ -68,11 +68,11 @@ impl Reader {
     /// reused between calls, so a steady-state sample allocates nothing here.
     pub fn read(&mut self, rel: impl AsRef<Path>) -> Result<&[u8], ReadError> {
         let path = self.path(rel);
-        self.read_abs(&path).map_err(|error| ReadError { path, error })?;
-        Ok(&self.buf)
+        let n = self.read_abs(&path).map_err(|error| ReadError { path, error })?;
+        Ok(&self.buf[..n])
     }
 
-    fn read_abs(&mut self, path: &Path) -> io::Result<()> {
+    fn read_abs(&mut self, path: &Path) -> io::Result<usize> {
         let mut f = File::open(path)?;
         read_into(&mut f, &mut self.buf)
     }
@@ -94,29 +94,23 @@ impl Reader {
 /// the file does not fit. procfs files are generated on the first `read`, so a
 /// buffer large enough for the file means a single `read` call plus the one
 /// that sees EOF.
-pub fn read_into(f: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
-    if buf.capacity() < 4096 {
-        buf.reserve(4096);
+///
+/// `buf` is kept initialized to its full length between calls (only growth
+/// is zero-filled, once); the returned count says how much of it is the file.
+pub fn read_into(f: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<usize> {
+    if buf.len() < 4096 {
+        buf.resize(4096, 0);
     }
+    let mut len = 0;
     loop {
-        let len = buf.len();
-        if len == buf.capacity() {
-            buf.reserve(len);
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
         }
-        let cap = buf.capacity();
-        buf.resize(cap, 0);
         match f.read(&mut buf[len..]) {
-            Ok(0) => {
-                buf.truncate(len);
-                return Ok(());
-            }
-            Ok(n) => buf.truncate(len + n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
-            Err(e) => {
-                buf.truncate(len);
-                return Err(e);
-            }
+            Ok(0) => return Ok(len),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
 }
