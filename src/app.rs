@@ -23,9 +23,9 @@ pub use actions::IoPrioChoice;
 
 use crate::batch::clk_tck;
 use crate::cli::Cli;
+use crate::collect::process::ProcKey;
 use crate::collect::sample::HostInfo;
 use crate::collect::{Collector, RawSample, Reader};
-use crate::collect::process::ProcKey;
 use crate::config;
 use crate::format;
 use crate::model::Model;
@@ -100,7 +100,12 @@ impl App {
     /// still shown, else the row at the same position.
     pub fn fix_selection(&mut self) {
         let devs = ui::devices::visible(&self.model, &self.view);
-        match self.view.dev_sel.as_ref().and_then(|n| devs.iter().position(|l| &l.row.name == n)) {
+        match self
+            .view
+            .dev_sel
+            .as_ref()
+            .and_then(|n| devs.iter().position(|l| &l.row.name == n))
+        {
             Some(i) => self.dev_idx = i,
             None => {
                 self.dev_idx = self.dev_idx.min(devs.len().saturating_sub(1));
@@ -108,7 +113,11 @@ impl App {
             }
         }
         let procs = ui::processes::visible(&self.model, &self.view);
-        match self.view.proc_sel.and_then(|k| procs.iter().position(|p| p.raw.key == k)) {
+        match self
+            .view
+            .proc_sel
+            .and_then(|k| procs.iter().position(|p| p.raw.key == k))
+        {
             Some(i) => self.proc_idx = i,
             None => {
                 self.proc_idx = self.proc_idx.min(procs.len().saturating_sub(1));
@@ -599,7 +608,9 @@ mod tests {
         let k = ProcKey { pid: 42, start_time: 7 };
         assert_eq!(a.view.proc_sel, Some(k));
         a.on_key(key(KeyCode::Char('k')));
-        let Popup::Confirm(c) = &a.view.popup else { panic!("no confirmation") };
+        let Popup::Confirm(c) = &a.view.popup else {
+            panic!("no confirmation")
+        };
         assert_eq!(c.comm, "evil\\x1b[2J");
         // Unrelated keys leave the question open; y answers it.
         assert_eq!(a.on_key(key(KeyCode::Char('x'))), None);
@@ -611,7 +622,10 @@ mod tests {
             Some(Command::Ionice(k, IoPrioChoice::BestEffort(3)))
         );
         a.on_key(key(KeyCode::Char('i')));
-        assert_eq!(a.on_key(key(KeyCode::Char('i'))), Some(Command::Ionice(k, IoPrioChoice::Idle)));
+        assert_eq!(
+            a.on_key(key(KeyCode::Char('i'))),
+            Some(Command::Ionice(k, IoPrioChoice::Idle))
+        );
         a.on_key(key(KeyCode::Char('k')));
         assert_eq!(a.on_key(key(KeyCode::Esc)), None);
         assert_eq!(a.view.status.as_ref().map(|s| s.text.as_str()), Some("cancelled"));

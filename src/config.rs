@@ -104,7 +104,12 @@ fn color(name: &Option<String>, default: Color, what: &str) -> anyhow::Result<Co
     }
 }
 
-fn columns<T: Copy>(names: &Option<Vec<String>>, all: &[T], from: fn(&str) -> Option<T>, what: &str) -> anyhow::Result<Vec<T>> {
+fn columns<T: Copy>(
+    names: &Option<Vec<String>>,
+    all: &[T],
+    from: fn(&str) -> Option<T>,
+    what: &str,
+) -> anyhow::Result<Vec<T>> {
     let Some(names) = names else { return Ok(all.to_vec()) };
     let mut out = Vec::new();
     for n in names {
@@ -154,8 +159,12 @@ pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Resu
 pub fn load(cli: &Cli) -> anyhow::Result<Settings> {
     let (file, path) = read_file(cli.config.as_deref())?;
     let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let mut s = resolve(cli, &file, no_color_env)
-        .with_context(|| format!("in config file {}", path.as_deref().unwrap_or(Path::new("(none)")).display()))?;
+    let mut s = resolve(cli, &file, no_color_env).with_context(|| {
+        format!(
+            "in config file {}",
+            path.as_deref().unwrap_or(Path::new("(none)")).display()
+        )
+    })?;
     s.file = path;
     Ok(s)
 }

@@ -4,12 +4,12 @@
 //! → [`model`] (pure arithmetic over raw samples) → views (batch output and
 //! the dashboard).
 
+pub mod app;
 pub mod batch;
 pub mod cli;
 pub mod collect;
+pub mod config;
 pub mod format;
 pub mod model;
 pub mod probe;
-pub mod app;
-pub mod config;
 pub mod ui;

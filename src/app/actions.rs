@@ -121,7 +121,11 @@ pub fn set_ioprio(reader: &mut Reader, key: ProcKey, prio: IoPrioChoice) -> Resu
     if r < 0 {
         return Err(errno_text("ionice", key, io::Error::last_os_error()));
     }
-    Ok(format!("I/O priority of PID {} ({comm}) set to {}", key.pid, prio.label()))
+    Ok(format!(
+        "I/O priority of PID {} ({comm}) set to {}",
+        key.pid,
+        prio.label()
+    ))
 }
 
 #[cfg(test)]

@@ -19,21 +19,20 @@ fn opt_u(v: Option<u64>) -> String {
 
 fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
     let mut out = Vec::new();
-    let kv = |k: &str, v: String| {
-        Line::from(vec![
-            Span::styled(format!("{k:<15}"), t.dim()),
-            Span::raw(v),
-        ])
-    };
+    let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<16}"), t.dim()), Span::raw(v)]);
     let Some(i) = &d.info else {
         out.push(Line::raw("no sysfs facts for this device"));
         return out;
     };
-    out.push(kv("model", i.model.as_deref().map_or(format::NA.to_string(), format::escape)));
+    out.push(kv(
+        "model",
+        i.model.as_deref().map_or(format::NA.to_string(), format::escape),
+    ));
     out.push(kv("kind", format!("{:?}", i.kind).to_lowercase()));
     out.push(kv(
         "size",
-        i.size_bytes.map_or(format::NA.to_string(), |b| format::decimal(b as f64)),
+        i.size_bytes
+            .map_or(format::NA.to_string(), |b| format::decimal(b as f64)),
     ));
     out.push(kv(
         "rotational",
@@ -47,16 +46,21 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
         "sector log/phys",
         format!("{} / {} B", opt_u(i.logical_block_size), opt_u(i.physical_block_size)),
     ));
-    out.push(kv("scheduler", i.scheduler.as_deref().map_or(format::NA.to_string(), format::escape)));
+    out.push(kv(
+        "scheduler",
+        i.scheduler.as_deref().map_or(format::NA.to_string(), format::escape),
+    ));
     out.push(kv("queue depth", opt_u(i.queue_depth)));
     out.push(kv("nr_requests", opt_u(i.nr_requests)));
     out.push(kv(
         "max_sectors",
-        i.max_sectors_kb.map_or(format::NA.to_string(), |k| format::binary(k as f64 * 1024.0)),
+        i.max_sectors_kb
+            .map_or(format::NA.to_string(), |k| format::binary(k as f64 * 1024.0)),
     ));
     out.push(kv(
         "read_ahead",
-        i.read_ahead_kb.map_or(format::NA.to_string(), |k| format::binary(k as f64 * 1024.0)),
+        i.read_ahead_kb
+            .map_or(format::NA.to_string(), |k| format::binary(k as f64 * 1024.0)),
     ));
     for m in &i.mounts {
         out.push(kv(
@@ -96,17 +100,15 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
         for p in parts {
             let Some(pi) = &p.info else { continue };
             let mut spans = vec![Span::raw(format!(
-                "{:<8} start {:>10}  {:>9}",
+                "{:<7} start {:>9} {:>8}",
                 format::escape(&p.name),
                 opt_u(pi.start_sector),
-                pi.size_bytes.map_or(format::NA.to_string(), |b| format::decimal(b as f64)),
+                pi.size_bytes
+                    .map_or(format::NA.to_string(), |b| format::decimal(b as f64)),
             ))];
             match pi.misaligned() {
-                Some(true) => spans.push(Span::styled(
-                    format!("  ⚠ misaligned ({} B phys)", opt_u(pi.physical_block_size)),
-                    t.severity(super::theme::Severity::Warn),
-                )),
-                Some(false) => spans.push(Span::styled("  aligned", t.ok())),
+                Some(true) => spans.push(Span::styled(" ⚠ misaligned", t.severity(super::theme::Severity::Warn))),
+                Some(false) => spans.push(Span::styled(" aligned", t.ok())),
                 None => {}
             }
             out.push(Line::from(spans));
@@ -115,24 +117,17 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
     if let Some(r) = &d.rates {
         out.push(Line::raw(""));
         out.push(Line::styled("last interval", t.title()));
-        out.push(kv(
-            "read",
-            format!(
-                "{} {:.0} IOPS await {} ms",
-                format::rate(r.read.bytes_per_s),
-                r.read.ios_per_s,
-                r.read.await_ms.map_or("-".into(), format::ms)
-            ),
-        ));
-        out.push(kv(
-            "write",
-            format!(
-                "{} {:.0} IOPS await {} ms",
-                format::rate(r.write.bytes_per_s),
-                r.write.ios_per_s,
-                r.write.await_ms.map_or("-".into(), format::ms)
-            ),
-        ));
+        for (k, d) in [("read", &r.read), ("write", &r.write)] {
+            out.push(kv(
+                k,
+                format!(
+                    "{} {}/s {} ms",
+                    format::rate(d.bytes_per_s),
+                    format::num(d.ios_per_s),
+                    d.await_ms.map_or("-".into(), format::ms)
+                ),
+            ));
+        }
         out.push(kv("in flight", r.in_flight.to_string()));
     }
     out
@@ -162,13 +157,10 @@ fn chart(
     t: &Theme,
 ) {
     let data: Vec<Vec<(f64, f64)>> = series.iter().map(|(_, r, _)| points(r, n, step, scale)).collect();
-    let max = data
-        .iter()
-        .flatten()
-        .map(|p| p.1)
-        .fold(0.0, f64::max);
+    let max = data.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
     let top = if max > 0.0 { max * 1.1 } else { 1.0 };
-    let span = (n.saturating_sub(1)) as f64 * step;
+    let shown = series.iter().map(|(_, r, _)| r.len()).max().unwrap_or(0).min(n);
+    let span = (shown.saturating_sub(1)) as f64 * step;
     let datasets = series
         .iter()
         .zip(&data)
@@ -223,7 +215,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
     };
     let lines = facts(d, model, t);
     let (facts_area, charts_area) = if inner.width >= 100 {
-        let [a, b] = Layout::horizontal([Constraint::Length(44), Constraint::Fill(1)]).areas(inner);
+        let [a, b] = Layout::horizontal([Constraint::Length(50), Constraint::Fill(1)]).areas(inner);
         (a, b)
     } else {
         let h = (lines.len() as u16).min(inner.height / 2);
@@ -251,8 +243,28 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
         |v| format!("{v:.1}"),
         t,
     );
-    chart(frame, c2, "IOPS", &[("r+w", &h.iops, read)], n, step, 1.0, format::num, t);
-    chart(frame, c3, "await ms", &[("await", &h.await_ms, write)], n, step, 1.0, format::ms, t);
+    chart(
+        frame,
+        c2,
+        "IOPS",
+        &[("r+w", &h.iops, read)],
+        n,
+        step,
+        1.0,
+        format::num,
+        t,
+    );
+    chart(
+        frame,
+        c3,
+        "await ms",
+        &[("await", &h.await_ms, write)],
+        n,
+        step,
+        1.0,
+        format::ms,
+        t,
+    );
     chart(
         frame,
         c4,

@@ -41,13 +41,20 @@ fn idle(r: &DeviceRow) -> bool {
     r.rates.as_ref().is_some_and(DiskRates::is_idle)
 }
 
+/// A device without media (an unattached loop device, an empty drive): it
+/// cannot do I/O, so it is not listed.
+pub fn empty(r: &DeviceRow) -> bool {
+    r.info.as_ref().is_some_and(|i| i.size_bytes == Some(0)) && r.rates.as_ref().is_none_or(DiskRates::is_idle)
+}
+
 /// The rows in display order: each disk followed by its partitions (unless
-/// folded), idle devices left out when `hide_idle` is on.
+/// folded), idle devices left out when `hide_idle` is on, empty ones always.
 pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
     let mut out = Vec::new();
     let mut tops: Vec<&DeviceRow> = model
         .devices
         .iter()
+        .filter(|r| !empty(r))
         .filter(|r| !is_partition(r) || !model.devices.iter().any(|d| Some(d.name.as_str()) == parent_of(r)))
         .collect();
     tops.sort_by(|a, b| a.name.cmp(&b.name));
@@ -116,6 +123,28 @@ fn width(c: DevCol, name_w: u16) -> u16 {
 }
 
 /// Which of the wanted columns fit in `avail` cells (one space between
+/// columns), in display order, with their widths: space left over widens
+/// the history sparkline and the mount point.
+pub fn layout_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<(DevCol, u16)> {
+    let cols = fit_columns(wanted, avail, name_w);
+    let used: u16 = cols.iter().map(|c| width(*c, name_w) + 1).sum();
+    let mut extra = avail.saturating_sub(used);
+    cols.into_iter()
+        .map(|c| {
+            let mut w = width(c, name_w);
+            let grow = match c {
+                DevCol::Mount => extra.min(12),
+                DevCol::Spark => extra.min(50),
+                _ => 0,
+            };
+            extra -= grow;
+            w += grow;
+            (c, w)
+        })
+        .collect()
+}
+
+/// Which of the wanted columns fit in `avail` cells (one space between
 /// columns), in display order.
 pub fn fit_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<DevCol> {
     let mut used = 0u16;
@@ -138,6 +167,7 @@ fn header(c: DevCol) -> &'static str {
     match c {
         DevCol::Name => "Device",
         DevCol::Spark => "%util hist",
+        DevCol::Pattern => "pat",
         other => other.key(),
     }
 }
@@ -253,9 +283,18 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let lines = visible(model, view);
     let focused = view.focus == Pane::Devices;
     let mut title = vec![Span::styled(" Devices ", t.title())];
+    let n_empty = model.devices.iter().filter(|r| empty(r)).count();
+    let folded: usize = lines.iter().map(|l| l.folded).sum();
+    let n_idle = model.devices.len().saturating_sub(lines.len() + n_empty + folded);
+    let mut notes = Vec::new();
     if view.hide_idle {
-        let hidden = model.devices.len().saturating_sub(lines.len());
-        title.push(Span::styled(format!("({hidden} idle hidden) "), t.dim()));
+        notes.push(format!("{n_idle} idle"));
+    }
+    if n_empty > 0 {
+        notes.push(format!("{n_empty} empty"));
+    }
+    if !notes.is_empty() {
+        title.push(Span::styled(format!("({} not shown) ", notes.join(", ")), t.dim()));
     }
     let block = pane_block(Line::from(title), focused, t);
     let inner_w = area.width.saturating_sub(2);
@@ -265,10 +304,10 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         .max()
         .unwrap_or(6)
         .clamp(6, 16);
-    let cols = fit_columns(&view.dev_cols, inner_w, name_w);
-    let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(width(*c, name_w))).collect();
-    let head = Row::new(cols.iter().map(|c| {
-        let w = usize::from(width(*c, name_w));
+    let cols = layout_columns(&view.dev_cols, inner_w, name_w);
+    let widths: Vec<Constraint> = cols.iter().map(|(_, w)| Constraint::Length(*w)).collect();
+    let head = Row::new(cols.iter().map(|(c, w)| {
+        let w = usize::from(*w);
         let h = header(*c);
         Cell::from(match c {
             DevCol::Name | DevCol::Mount | DevCol::Spark => format!("{h:<w$}"),
@@ -277,7 +316,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     }))
     .style(t.header_row());
     let rows = lines.iter().map(|l| {
-        let row = Row::new(cols.iter().map(|c| cell(*c, l, width(*c, name_w), view)));
+        let row = Row::new(cols.iter().map(|(c, w)| cell(*c, l, *w, view)));
         if l.depth > 0 { row.style(t.dim()) } else { row }
     });
     let selected = view
@@ -303,7 +342,13 @@ mod tests {
         let c = fit_columns(&all, 40, 8);
         assert_eq!(
             c,
-            [DevCol::Name, DevCol::ReadMb, DevCol::ReadAwait, DevCol::WriteMb, DevCol::Util]
+            [
+                DevCol::Name,
+                DevCol::ReadMb,
+                DevCol::ReadAwait,
+                DevCol::WriteMb,
+                DevCol::Util
+            ]
         );
         let wide = fit_columns(&all, 200, 8);
         assert_eq!(wide, all);

@@ -26,8 +26,8 @@ fn sev(v: f64, warn: f64, crit: f64) -> Severity {
 
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let t = &view.theme;
-    let sep = || Span::styled("  │ ", t.dim());
-    // Line 1: who and when. CLOCK_MONOTONIC is the time since boot
+    let sep = || Span::styled(" │ ", t.dim());
+    // Line 1: who, when, as whom. CLOCK_MONOTONIC is the time since boot
     // (without time suspended), so the sample stamp doubles as uptime.
     let mut l1 = vec![
         Span::styled("iolens ", t.title()),
@@ -42,6 +42,12 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         }),
         Span::styled(" · every ", t.dim()),
         Span::raw(format!("{:.2}s", view.interval.as_secs_f64())),
+        Span::styled(" · ", t.dim()),
+        if model.host.is_root {
+            Span::styled("root", t.ok())
+        } else {
+            Span::styled("not root", t.severity(Severity::Warn))
+        },
     ];
     if view.paused {
         l1.push(Span::styled(" PAUSED", t.error()));
@@ -49,7 +55,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     if view.accumulated {
         l1.push(Span::styled(" TOTALS", t.title()));
     }
-    // Line 2: CPU, pressure, memory on its way to disk.
+    // Line 2: CPU and the memory on its way to the disks.
     let mut l2 = vec![Span::styled("CPU ", t.title())];
     match model.cpu {
         Some(c) => {
@@ -64,30 +70,8 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
                 c.system,
                 c.steal
             )));
-            if let Some(b) = c.procs_blocked {
-                l2.push(Span::raw(format!(" blocked {b}")));
-            }
         }
         None => l2.push(Span::raw(format::NA)),
-    }
-    l2.push(sep());
-    l2.push(Span::styled("PSI io ", t.title()));
-    match model.psi.and_then(|p| p.some) {
-        Some(s) => {
-            l2.push(Span::raw("some "));
-            l2.push(Span::styled(
-                format!("{:.2}", s.avg10),
-                t.severity(sev(s.avg10, 10.0, 40.0)),
-            ));
-            let full = model.psi.and_then(|p| p.full);
-            l2.push(Span::raw(" full "));
-            l2.push(match full {
-                Some(f) => Span::styled(format!("{:.2}", f.avg10), t.severity(sev(f.avg10, 5.0, 20.0))),
-                None => Span::raw(format::NA),
-            });
-            l2.push(Span::styled(" avg10", t.dim()));
-        }
-        None => l2.push(Span::raw("PSI off")),
     }
     l2.push(sep());
     match model.mem {
@@ -99,23 +83,41 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         }
         None => l2.push(Span::raw(format!("Dirty {0} Writeback {0}", format::NA))),
     }
-    // Line 3: what we can and cannot see, and read errors.
-    let mut l3 = Vec::new();
-    if model.host.is_root {
-        l3.push(Span::styled("root", t.ok()));
-        l3.push(Span::raw(": every process visible"));
-        if model.hidden > 0 {
-            l3.push(Span::raw(format!(", {} unreadable", model.hidden)));
+    // Line 3: pressure, blocked tasks, what we cannot see, read errors.
+    let mut l3 = vec![Span::styled("PSI io ", t.title())];
+    match model.psi.and_then(|p| p.some) {
+        Some(s) => {
+            l3.push(Span::raw("some "));
+            l3.push(Span::styled(
+                format!("{:.2}", s.avg10),
+                t.severity(sev(s.avg10, 10.0, 40.0)),
+            ));
+            l3.push(Span::raw(" full "));
+            l3.push(match model.psi.and_then(|p| p.full) {
+                Some(f) => Span::styled(format!("{:.2}", f.avg10), t.severity(sev(f.avg10, 5.0, 20.0))),
+                None => Span::raw(format::NA),
+            });
+            l3.push(Span::styled(" avg10", t.dim()));
         }
-    } else {
-        l3.push(Span::styled("not root", t.severity(Severity::Warn)));
-        l3.push(Span::raw(format!(
-            ": I/O of {} processes of other users hidden (needs root or CAP_SYS_PTRACE)",
-            model.denied
-        )));
-        if model.hidden > 0 {
-            l3.push(Span::raw(format!("; {} not visible at all (hidepid)", model.hidden)));
-        }
+        None => l3.push(Span::raw("off")),
+    }
+    if let Some(b) = model.cpu.and_then(|c| c.procs_blocked) {
+        l3.push(sep());
+        l3.push(Span::raw(format!("blocked {b}")));
+    }
+    if !model.host.is_root && model.denied > 0 {
+        l3.push(sep());
+        l3.push(Span::styled(
+            format!("I/O of {} processes hidden: other users', needs root", model.denied),
+            t.severity(Severity::Warn),
+        ));
+    }
+    if model.hidden > 0 {
+        l3.push(sep());
+        l3.push(Span::styled(
+            format!("{} processes not readable (hidepid?)", model.hidden),
+            t.severity(Severity::Warn),
+        ));
     }
     if let Some(e) = model.errors.first() {
         l3.push(sep());
@@ -124,7 +126,10 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         } else {
             String::new()
         };
-        l3.push(Span::styled(format!("⚠ {}{more}", format::escape(e)), t.severity(Severity::Warn)));
+        l3.push(Span::styled(
+            format!("⚠ {}{more}", format::escape(e)),
+            t.severity(Severity::Warn),
+        ));
     }
     let text = vec![Line::from(l1), Line::from(l2), Line::from(l3)];
     frame.render_widget(Paragraph::new(text), area);

@@ -292,8 +292,7 @@ pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
 fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let dev_rows = devices::visible(model, view).len() as u16;
     let dev_h = (dev_rows + 3).min(area.height * 45 / 100).max(4);
-    let [dev_area, proc_area] =
-        Layout::vertical([Constraint::Length(dev_h), Constraint::Fill(1)]).areas(area);
+    let [dev_area, proc_area] = Layout::vertical([Constraint::Length(dev_h), Constraint::Fill(1)]).areas(area);
     devices::render(frame, dev_area, model, view);
     processes::render(frame, proc_area, model, view);
 }

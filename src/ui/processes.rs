@@ -68,12 +68,26 @@ fn active(p: &ProcRow, accumulated: bool) -> bool {
     nums(p, accumulated).is_some_and(|n| n.disk_read + n.disk_write + n.read + n.write > 0.0)
 }
 
-fn command(p: &ProcRow) -> String {
-    if p.raw.cmdline.is_empty() {
-        format!("[{}]", format::escape(&p.raw.comm))
-    } else {
-        format::escape(&p.raw.cmdline)
+/// The command line; "[comm]" for kernel threads; "(comm) cmdline" when the
+/// process renamed itself (comm is not where argv[0] points), so a changed
+/// comm is never invisible.
+pub fn command(p: &ProcRow) -> String {
+    let (comm, cmd) = (&p.raw.comm, &p.raw.cmdline);
+    if cmd.is_empty() {
+        return format!("[{}]", format::escape(comm));
     }
+    let argv0 = cmd.split(' ').next().unwrap_or("");
+    let base = argv0.rsplit('/').next().unwrap_or(argv0);
+    if base.starts_with(comm.as_str()) || comm.starts_with(base) && !base.is_empty() {
+        format::escape(cmd)
+    } else {
+        format!("({}) {}", format::escape(comm), format::escape(cmd))
+    }
+}
+
+/// Numbers sort largest first; PID and text sort ascending.
+fn natural_desc(c: ProcCol) -> bool {
+    !matches!(c, ProcCol::Pid | ProcCol::User | ProcCol::Prio | ProcCol::Command)
 }
 
 fn matches(p: &ProcRow, filter: &str) -> bool {
@@ -225,7 +239,11 @@ pub fn header(c: ProcCol, accumulated: bool) -> &'static str {
 }
 
 fn bytes(v: f64, accumulated: bool) -> String {
-    if accumulated { format::decimal(v) } else { format::rate(v) }
+    if accumulated {
+        format::decimal(v)
+    } else {
+        format::rate(v)
+    }
 }
 
 fn cell_text(c: ProcCol, p: &ProcRow, n: Option<ProcNums>, accumulated: bool) -> String {
@@ -243,7 +261,14 @@ fn cell_text(c: ProcCol, p: &ProcRow, n: Option<ProcNums>, accumulated: bool) ->
         ProcCol::Prio => p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
         ProcCol::Command => command(p),
         _ => {
-            let Some(n) = n else { return missing() };
+            // Unknown numbers: say why once, in the first number column.
+            let Some(n) = n else {
+                return if c == ProcCol::DiskRead {
+                    missing()
+                } else {
+                    String::new()
+                };
+            };
             match c {
                 ProcCol::DiskRead => bytes(n.disk_read, accumulated),
                 ProcCol::DiskWrite => bytes(n.disk_write, accumulated),
@@ -275,7 +300,10 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         title.push(Span::styled("[active] ", t.accent()));
     }
     if !view.filter.is_empty() || view.editing_filter {
-        title.push(Span::styled(format!("[/{}] ", format::escape(&view.filter)), t.accent()));
+        title.push(Span::styled(
+            format!("[/{}] ", format::escape(&view.filter)),
+            t.accent(),
+        ));
     }
     if view.accumulated {
         title.push(Span::styled("[totals since start] ", t.accent()));
@@ -290,10 +318,18 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
             c => Constraint::Length(width(*c)),
         })
         .collect();
-    let arrow = if view.reverse { "▲" } else { "▼" };
+    let arrow = if natural_desc(view.sort) != view.reverse {
+        "▼"
+    } else {
+        "▲"
+    };
     let head = Row::new(cols.iter().map(|c| {
         let h = header(*c, view.accumulated);
-        let h = if *c == view.sort { format!("{h}{arrow}") } else { h.to_string() };
+        let h = if *c == view.sort {
+            format!("{h}{arrow}")
+        } else {
+            h.to_string()
+        };
         let w = usize::from(width(*c));
         Cell::from(if left_aligned(*c) { h } else { format!("{h:>w$}") })
     }))
@@ -320,9 +356,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         }))
         .style(row_style)
     });
-    let selected = view
-        .proc_sel
-        .and_then(|k| rows.iter().position(|p| p.raw.key == k));
+    let selected = view.proc_sel.and_then(|k| rows.iter().position(|p| p.raw.key == k));
     let mut state = TableState::default().with_selected(if focused { selected } else { None });
     let table = Table::new(body, widths)
         .header(head)

@@ -37,18 +37,18 @@ pub fn render_confirm(frame: &mut Frame, area: Rect, view: &ViewState, c: &Confi
     let t = &view.theme;
     let who = format!("PID {} ({})", c.key.pid, c.comm);
     let (title, question, answers) = match c.action {
-        ConfirmAction::Kill => (" Send SIGTERM ", format!("Send SIGTERM to {who}?"), "y yes · n / Esc no"),
+        ConfirmAction::Kill => (
+            " Send SIGTERM ",
+            format!("Send SIGTERM to {who}?"),
+            "y yes · n / Esc no",
+        ),
         ConfirmAction::Ionice => (
             " I/O priority ",
             format!("Set the I/O priority of {who}:"),
             "i idle · 0-7 best-effort level · Esc cancel",
         ),
     };
-    let lines = vec![
-        Line::raw(question),
-        Line::raw(""),
-        Line::styled(answers, t.title()),
-    ];
+    let lines = vec![Line::raw(question), Line::raw(""), Line::styled(answers, t.title())];
     let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;
     let popup = centered(area, w, 5);
     frame.render_widget(Clear, popup);

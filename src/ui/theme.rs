@@ -79,11 +79,7 @@ impl Theme {
     }
 
     fn fg(&self, c: Color) -> Style {
-        if self.color {
-            Style::new().fg(c)
-        } else {
-            Style::new()
-        }
+        if self.color { Style::new().fg(c) } else { Style::new() }
     }
 
     pub fn accent(&self) -> Style {

@@ -1,0 +1,205 @@
+//! Snapshot tests of the dashboard from a deterministic model.
+
+mod common;
+
+use iolens::collect::process::ProcKey;
+use iolens::model::Model;
+use iolens::ui::theme::Theme;
+use iolens::ui::{self, Confirm, ConfirmAction, Pane, Popup, ViewState};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+fn draw(model: &Model, view: &ViewState, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::render(f, model, view)).unwrap();
+    t
+}
+
+fn text(t: &Terminal<TestBackend>) -> String {
+    t.backend().to_string()
+}
+
+#[test]
+fn whole_screen_at_three_sizes() {
+    let m = common::model();
+    let v = ViewState::default();
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        let t = draw(&m, &v, w, h);
+        insta::assert_snapshot!(format!("screen_{w}x{h}"), t.backend());
+    }
+}
+
+#[test]
+fn values_on_screen_are_the_hand_computed_ones() {
+    let m = common::model();
+    let s = text(&draw(&m, &ViewState::default(), 200, 60));
+    // Interval 39 (i = 39, wave 5): sda reads 100/s of 128 KiB = 13.11 MB/s,
+    // await 30 ms; writes 40/s of 4 KiB at 60 ms; 95% busy; SEQ.
+    let sda = s.lines().find(|l| l.contains("│sda ")).unwrap();
+    for want in [
+        "100", "13.11", "30.0", "128 KiB", "40.0", "0.16", "60.0", "4.00 KiB", "95.0", "SEQ",
+    ] {
+        assert!(sda.contains(want), "{want} not in {sda}");
+    }
+    // loop0: 500 reads/s of 4 KiB, RAND.
+    let lo = s.lines().find(|l| l.contains("│loop0")).unwrap();
+    assert!(lo.contains("500") && lo.contains("2.05") && lo.contains("RAND"), "{lo}");
+    // The misaligned partition folds under sda with a tree glyph.
+    assert!(s.contains("├sda1") && s.contains("└sda2"), "{s}");
+    // dd reads 20 MiB/s from the disk, 40 MiB/s logically: cache 50%.
+    let dd = s.lines().find(|l| l.contains("dd if=/dev/sda")).unwrap();
+    assert!(
+        dd.contains("21.0 MB/s") && dd.contains("41.9 MB/s") && dd.contains("50%"),
+        "{dd}"
+    );
+    // Header: CPU shares over 200 ticks, PSI and memory from the fixture.
+    assert!(s.contains("iowait 15.0% user 10.0% sys 5.0% steal 0.0%"), "{s}");
+    assert!(s.contains("Dirty 1.26 MB Writeback 57.3 kB"), "{s}");
+}
+
+#[test]
+fn escape_sequences_are_shown_escaped() {
+    let m = common::model();
+    let t = draw(&m, &ViewState::default(), 200, 60);
+    let s = text(&t);
+    assert!(s.contains("[evil\\x1b[31mred\\x07]"), "{s}");
+    let raw: String = t.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+    assert!(
+        !raw.chars().any(|c| c.is_control()),
+        "a control character reached the buffer"
+    );
+}
+
+#[test]
+fn help_detail_confirm_and_tiny() {
+    let m = common::model();
+    let help = ViewState {
+        popup: Popup::Help,
+        ..Default::default()
+    };
+    insta::assert_snapshot!("help_120x40", draw(&m, &help, 120, 40).backend());
+    let detail = ViewState {
+        popup: Popup::Detail("sda".into()),
+        focus: Pane::Devices,
+        ..Default::default()
+    };
+    let t = draw(&m, &detail, 120, 40);
+    insta::assert_snapshot!("detail_sda_120x40", t.backend());
+    let s = text(&t);
+    assert!(s.contains("WDC WD10EZEX-08W") && s.contains("mq-deadline"), "{s}");
+    assert!(
+        s.contains("63  1000 GB ⚠ misaligned") && s.contains("2048   537 MB aligned"),
+        "{s}"
+    );
+    insta::assert_snapshot!("detail_sda_80x24", draw(&m, &detail, 80, 24).backend());
+    let confirm = ViewState {
+        popup: Popup::Confirm(Confirm {
+            action: ConfirmAction::Kill,
+            key: ProcKey {
+                pid: 4242,
+                start_time: 987_654,
+            },
+            comm: "dd".into(),
+        }),
+        ..Default::default()
+    };
+    insta::assert_snapshot!("confirm_kill_80x24", draw(&m, &confirm, 80, 24).backend());
+    insta::assert_snapshot!("tiny_30x8", draw(&m, &ViewState::default(), 30, 8).backend());
+}
+
+#[test]
+fn sorted_filtered_accumulated_and_hidden_idle() {
+    let m = common::model();
+    let v = ViewState {
+        sort: ui::ProcCol::Pid,
+        filter: "dd".into(),
+        accumulated: true,
+        hide_idle: true,
+        ..Default::default()
+    };
+    let t = draw(&m, &v, 120, 40);
+    insta::assert_snapshot!("filtered_totals_120x40", t.backend());
+    let s = text(&t);
+    // 40 s of 20 MiB/s from the disk.
+    assert!(s.contains("839 MB"), "{s}");
+    assert!(!s.contains("evil"), "{s}");
+    assert!(!s.contains("│sdb "), "idle sdb still shown: {s}");
+}
+
+#[test]
+fn first_sample_shows_na_not_zero() {
+    let m = common::model_after(0);
+    let s = text(&draw(&m, &ViewState::default(), 120, 40));
+    let sda = s.lines().find(|l| l.contains("│sda ")).unwrap();
+    assert!(sda.contains("n/a") && !sda.contains("0.00"), "{sda}");
+}
+
+#[test]
+fn every_small_size_draws_without_panic() {
+    let m = common::model();
+    let views = [
+        ViewState::default(),
+        ViewState {
+            popup: Popup::Help,
+            ..Default::default()
+        },
+        ViewState {
+            popup: Popup::Detail("sda".into()),
+            ..Default::default()
+        },
+        ViewState {
+            popup: Popup::Confirm(Confirm {
+                action: ConfirmAction::Ionice,
+                key: ProcKey { pid: 1, start_time: 1 },
+                comm: "x".into(),
+            }),
+            editing_filter: true,
+            ..Default::default()
+        },
+    ];
+    for v in &views {
+        for w in 0..=40 {
+            for h in 0..=15 {
+                draw(&m, v, w, h);
+            }
+        }
+        // And just above the minimum, where the layout is real.
+        for w in ui::MIN_WIDTH..ui::MIN_WIDTH + 20 {
+            for h in ui::MIN_HEIGHT..ui::MIN_HEIGHT + 10 {
+                draw(&m, v, w, h);
+            }
+        }
+    }
+}
+
+#[test]
+fn colours_follow_severity_and_no_color_is_plain() {
+    let m = common::model();
+    let t = draw(&m, &ViewState::default(), 200, 60);
+    let buf = t.backend().buffer();
+    let find = |row_has: &str, col_text: &str| {
+        let s = text(&t);
+        let (y, line) = s.lines().enumerate().find(|(_, l)| l.contains(row_has)).unwrap();
+        let x = line.find(col_text).unwrap();
+        // The line is quoted and may contain multi-byte glyphs before x.
+        let x = line[..x].chars().count() - 1;
+        buf[(x as u16, y as u16)].fg
+    };
+    assert_eq!(find("│sda ", "95.0"), Color::Red, "util 95% is critical");
+    assert_eq!(find("│sda ", " 60.0"), Color::Red, "w_await 60 ms is critical");
+    assert_eq!(find("│sda ", " 30.0"), Color::Yellow, "r_await 30 ms warns");
+    let plain = ViewState {
+        theme: Theme::plain(),
+        ..Default::default()
+    };
+    let t = draw(&m, &plain, 200, 60);
+    assert!(
+        t.backend()
+            .buffer()
+            .content()
+            .iter()
+            .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
+        "NO_COLOR must give no colours"
+    );
+}
