@@ -34,6 +34,9 @@ use crate::ui::{self, Confirm, ConfirmAction, Pane, Popup, ProcCol, StatusMsg, V
 /// Frames are at least this far apart (key repeat, bursts of events).
 pub const FRAME_MIN: Duration = Duration::from_millis(50);
 
+/// The longest the screen stays blank while the first sample is taken.
+pub const FIRST_FRAME_MAX: Duration = Duration::from_millis(250);
+
 /// Interval steps for `+` / `-`, seconds.
 const STEPS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0];
 
@@ -416,8 +419,11 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mut app = App::new(Model::new(HostInfo::read(), clk_tck()), view);
     let mut reader = Reader::new("/");
     let debug_panic = std::env::var_os("IOLENS_DEBUG_PANIC").is_some_and(|v| v == "1");
+    // The first frame waits for the first sample (a frame of "n/a" is no
+    // use), but not longer than FIRST_FRAME_MAX on a slow machine.
     let mut dirty = true;
-    let mut next_frame = tokio::time::Instant::now();
+    let mut drawn = false;
+    let mut next_frame = tokio::time::Instant::now() + FIRST_FRAME_MAX;
     let mut exit: Result<ExitCode, anyhow::Error> = Ok(ExitCode::SUCCESS);
     loop {
         let msg = tokio::select! {
@@ -446,6 +452,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                     break;
                 }
                 dirty = false;
+                drawn = true;
                 next_frame = tokio::time::Instant::now() + FRAME_MIN;
                 if debug_panic && app.model.samples > 0 {
                     panic!("debug panic requested by IOLENS_DEBUG_PANIC=1");
@@ -457,6 +464,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             Msg::Sample(s) => {
                 app.on_sample(*s);
                 dirty = true;
+                if !drawn {
+                    next_frame = tokio::time::Instant::now();
+                }
             }
             Msg::Resize => dirty = true,
             Msg::Key(k) => {

@@ -203,3 +203,36 @@ fn colours_follow_severity_and_no_color_is_plain() {
         "NO_COLOR must give no colours"
     );
 }
+
+#[test]
+fn readme_key_table_lists_every_key() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for (keys, what) in ui::help::KEYS {
+        let row = format!("| {keys} | {what} |");
+        assert!(readme.contains(&row), "README lacks the key row {row}");
+    }
+}
+
+#[test]
+fn the_selected_process_is_scrolled_into_view() {
+    let mut m = common::model();
+    let template = m.procs[0].clone();
+    for pid in 50_000..50_200 {
+        let mut p = template.clone();
+        p.raw.key = ProcKey { pid, start_time: 1 };
+        m.procs.push(p);
+    }
+    let v = ViewState {
+        sort: ui::ProcCol::Pid,
+        proc_sel: Some(ProcKey {
+            pid: 50_150,
+            start_time: 1,
+        }),
+        ..Default::default()
+    };
+    let s = text(&draw(&m, &v, 80, 24));
+    assert!(s.contains(" 50150 "), "{s}");
+    assert!(!s.contains(" 50000 "), "{s}");
+    let rows = ui::processes::visible(&m, &v);
+    assert_eq!(rows.len(), 203);
+}

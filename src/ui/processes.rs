@@ -334,7 +334,12 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         Cell::from(if left_aligned(*c) { h } else { format!("{h:>w$}") })
     }))
     .style(t.header_row());
-    let body = rows.iter().map(|p| {
+    // Only the rows on screen are built: the window ends at the selection
+    // when it is below the first page (as TableState would scroll).
+    let page = usize::from(area.height.saturating_sub(3)).max(1);
+    let selected = view.proc_sel.and_then(|k| rows.iter().position(|p| p.raw.key == k));
+    let offset = selected.filter(|_| focused).map_or(0, |s| (s + 1).saturating_sub(page));
+    let body = rows.iter().skip(offset).take(page).map(|p| {
         let n = nums(p, view.accumulated);
         let busy = n.is_some_and(|n| n.disk_read + n.disk_write > 0.0);
         let row_style = if n.is_none() || !active(p, view.accumulated) {
@@ -356,8 +361,8 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         }))
         .style(row_style)
     });
-    let selected = view.proc_sel.and_then(|k| rows.iter().position(|p| p.raw.key == k));
-    let mut state = TableState::default().with_selected(if focused { selected } else { None });
+    let shown = selected.filter(|_| focused).map(|s| s - offset);
+    let mut state = TableState::default().with_selected(shown);
     let table = Table::new(body, widths)
         .header(head)
         .block(block)
