@@ -17,12 +17,13 @@ fn opt_u(v: Option<u64>) -> String {
     v.map_or_else(|| format::NA.to_string(), |v| v.to_string())
 }
 
-fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
+/// The device's facts, then (second vector) its partitions and last interval.
+fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Line<'a>>) {
     let mut out = Vec::new();
     let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<16}"), t.dim()), Span::raw(v)]);
     let Some(i) = &d.info else {
         out.push(Line::raw("no sysfs facts for this device"));
-        return out;
+        return (out, Vec::new());
     };
     out.push(kv(
         "model",
@@ -37,7 +38,7 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
     out.push(kv(
         "rotational",
         match i.rotational {
-            Some(true) => "yes (spinning disk)".into(),
+            Some(true) => "yes".into(),
             Some(false) => "no".into(),
             None => format::NA.into(),
         },
@@ -94,13 +95,16 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
         .iter()
         .filter(|p| p.info.as_ref().and_then(|i| i.parent.as_deref()) == Some(d.name.as_str()))
         .collect();
+    let mut more = Vec::new();
     if !parts.is_empty() {
-        out.push(Line::raw(""));
-        out.push(Line::styled("partitions", t.title()));
+        more.push(Line::styled(
+            format!("{:<7}{:>11} {:>8}", "part", "start", "size"),
+            t.title(),
+        ));
         for p in parts {
             let Some(pi) = &p.info else { continue };
             let mut spans = vec![Span::raw(format!(
-                "{:<7} start {:>9} {:>8}",
+                "{:<7}{:>11} {:>8}",
                 format::escape(&p.name),
                 opt_u(pi.start_sector),
                 pi.size_bytes
@@ -111,14 +115,14 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
                 Some(false) => spans.push(Span::styled(" aligned", t.ok())),
                 None => {}
             }
-            out.push(Line::from(spans));
+            more.push(Line::from(spans));
         }
+        more.push(Line::raw(""));
     }
     if let Some(r) = &d.rates {
-        out.push(Line::raw(""));
-        out.push(Line::styled("last interval", t.title()));
+        more.push(Line::styled("last interval", t.title()));
         for (k, d) in [("read", &r.read), ("write", &r.write)] {
-            out.push(kv(
+            more.push(kv(
                 k,
                 format!(
                     "{} {}/s {} ms",
@@ -128,9 +132,9 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
                 ),
             ));
         }
-        out.push(kv("in flight", r.in_flight.to_string()));
+        more.push(kv("in flight", r.in_flight.to_string()));
     }
-    out
+    (out, more)
 }
 
 /// Points of the newest `n` values, x in seconds before now.
@@ -213,16 +217,23 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
         frame.render_widget(Paragraph::new("this device is gone"), inner);
         return;
     };
-    let lines = facts(d, model, t);
-    let (facts_area, charts_area) = if inner.width >= 100 {
+    let (mut lines, more) = facts(d, model, t);
+    // Wide: facts in a column left of the charts. Narrow: facts and
+    // partitions side by side above the charts.
+    let charts_area = if inner.width >= 100 {
         let [a, b] = Layout::horizontal([Constraint::Length(50), Constraint::Fill(1)]).areas(inner);
-        (a, b)
+        lines.push(Line::raw(""));
+        lines.extend(more);
+        frame.render_widget(Paragraph::new(lines), a);
+        b
     } else {
-        let h = (lines.len() as u16).min(inner.height / 2);
+        let h = (lines.len().max(more.len()) as u16).min(inner.height / 2);
         let [a, b] = Layout::vertical([Constraint::Length(h), Constraint::Fill(1)]).areas(inner);
-        (a, b)
+        let [left, right] = Layout::horizontal([Constraint::Length(34), Constraint::Fill(1)]).areas(a);
+        frame.render_widget(Paragraph::new(lines), left);
+        frame.render_widget(Paragraph::new(more), right);
+        b
     };
-    frame.render_widget(Paragraph::new(lines), facts_area);
     let step = model.interval_s.unwrap_or(view.interval.as_secs_f64());
     // One point per braille column pair is plenty; keep "several minutes".
     let n = (usize::from(charts_area.width) * 2).clamp(10, 600);
