@@ -17,6 +17,9 @@ dir=$(mktemp -d)
 sock="iolens-cost-$$"
 busy_pid=""
 cleanup() {
+    # script(1) outlives its tmux pane, so end iolens (and with it script) first.
+    [ -s "$dir/pid" ] && kill -TERM "$(cat "$dir/pid")" 2>/dev/null || true
+    sleep 0.5
     tmux -L "$sock" kill-server 2>/dev/null || true
     [ -n "$busy_pid" ] && kill -- -"$busy_pid" 2>/dev/null || true
     rm -rf "$dir"
