@@ -405,3 +405,59 @@ fn exits_when_the_terminal_goes_away() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn ionice_kill_pause_and_interval_from_the_keyboard() {
+    if !have("tmux") {
+        return skip("tmux not installed");
+    }
+    let marker = format!("iolens-victim-{}", std::process::id());
+    let victim = Bg::spawn(Command::new("bash").args(["-c", &format!("exec -a {marker} sleep 120")]));
+    let vpid = victim.0.id() as i32;
+    let t = Tmux::start(BIN);
+    t.wait_for("the dashboard", |s| s.contains("Processes"));
+    // Interval and pause show in the header.
+    t.keys(&["+"]);
+    t.wait_for("a 2 s interval", |s| s.contains("every 2.00s"));
+    t.keys(&["-", "p"]);
+    t.wait_for("paused at 1 s", |s| s.contains("every 1.00s") && s.contains("PAUSED"));
+    t.keys(&["p"]);
+    t.wait_for("running again", |s| !s.contains("PAUSED"));
+    // Only the victim is left after filtering, and so it is selected.
+    t.keys(&["/"]);
+    t.type_text(&marker);
+    t.keys(&["Enter"]);
+    t.wait_for("the victim alone", |s| {
+        s.contains(&format!("(sleep) {marker}")) && s.contains("Processes 1/")
+    });
+    t.keys(&["i"]);
+    t.wait_for("the ionice question", |s| s.contains(&format!("PID {vpid} (sleep)")));
+    t.keys(&["i"]);
+    t.wait_for("ionice done", |s| {
+        s.contains(&format!("I/O priority of PID {vpid} (sleep) set to idle"))
+    });
+    let out = Command::new("ionice").args(["-p", &vpid.to_string()]).output();
+    if let Ok(out) = out {
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "idle");
+    }
+    t.wait_for("idle in the PRIO column", |s| {
+        s.lines().any(|l| l.contains(&marker) && l.contains(" idle "))
+    });
+    // k asks; n cancels; k then y sends SIGTERM.
+    t.keys(&["k"]);
+    t.wait_for("the kill question", |s| {
+        s.contains(&format!("Send SIGTERM to PID {vpid} (sleep)?"))
+    });
+    t.keys(&["n"]);
+    t.wait_for("cancelled", |s| s.contains("cancelled"));
+    assert!(std::path::Path::new(&format!("/proc/{vpid}")).exists());
+    t.keys(&["k", "y"]);
+    t.wait_for("SIGTERM sent", |s| {
+        s.contains(&format!("sent SIGTERM to PID {vpid} (sleep)"))
+    });
+    let mut victim = victim;
+    let status = victim.0.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    t.keys(&["q"]);
+}

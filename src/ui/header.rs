@@ -84,9 +84,10 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         None => l2.push(Span::raw(format!("Dirty {0} Writeback {0}", format::NA))),
     }
     // Line 3: pressure, blocked tasks, what we cannot see, read errors.
-    let mut l3 = vec![Span::styled("PSI io ", t.title())];
+    let mut l3 = Vec::new();
     match model.psi.and_then(|p| p.some) {
         Some(s) => {
+            l3.push(Span::styled("PSI io ", t.title()));
             l3.push(Span::raw("some "));
             l3.push(Span::styled(
                 format!("{:.2}", s.avg10),
@@ -99,7 +100,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
             });
             l3.push(Span::styled(" avg10", t.dim()));
         }
-        None => l3.push(Span::raw("off")),
+        None => l3.push(Span::styled("PSI off", t.dim())),
     }
     if let Some(b) = model.cpu.and_then(|c| c.procs_blocked) {
         l3.push(sep());

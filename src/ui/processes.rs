@@ -178,12 +178,13 @@ const KEEP_ORDER: [ProcCol; 12] = [
     ProcCol::User,
     ProcCol::Prio,
     ProcCol::AvgSyscall,
-    ProcCol::Syscalls,
     ProcCol::Cache,
+    ProcCol::Syscalls,
     ProcCol::IoWait,
 ];
 
-const COMMAND_MIN: u16 = 12;
+/// The command keeps at least this much before optional columns get room.
+const COMMAND_MIN: u16 = 28;
 
 fn width(c: ProcCol) -> u16 {
     match c {
@@ -379,8 +380,14 @@ mod tests {
     fn columns_fit_and_command_stays() {
         let all = ProcCol::ALL.to_vec();
         assert_eq!(
-            fit_columns(&all, 50),
+            fit_columns(&all, 60),
             [ProcCol::Pid, ProcCol::DiskRead, ProcCol::DiskWrite, ProcCol::Command]
+        );
+        // 120 columns: the command keeps room, IO% and syscalls/s go first.
+        let at120 = fit_columns(&all, 118);
+        assert!(
+            !at120.contains(&ProcCol::IoWait) && at120.contains(&ProcCol::Cache),
+            "{at120:?}"
         );
         assert_eq!(fit_columns(&all, 300), all);
     }
