@@ -272,24 +272,27 @@ fn sort_filter_help_escape_and_quit() {
     if !have("python3") {
         return skip("python3 not installed");
     }
-    // One process renames its comm to contain ESC; another has ESC in argv[0].
+    // One process renames its comm to contain ESC; another has ESC in
+    // argv[0]. Both carry a marker unique to this run.
+    let m = format!("z{:05}", std::process::id() % 100_000);
     let _evil_comm = Bg::spawn(Command::new("python3").args([
         "-c",
-        "import ctypes, time\nctypes.CDLL(None).prctl(15, b'zq\\x1b[31mzq', 0, 0, 0)\ntime.sleep(120)",
+        &format!("import ctypes, time\nctypes.CDLL(None).prctl(15, b'{m}\\x1b[31mX', 0, 0, 0)\ntime.sleep(120)"),
     ]));
-    let _evil_argv = Bg::spawn(Command::new("bash").args(["-c", "exec -a \"$(printf 'zq\\033[32mzz')\" sleep 120"]));
+    let _evil_argv =
+        Bg::spawn(Command::new("bash").args(["-c", &format!("exec -a \"$(printf '{m}\\033[32mY')\" sleep 120")]));
     let t = Tmux::shell();
     t.type_text(&format!("{BIN}; echo EXIT=$?"));
     t.keys(&["Enter"]);
     t.wait_for("the dashboard", |s| s.contains("Processes") && s.contains("Devices"));
     // Filter on the marker both processes share.
     t.keys(&["/"]);
-    t.type_text("zq");
+    t.type_text(&m);
     t.keys(&["Enter"]);
     let s = t.wait_for("the two marked processes", |s| {
-        s.contains("(zq\\x1b[31mzq) ") && s.contains("(sleep) zq\\x1b[32mzz")
+        s.contains(&format!("({m}\\x1b[31mX) ")) && s.contains(&format!("(sleep) {m}\\x1b[32mY 120"))
     });
-    assert!(s.contains("[/zq]"), "{s}");
+    assert!(s.contains(&format!("[/{m}]")), "{s}");
     // No row other than the two marked ones.
     let rows: Vec<&str> = s
         .lines()
@@ -350,7 +353,9 @@ fn ctrl_c_sigterm_and_panic_restore_the_terminal() {
     t.assert_restored("143");
     t.keys(&["C-l"]);
 
-    dashboard(&t, "IOLENS_DEBUG_PANIC=1 RUST_BACKTRACE=0 ");
+    // The panic comes right after the first full frame.
+    t.type_text(&format!("IOLENS_DEBUG_PANIC=1 RUST_BACKTRACE=0 {BIN}; echo EXIT=$?"));
+    t.keys(&["Enter"]);
     let s = t.assert_restored("101");
     assert!(s.contains("debug panic requested"), "{s}");
 }
