@@ -39,12 +39,19 @@ for _ in $(seq 50); do [ -s "$dir/pid" ] && break; sleep 0.1; done
 pid=$(cat "$dir/pid")
 sleep "$WARMUP"
 ticks() { awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "/proc/$pid/stat"; }
-t0=$(ticks); b0=$(stat -c %s "$dir/out")
-sleep "$SECS"
-t1=$(ticks); b1=$(stat -c %s "$dir/out")
+lastpid() { awk '{ print $5 }' /proc/loadavg; }
+t0=$(ticks); b0=$(stat -c %s "$dir/out"); p0=$(lastpid)
+# Sleep in steps, noting the most processes seen (sampling cost scales with it).
+maxp=0
+for _ in $(seq $((SECS / 5))); do
+    sleep 5
+    n=$(ls /proc | grep -c '^[0-9]')
+    [ "$n" -gt "$maxp" ] && maxp=$n
+done
+t1=$(ticks); b1=$(stat -c %s "$dir/out"); p1=$(lastpid)
 hz=$(getconf CLK_TCK)
 procs=$(ls /proc | grep -c '^[0-9]')
-echo "processes on the machine: $procs"
+echo "processes on the machine: $procs at the end, at most $maxp; about $(( (p1 - p0 + 4194304) % 4194304 )) started during the run; load $(cut -d' ' -f1-3 /proc/loadavg)"
 awk -v a="$t0" -v b="$t1" -v hz="$hz" -v s="$SECS" 'BEGIN { printf "CPU: %.2f%% of one core over %d s (%d ticks)\n", (b - a) / hz / s * 100, s, b - a }'
 awk -v a="$b0" -v b="$b1" -v s="$SECS" 'BEGIN { printf "terminal output: %.0f bytes/s at 120x40\n", (b - a) / s }'
 awk '{ t += $1; if ($2 > 1000) { printf "first full frame: %.0f ms after start (%d bytes)\n", t * 1000, $2; exit } }' "$dir/timing"

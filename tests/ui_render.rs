@@ -236,3 +236,48 @@ fn the_selected_process_is_scrolled_into_view() {
     let rows = ui::processes::visible(&m, &v);
     assert_eq!(rows.len(), 203);
 }
+
+#[test]
+fn keys_fold_partitions_hide_idle_and_open_the_detail() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use iolens::app::App;
+    let key = |c| KeyEvent::new(c, KeyModifiers::NONE);
+    let mut app = App::new(common::model(), ViewState::default());
+    let names = |app: &App| -> Vec<String> {
+        ui::devices::visible(&app.model, &app.view)
+            .iter()
+            .map(|l| l.row.name.clone())
+            .collect()
+    };
+    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sda1", "sda2", "sdb"]);
+    app.on_key(key(KeyCode::Tab));
+    assert_eq!(app.view.focus, Pane::Devices);
+    // Down twice to sda, then fold its partitions.
+    app.on_key(key(KeyCode::Char('j')));
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(app.view.dev_sel.as_deref(), Some("sda"));
+    app.on_key(key(KeyCode::Char(' ')));
+    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sdb"]);
+    let s = text(&draw(&app.model, &app.view, 120, 40));
+    assert!(s.contains("│sda +2 "), "{s}");
+    app.on_key(key(KeyCode::Right));
+    assert_eq!(names(&app).len(), 6);
+    // On a partition, Left folds its disk and selects the disk.
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(app.view.dev_sel.as_deref(), Some("sda1"));
+    app.on_key(key(KeyCode::Left));
+    assert_eq!(app.view.dev_sel.as_deref(), Some("sda"));
+    app.on_key(key(KeyCode::Right));
+    // Hide idle: sda1 and sdb did nothing.
+    app.on_key(key(KeyCode::Char('a')));
+    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sda2"]);
+    // k moves up in the devices pane; Enter opens the detail of the selection.
+    app.on_key(key(KeyCode::Char('k')));
+    assert_eq!(app.view.dev_sel.as_deref(), Some("loop0"));
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.view.popup, Popup::Detail("loop0".into()));
+    let s = text(&draw(&app.model, &app.view, 120, 40));
+    assert!(s.contains("/var/tmp/disk.img"), "{s}");
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(app.view.popup, Popup::None);
+}
