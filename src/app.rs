@@ -37,6 +37,9 @@ pub const FRAME_MIN: Duration = Duration::from_millis(50);
 /// The longest the screen stays blank while the first sample is taken.
 pub const FIRST_FRAME_MAX: Duration = Duration::from_millis(250);
 
+/// Rows moved by PgUp / PgDn.
+const PAGE: isize = 10;
+
 /// Interval steps for `+` / `-`, seconds.
 const STEPS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0];
 
@@ -129,13 +132,11 @@ impl App {
         }
     }
 
-    fn move_sel(&mut self, delta: isize, page: isize) {
+    /// Move the selection of the focused pane by `delta` rows, clamped
+    /// (`isize::MIN` / `isize::MAX` go to the first / last row).
+    fn move_sel(&mut self, delta: isize) {
         let step = |idx: usize, len: usize| -> usize {
-            if len == 0 {
-                return 0;
-            }
-            let d = if delta.abs() == isize::MAX { delta } else { delta * page };
-            (idx as isize).saturating_add(d).clamp(0, len as isize - 1) as usize
+            (idx as isize).saturating_add(delta).clamp(0, (len as isize - 1).max(0)) as usize
         };
         match self.view.focus {
             Pane::Devices => {
@@ -284,13 +285,13 @@ impl App {
             }
             KeyCode::Tab => self.cycle_focus(false),
             KeyCode::BackTab => self.cycle_focus(true),
-            KeyCode::Down | KeyCode::Char('j') => self.move_sel(1, 1),
-            KeyCode::Up => self.move_sel(-1, 1),
-            KeyCode::Char('k') if !in_procs => self.move_sel(-1, 1),
-            KeyCode::PageDown => self.move_sel(1, 10),
-            KeyCode::PageUp => self.move_sel(-1, 10),
-            KeyCode::Home => self.move_sel(isize::MIN + 1, 1),
-            KeyCode::End => self.move_sel(isize::MAX, 1),
+            KeyCode::Down | KeyCode::Char('j') => self.move_sel(1),
+            KeyCode::Up => self.move_sel(-1),
+            KeyCode::Char('k') if !in_procs => self.move_sel(-1),
+            KeyCode::PageDown => self.move_sel(PAGE),
+            KeyCode::PageUp => self.move_sel(-PAGE),
+            KeyCode::Home => self.move_sel(isize::MIN),
+            KeyCode::End => self.move_sel(isize::MAX),
             KeyCode::Char(' ') | KeyCode::Left | KeyCode::Right => {
                 if let Some(disk) = self.selected_disk() {
                     let fold = match key.code {

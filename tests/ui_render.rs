@@ -281,3 +281,25 @@ fn keys_fold_partitions_hide_idle_and_open_the_detail() {
     app.on_key(key(KeyCode::Esc));
     assert_eq!(app.view.popup, Popup::None);
 }
+
+#[test]
+fn home_end_and_page_keys_clamp() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = iolens::app::App::new(common::model(), ViewState::default());
+    let key = |c| KeyEvent::new(c, KeyModifiers::NONE);
+    let order: Vec<i32> = ui::processes::visible(&app.model, &app.view)
+        .iter()
+        .map(|p| p.raw.key.pid)
+        .collect();
+    assert_eq!(order, [4242, 31337, 1]);
+    app.on_key(key(KeyCode::End));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(1));
+    app.on_key(key(KeyCode::PageDown));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(1));
+    app.on_key(key(KeyCode::Home));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(4242));
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(4242));
+    app.on_key(key(KeyCode::PageDown));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(1));
+}

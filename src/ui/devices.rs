@@ -314,7 +314,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
             _ => format!("{h:>w$}"),
         })
     }))
-    .style(t.header_row());
+    .style(t.title());
     let rows = lines.iter().map(|l| {
         let row = Row::new(cols.iter().map(|(c, w)| cell(*c, l, *w, view)));
         if l.depth > 0 { row.style(t.dim()) } else { row }

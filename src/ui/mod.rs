@@ -309,7 +309,7 @@ fn render_too_small(frame: &mut Frame, area: Rect) {
 pub fn pane_block<'a>(title: Line<'a>, focused: bool, theme: &Theme) -> Block<'a> {
     let b = Block::default().borders(Borders::ALL).title(title);
     if focused {
-        b.border_style(theme.focus_border())
+        b.border_style(theme.title())
     } else {
         b.border_style(theme.dim())
     }

@@ -334,7 +334,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         let w = usize::from(width(*c));
         Cell::from(if left_aligned(*c) { h } else { format!("{h:>w$}") })
     }))
-    .style(t.header_row());
+    .style(t.title());
     // Only the rows on screen are built: the window ends at the selection
     // when it is below the first page (as TableState would scroll).
     let page = usize::from(area.height.saturating_sub(3)).max(1);

@@ -86,6 +86,7 @@ impl Theme {
         self.fg(self.palette.accent)
     }
 
+    /// Titles, table headers and the border of the focused pane.
     pub fn title(&self) -> Style {
         self.accent().add_modifier(Modifier::BOLD)
     }
@@ -106,17 +107,8 @@ impl Theme {
         self.fg(self.palette.crit).add_modifier(Modifier::BOLD)
     }
 
-    pub fn header_row(&self) -> Style {
-        self.accent().add_modifier(Modifier::BOLD)
-    }
-
     pub fn selected(&self) -> Style {
         Style::new().add_modifier(Modifier::REVERSED)
-    }
-
-    /// Border of the focused pane (bold without colour).
-    pub fn focus_border(&self) -> Style {
-        self.accent().add_modifier(Modifier::BOLD)
     }
 
     pub fn severity(&self, s: Severity) -> Style {
