@@ -303,3 +303,9 @@ fn home_end_and_page_keys_clamp() {
     app.on_key(key(KeyCode::PageDown));
     assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(1));
 }
+
+#[test]
+fn huge_terminals_draw_too() {
+    let m = common::model();
+    draw(&m, &ViewState::default(), 1000, 2000);
+}

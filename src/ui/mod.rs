@@ -290,8 +290,10 @@ pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
 /// The panes under the header: devices sized to their rows (at most 45% of
 /// the height), processes take the rest.
 fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
-    let dev_rows = devices::visible(model, view).len() as u16;
-    let dev_h = (dev_rows + 3).min(area.height * 45 / 100).max(4);
+    let dev_rows = u16::try_from(devices::visible(model, view).len()).unwrap_or(u16::MAX);
+    let dev_h = (dev_rows.saturating_add(3))
+        .min((u32::from(area.height) * 45 / 100) as u16)
+        .max(4);
     let [dev_area, proc_area] = Layout::vertical([Constraint::Length(dev_h), Constraint::Fill(1)]).areas(area);
     devices::render(frame, dev_area, model, view);
     processes::render(frame, proc_area, model, view);
