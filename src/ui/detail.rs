@@ -137,6 +137,9 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
     (out, more)
 }
 
+/// Chart markers of the series of one chart, with the glyph naming each.
+const MARKERS: [(Marker, &str); 2] = [(Marker::Braille, "⣿"), (Marker::Dot, "•")];
+
 /// Points of the newest `n` values, x in seconds before now.
 fn points(r: &Ring, n: usize, step: f64, scale: f64) -> Vec<(f64, f64)> {
     let len = r.len();
@@ -168,22 +171,29 @@ fn chart(
     let datasets = series
         .iter()
         .zip(&data)
-        .map(|((name, _, style), pts)| {
+        .enumerate()
+        .map(|(i, ((_, _, style), pts))| {
             Dataset::default()
-                .name(*name)
-                .marker(Marker::Braille)
+                .marker(MARKERS[i % MARKERS.len()].0)
                 .graph_type(GraphType::Line)
                 .style(*style)
                 .data(pts)
         })
         .collect();
+    // The series are named in the title (a legend box would hide the
+    // newest values), with their marker so they differ without colour too.
+    let mut title_spans = vec![Span::styled(format!("{title} "), t.title())];
+    if series.len() > 1 {
+        for (i, (name, _, style)) in series.iter().enumerate() {
+            title_spans.push(Span::styled(
+                format!("{} {name} ", MARKERS[i % MARKERS.len()].1),
+                *style,
+            ));
+        }
+    }
     let label_style = t.dim();
     let chart = Chart::new(datasets)
-        .block(
-            Block::default()
-                .borders(Borders::TOP)
-                .title(Span::styled(title.to_string(), t.title())),
-        )
+        .block(Block::default().borders(Borders::TOP).title(Line::from(title_spans)))
         .x_axis(
             Axis::default()
                 .bounds([-span.max(step), 0.0])
@@ -199,8 +209,7 @@ fn chart(
                 .style(label_style)
                 .labels([Span::raw("0"), Span::raw(fmt(max))]),
         )
-        .legend_position(Some(ratatui::widgets::LegendPosition::TopLeft))
-        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)));
+        .legend_position(None);
     frame.render_widget(chart, area);
 }
 
