@@ -14,9 +14,12 @@ fn main() -> ExitCode {
         Some(Command::Probe(args)) => iolens::probe::cmd::run(&cli, args),
         Some(Command::Progress(args)) => iolens::progress::run(&cli, args),
         None => {
-            // The dashboard is not built yet: a terminal gets batch output too.
-            let _tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
-            iolens::batch::run(&cli)
+            let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+            if cli.batch || cli.json || !tty {
+                iolens::batch::run(&cli)
+            } else {
+                iolens::app::run(&cli)
+            }
         }
     };
     match result {

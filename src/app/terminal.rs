@@ -1,0 +1,101 @@
+//! Terminal setup and restoration on every exit path: a guard restores on
+//! drop (normal quit, error, signal), and a panic hook restores before the
+//! panic message is printed.
+
+use std::io::{self, BufWriter, Stdout, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crossterm::cursor::{Hide, Show};
+use crossterm::execute;
+use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+
+/// Whole frames are written with one `write`: a frame at 200x60 with colours
+/// stays under this size.
+const OUT_BUF: usize = 256 * 1024;
+
+pub type Term = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
+
+/// Set while the terminal is in raw mode on the alternate screen.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Put the terminal back: leave the alternate screen, show the cursor, leave
+/// raw mode. Safe to call more than once and from any thread; errors (a
+/// terminal that is gone) are ignored, there is nothing left to restore.
+pub fn restore() {
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        let mut out = io::stdout();
+        let _ = execute!(out, LeaveAlternateScreen, Show);
+        let _ = out.flush();
+        let _ = disable_raw_mode();
+    }
+}
+
+/// Restores the terminal when dropped.
+pub struct Guard {
+    pub term: Term,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Raw mode, alternate screen, hidden cursor.
+pub fn enter() -> io::Result<Guard> {
+    enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    let mut out = io::stdout();
+    if let Err(e) = execute!(out, EnterAlternateScreen, Hide) {
+        restore();
+        return Err(e);
+    }
+    let backend = CrosstermBackend::new(BufWriter::with_capacity(OUT_BUF, io::stdout()));
+    match Terminal::new(backend) {
+        Ok(term) => Ok(Guard { term }),
+        Err(e) => {
+            restore();
+            Err(e)
+        }
+    }
+}
+
+/// A panic hook that runs `restore` first, then the previous hook (which
+/// prints the message on the now normal screen).
+pub fn chain_panic_hook(restore: fn()) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    static RESTORED: AtomicUsize = AtomicUsize::new(0);
+
+    fn count_restore() {
+        RESTORED.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn panic_hook_restores_before_the_panic_propagates() {
+        chain_panic_hook(count_restore);
+        let r = std::panic::catch_unwind(|| panic!("boom"));
+        let _ = std::panic::take_hook();
+        assert!(r.is_err());
+        assert!(RESTORED.load(Ordering::SeqCst) >= 1);
+    }
+
+    #[test]
+    fn restore_without_enter_does_nothing() {
+        // Not active: must not touch the terminal (nor fail).
+        restore();
+        assert!(!ACTIVE.load(Ordering::SeqCst));
+    }
+}

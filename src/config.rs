@@ -1,0 +1,233 @@
+//! Optional TOML configuration for the dashboard.
+//!
+//! Looked up at `$XDG_CONFIG_HOME/iolens/config.toml` (or
+//! `~/.config/iolens/config.toml`), or wherever `--config` says. Precedence:
+//! command line (and its `IOLENS_*` variables) > config file > default.
+//! `NO_COLOR` (non-empty) turns colours off like `--no-color`. An annotated
+//! example is `assets/config.toml`.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use ratatui::style::Color;
+use serde::Deserialize;
+
+use crate::cli::Cli;
+use crate::ui::theme::{Palette, Theme, Thresholds};
+use crate::ui::{DevCol, ProcCol};
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Seconds between samples.
+    pub interval: Option<f64>,
+    /// `false` turns colours off.
+    pub color: Option<bool>,
+    #[serde(default)]
+    pub columns: Columns,
+    #[serde(default)]
+    pub colors: Colors,
+    #[serde(default)]
+    pub thresholds: ThresholdCfg,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Columns {
+    pub devices: Option<Vec<String>>,
+    pub processes: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Colors {
+    pub accent: Option<String>,
+    pub ok: Option<String>,
+    pub warn: Option<String>,
+    pub crit: Option<String>,
+    pub dim: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdCfg {
+    pub await_warn_ms: Option<f64>,
+    pub await_crit_ms: Option<f64>,
+    pub util_warn_pct: Option<f64>,
+    pub util_crit_pct: Option<f64>,
+}
+
+/// The dashboard settings after merging.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub interval: Duration,
+    pub theme: Theme,
+    pub dev_cols: Vec<DevCol>,
+    pub proc_cols: Vec<ProcCol>,
+    /// The file the settings came from, if any.
+    pub file: Option<PathBuf>,
+}
+
+/// `$XDG_CONFIG_HOME/iolens/config.toml`, else `$HOME/.config/iolens/config.toml`.
+pub fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("iolens").join("config.toml"))
+}
+
+pub fn parse(text: &str, path: &Path) -> anyhow::Result<FileConfig> {
+    toml::from_str(text).with_context(|| format!("parsing config file {}", path.display()))
+}
+
+/// Read the config file: the one given with `--config` (must exist), else the
+/// XDG one if it exists.
+pub fn read_file(explicit: Option<&Path>) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match default_path() {
+            Some(p) if p.exists() => p,
+            _ => return Ok((FileConfig::default(), None)),
+        },
+    };
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading config file {}", path.display()))?;
+    Ok((parse(&text, &path)?, Some(path)))
+}
+
+fn color(name: &Option<String>, default: Color, what: &str) -> anyhow::Result<Color> {
+    match name {
+        None => Ok(default),
+        Some(n) => Color::from_str(n).map_err(|_| anyhow::anyhow!("colors.{what}: unknown colour {n:?}")),
+    }
+}
+
+fn columns<T: Copy>(
+    names: &Option<Vec<String>>,
+    all: &[T],
+    from: fn(&str) -> Option<T>,
+    what: &str,
+) -> anyhow::Result<Vec<T>> {
+    let Some(names) = names else { return Ok(all.to_vec()) };
+    let mut out = Vec::new();
+    for n in names {
+        match from(n) {
+            Some(c) => out.push(c),
+            None => bail!("columns.{what}: unknown column {n:?}"),
+        }
+    }
+    Ok(out)
+}
+
+/// Merge command line, file and defaults. `no_color_env` is whether
+/// `NO_COLOR` is set to a non-empty value.
+pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Result<Settings> {
+    let interval = crate::batch::interval(cli.interval.or(file.interval))?;
+    let d = Palette::default();
+    let palette = Palette {
+        accent: color(&file.colors.accent, d.accent, "accent")?,
+        ok: color(&file.colors.ok, d.ok, "ok")?,
+        warn: color(&file.colors.warn, d.warn, "warn")?,
+        crit: color(&file.colors.crit, d.crit, "crit")?,
+        dim: color(&file.colors.dim, d.dim, "dim")?,
+    };
+    let dt = Thresholds::default();
+    let f = &file.thresholds;
+    let thresholds = Thresholds {
+        await_warn_ms: f.await_warn_ms.unwrap_or(dt.await_warn_ms),
+        await_crit_ms: f.await_crit_ms.unwrap_or(dt.await_crit_ms),
+        util_warn_pct: f.util_warn_pct.unwrap_or(dt.util_warn_pct),
+        util_crit_pct: f.util_crit_pct.unwrap_or(dt.util_crit_pct),
+    };
+    let color_on = !cli.no_color && !no_color_env && file.color.unwrap_or(true);
+    Ok(Settings {
+        interval,
+        theme: Theme {
+            color: color_on,
+            palette,
+            thresholds,
+        },
+        dev_cols: columns(&file.columns.devices, &DevCol::ALL, DevCol::from_key, "devices")?,
+        proc_cols: columns(&file.columns.processes, &ProcCol::ALL, ProcCol::from_key, "processes")?,
+        file: None,
+    })
+}
+
+/// Everything at once, for the dashboard.
+pub fn load(cli: &Cli) -> anyhow::Result<Settings> {
+    let (file, path) = read_file(cli.config.as_deref())?;
+    let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let mut s = resolve(cli, &file, no_color_env).with_context(|| {
+        format!(
+            "in config file {}",
+            path.as_deref().unwrap_or(Path::new("(none)")).display()
+        )
+    })?;
+    s.file = path;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn cli(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("iolens").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn cli_beats_file_beats_default() {
+        let file = parse(
+            "interval = 2.5\ncolor = true\n[columns]\ndevices = [\"name\", \"%util\"]\n[colors]\nwarn = \"magenta\"\n[thresholds]\nawait_warn_ms = 5\n",
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        let s = resolve(&cli(&[]), &file, false).unwrap();
+        assert_eq!(s.interval, Duration::from_millis(2500));
+        assert_eq!(s.dev_cols, [DevCol::Name, DevCol::Util]);
+        assert_eq!(s.proc_cols, ProcCol::ALL);
+        assert_eq!(s.theme.palette.warn, Color::Magenta);
+        assert_eq!(s.theme.thresholds.await_warn_ms, 5.0);
+        assert_eq!(s.theme.thresholds.await_crit_ms, 50.0);
+        assert!(s.theme.color);
+        let s = resolve(&cli(&["--interval", "0.5", "--no-color"]), &file, false).unwrap();
+        assert_eq!(s.interval, Duration::from_millis(500));
+        assert!(!s.theme.color);
+        let d = resolve(&cli(&[]), &FileConfig::default(), true).unwrap();
+        assert_eq!(d.interval, Duration::from_secs(1));
+        assert!(!d.theme.color, "NO_COLOR wins over the default");
+    }
+
+    #[test]
+    fn mistakes_are_reported_with_what_was_wrong() {
+        let p = Path::new("/x/config.toml");
+        let e = parse("intervall = 3\n", p).unwrap_err();
+        assert!(format!("{e:#}").contains("/x/config.toml"), "{e:#}");
+        let bad_col = parse("[columns]\nprocesses = [\"pid\", \"bogus\"]\n", p).unwrap();
+        let e = resolve(&cli(&[]), &bad_col, false).unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        let bad_color = parse("[colors]\naccent = \"blurple\"\n", p).unwrap();
+        assert!(resolve(&cli(&[]), &bad_color, false).is_err());
+        let bad_interval = parse("interval = 0\n", p).unwrap();
+        assert!(resolve(&cli(&[]), &bad_interval, false).is_err());
+    }
+
+    #[test]
+    fn shipped_example_config_parses_to_the_defaults() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/config.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let f = parse(&text, Path::new(path)).unwrap();
+        let s = resolve(&cli(&[]), &f, false).unwrap();
+        let d = resolve(&cli(&[]), &FileConfig::default(), false).unwrap();
+        assert_eq!(s, d);
+    }
+
+    #[test]
+    fn explicit_missing_file_is_an_error() {
+        let e = read_file(Some(Path::new("/nonexistent/iolens.toml"))).unwrap_err();
+        assert!(format!("{e:#}").contains("/nonexistent/iolens.toml"));
+    }
+}

@@ -1,0 +1,299 @@
+//! Device detail (Enter on a device): sysfs facts, partitions with their
+//! alignment, and history charts of MB/s, IOPS, await and %util.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph};
+
+use super::{Theme, ViewState, pane_block};
+use crate::format;
+use crate::model::history::Ring;
+use crate::model::{DeviceRow, Model};
+
+fn opt_u(v: Option<u64>) -> String {
+    v.map_or_else(|| format::NA.to_string(), |v| v.to_string())
+}
+
+/// The device's facts, then (second vector) its partitions and last interval.
+fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Line<'a>>) {
+    let mut out = Vec::new();
+    let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<16}"), t.dim()), Span::raw(v)]);
+    let Some(i) = &d.info else {
+        out.push(Line::raw("no sysfs facts for this device"));
+        return (out, Vec::new());
+    };
+    out.push(kv(
+        "model",
+        i.model.as_deref().map_or(format::NA.to_string(), format::escape),
+    ));
+    out.push(kv("kind", format!("{:?}", i.kind).to_lowercase()));
+    out.push(kv(
+        "size",
+        i.size_bytes
+            .map_or(format::NA.to_string(), |b| format::decimal(b as f64)),
+    ));
+    out.push(kv(
+        "rotational",
+        match i.rotational {
+            Some(true) => "yes".into(),
+            Some(false) => "no".into(),
+            None => format::NA.into(),
+        },
+    ));
+    out.push(kv(
+        "sector log/phys",
+        format!("{} / {} B", opt_u(i.logical_block_size), opt_u(i.physical_block_size)),
+    ));
+    out.push(kv(
+        "scheduler",
+        i.scheduler.as_deref().map_or(format::NA.to_string(), format::escape),
+    ));
+    out.push(kv("queue depth", opt_u(i.queue_depth)));
+    out.push(kv("nr_requests", opt_u(i.nr_requests)));
+    out.push(kv(
+        "max_sectors",
+        i.max_sectors_kb
+            .map_or(format::NA.to_string(), |k| format::binary(k as f64 * 1024.0)),
+    ));
+    out.push(kv(
+        "read_ahead",
+        i.read_ahead_kb
+            .map_or(format::NA.to_string(), |k| format::binary(k as f64 * 1024.0)),
+    ));
+    for m in &i.mounts {
+        out.push(kv(
+            "mounted",
+            format!("{} ({})", format::escape(&m.mount_point), format::escape(&m.fs_type)),
+        ));
+    }
+    if let Some(b) = &i.backing_file {
+        out.push(kv("backing file", format::escape(b)));
+    }
+    if let Some(n) = &i.dm_name {
+        out.push(kv("dm name", format::escape(n)));
+    }
+    if !i.slaves.is_empty() {
+        out.push(kv("on top of", format::escape(&i.slaves.join(" "))));
+    }
+    if !i.holders.is_empty() {
+        out.push(kv("used by", format::escape(&i.holders.join(" "))));
+    }
+    if let Some(s) = i.start_sector {
+        out.push(kv("start sector", s.to_string()));
+        if i.misaligned() == Some(true) {
+            out.push(Line::styled(
+                "⚠ not aligned to the physical sector size",
+                t.severity(super::theme::Severity::Warn),
+            ));
+        }
+    }
+    let parts: Vec<&DeviceRow> = model
+        .devices
+        .iter()
+        .filter(|p| p.info.as_ref().and_then(|i| i.parent.as_deref()) == Some(d.name.as_str()))
+        .collect();
+    let mut more = Vec::new();
+    if !parts.is_empty() {
+        more.push(Line::styled(
+            format!("{:<7}{:>11} {:>8}", "part", "start", "size"),
+            t.title(),
+        ));
+        for p in parts {
+            let Some(pi) = &p.info else { continue };
+            let mut spans = vec![Span::raw(format!(
+                "{:<7}{:>11} {:>8}",
+                format::escape(&p.name),
+                opt_u(pi.start_sector),
+                pi.size_bytes
+                    .map_or(format::NA.to_string(), |b| format::decimal(b as f64)),
+            ))];
+            match pi.misaligned() {
+                Some(true) => spans.push(Span::styled(" ⚠ misaligned", t.severity(super::theme::Severity::Warn))),
+                Some(false) => spans.push(Span::styled(" aligned", t.ok())),
+                None => {}
+            }
+            more.push(Line::from(spans));
+        }
+        more.push(Line::raw(""));
+    }
+    if let Some(r) = &d.rates {
+        more.push(Line::styled("last interval", t.title()));
+        for (k, d) in [("read", &r.read), ("write", &r.write)] {
+            more.push(kv(
+                k,
+                format!(
+                    "{} {}/s {} ms",
+                    format::rate(d.bytes_per_s),
+                    format::num(d.ios_per_s),
+                    d.await_ms.map_or("-".into(), format::ms)
+                ),
+            ));
+        }
+        more.push(kv("in flight", r.in_flight.to_string()));
+    }
+    (out, more)
+}
+
+/// Chart markers of the series of one chart, with the glyph naming each.
+const MARKERS: [(Marker, &str); 2] = [(Marker::Braille, "⣿"), (Marker::Dot, "•")];
+
+/// Points of the newest `n` values, x in seconds before now.
+fn points(r: &Ring, n: usize, step: f64, scale: f64) -> Vec<(f64, f64)> {
+    let len = r.len();
+    let skip = len.saturating_sub(n);
+    r.iter()
+        .enumerate()
+        .skip(skip)
+        .map(|(i, v)| (-((len - 1 - i) as f64) * step, v * scale))
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn chart(
+    frame: &mut Frame,
+    area: Rect,
+    title: &str,
+    series: &[(&str, &Ring, Style)],
+    n: usize,
+    step: f64,
+    scale: f64,
+    fmt: fn(f64) -> String,
+    t: &Theme,
+) {
+    let data: Vec<Vec<(f64, f64)>> = series.iter().map(|(_, r, _)| points(r, n, step, scale)).collect();
+    let max = data.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    let top = if max > 0.0 { max * 1.1 } else { 1.0 };
+    let shown = series.iter().map(|(_, r, _)| r.len()).max().unwrap_or(0).min(n);
+    let span = (shown.saturating_sub(1)) as f64 * step;
+    let datasets = series
+        .iter()
+        .zip(&data)
+        .enumerate()
+        .map(|(i, ((_, _, style), pts))| {
+            Dataset::default()
+                .marker(MARKERS[i % MARKERS.len()].0)
+                .graph_type(GraphType::Line)
+                .style(*style)
+                .data(pts)
+        })
+        .collect();
+    // The series are named in the title (a legend box would hide the
+    // newest values), with their marker so they differ without colour too.
+    let mut title_spans = vec![Span::styled(format!("{title} "), t.title())];
+    if series.len() > 1 {
+        for (i, (name, _, style)) in series.iter().enumerate() {
+            title_spans.push(Span::styled(
+                format!("{} {name} ", MARKERS[i % MARKERS.len()].1),
+                *style,
+            ));
+        }
+    }
+    let label_style = t.dim();
+    let chart = Chart::new(datasets)
+        .block(Block::default().borders(Borders::TOP).title(Line::from(title_spans)))
+        .x_axis(
+            Axis::default()
+                .bounds([-span.max(step), 0.0])
+                .style(label_style)
+                .labels([
+                    Span::raw(format!("-{}", format::duration(Some(span.max(step))))),
+                    Span::raw("now"),
+                ]),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, top])
+                .style(label_style)
+                .labels([Span::raw("0"), Span::raw(fmt(max))]),
+        )
+        .legend_position(None);
+    frame.render_widget(chart, area);
+}
+
+pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, name: &str) {
+    let t = &view.theme;
+    let title = Line::from(vec![
+        Span::styled(format!(" {} ", format::escape(name)), t.title()),
+        Span::styled("Esc back ", t.dim()),
+    ]);
+    let block = pane_block(title, true, t);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let Some(d) = model.devices.iter().find(|d| d.name == name) else {
+        frame.render_widget(Paragraph::new("this device is gone"), inner);
+        return;
+    };
+    let (mut lines, more) = facts(d, model, t);
+    // Wide: facts in a column left of the charts. Narrow: facts and
+    // partitions side by side above the charts.
+    let charts_area = if inner.width >= 100 {
+        let [a, b] = Layout::horizontal([Constraint::Length(50), Constraint::Fill(1)]).areas(inner);
+        lines.push(Line::raw(""));
+        lines.extend(more);
+        frame.render_widget(Paragraph::new(lines), a);
+        b
+    } else {
+        let h = (lines.len().max(more.len()) as u16).min(inner.height / 2);
+        let [a, b] = Layout::vertical([Constraint::Length(h), Constraint::Fill(1)]).areas(inner);
+        let [left, right] = Layout::horizontal([Constraint::Length(34), Constraint::Fill(1)]).areas(a);
+        frame.render_widget(Paragraph::new(lines), left);
+        frame.render_widget(Paragraph::new(more), right);
+        b
+    };
+    let step = model.interval_s.unwrap_or(view.interval.as_secs_f64());
+    // One point per braille column pair is plenty; keep "several minutes".
+    let n = (usize::from(charts_area.width) * 2).clamp(10, 600);
+    let [top, bottom] = Layout::vertical([Constraint::Fill(1); 2]).areas(charts_area);
+    let [c1, c2] = Layout::horizontal([Constraint::Fill(1); 2]).areas(top);
+    let [c3, c4] = Layout::horizontal([Constraint::Fill(1); 2]).areas(bottom);
+    let h = &d.history;
+    let read = t.ok();
+    let write = t.accent();
+    chart(
+        frame,
+        c1,
+        "MB/s",
+        &[("read", &h.read_bps, read), ("write", &h.write_bps, write)],
+        n,
+        step,
+        1e-6,
+        |v| format!("{v:.1}"),
+        t,
+    );
+    chart(
+        frame,
+        c2,
+        "IOPS",
+        &[("r+w", &h.iops, read)],
+        n,
+        step,
+        1.0,
+        format::num,
+        t,
+    );
+    chart(
+        frame,
+        c3,
+        "await ms",
+        &[("await", &h.await_ms, write)],
+        n,
+        step,
+        1.0,
+        format::ms,
+        t,
+    );
+    chart(
+        frame,
+        c4,
+        "%util",
+        &[("util", &h.util_pct, t.severity(super::theme::Severity::Warn))],
+        n,
+        step,
+        1.0,
+        |v| format!("{v:.0}"),
+        t,
+    );
+}

@@ -1,0 +1,367 @@
+//! Devices pane: one iostat -x like row per device, partitions folded under
+//! their disk, columns dropped on narrow terminals in a fixed order.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Row, Table, TableState};
+
+use super::{DevCol, Pane, ViewState, pane_block, sparkline};
+use crate::collect::sysblock::DevKind;
+use crate::format;
+use crate::model::disk::{DirRates, DiskRates};
+use crate::model::{DeviceRow, Model};
+
+/// One visible line of the pane.
+#[derive(Debug, Clone, Copy)]
+pub struct DevLine<'a> {
+    pub row: &'a DeviceRow,
+    /// 0 for a disk, 1 for a partition under it.
+    pub depth: u8,
+    /// Number of partitions folded away under this disk.
+    pub folded: usize,
+    /// Last partition of its disk (for the tree glyph).
+    pub last: bool,
+}
+
+fn is_partition(r: &DeviceRow) -> bool {
+    r.info
+        .as_ref()
+        .is_some_and(|i| i.kind == DevKind::Partition && i.parent.is_some())
+}
+
+fn parent_of(r: &DeviceRow) -> Option<&str> {
+    r.info.as_ref().and_then(|i| i.parent.as_deref())
+}
+
+/// Idle: counters compared and nothing happened. A device without rates yet
+/// (first sample) is not idle, it is unknown.
+fn idle(r: &DeviceRow) -> bool {
+    r.rates.as_ref().is_some_and(DiskRates::is_idle)
+}
+
+/// A device without media (an unattached loop device, an empty drive): it
+/// cannot do I/O, so it is not listed.
+pub fn empty(r: &DeviceRow) -> bool {
+    r.info.as_ref().is_some_and(|i| i.size_bytes == Some(0)) && r.rates.as_ref().is_none_or(DiskRates::is_idle)
+}
+
+/// The rows in display order: each disk followed by its partitions (unless
+/// folded), idle devices left out when `hide_idle` is on, empty ones always.
+pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
+    let mut out = Vec::new();
+    let mut tops: Vec<&DeviceRow> = model
+        .devices
+        .iter()
+        .filter(|r| !empty(r))
+        .filter(|r| !is_partition(r) || !model.devices.iter().any(|d| Some(d.name.as_str()) == parent_of(r)))
+        .collect();
+    tops.sort_by(|a, b| a.name.cmp(&b.name));
+    for top in tops {
+        let parts: Vec<&DeviceRow> = model
+            .devices
+            .iter()
+            .filter(|p| is_partition(p) && parent_of(p) == Some(top.name.as_str()))
+            .filter(|p| !(view.hide_idle && idle(p)))
+            .collect();
+        let folded = view.folded.contains(&top.name);
+        if view.hide_idle && idle(top) && parts.is_empty() {
+            continue;
+        }
+        out.push(DevLine {
+            row: top,
+            depth: 0,
+            folded: if folded { parts.len() } else { 0 },
+            last: false,
+        });
+        if !folded {
+            let n = parts.len();
+            out.extend(parts.into_iter().enumerate().map(|(i, p)| DevLine {
+                row: p,
+                depth: 1,
+                folded: 0,
+                last: i + 1 == n,
+            }));
+        }
+    }
+    out
+}
+
+/// Columns in the order they are given up when the terminal is too narrow:
+/// the first ones are kept longest.
+const KEEP_ORDER: [DevCol; 17] = [
+    DevCol::Name,
+    DevCol::Util,
+    DevCol::ReadMb,
+    DevCol::WriteMb,
+    DevCol::ReadAwait,
+    DevCol::WriteAwait,
+    DevCol::Pattern,
+    DevCol::ReadIops,
+    DevCol::WriteIops,
+    DevCol::QueueSize,
+    DevCol::Mount,
+    DevCol::Spark,
+    DevCol::ReadReqSz,
+    DevCol::WriteReqSz,
+    DevCol::ReadMerge,
+    DevCol::WriteMerge,
+    DevCol::FlushIops,
+];
+
+fn width(c: DevCol, name_w: u16) -> u16 {
+    match c {
+        DevCol::Name => name_w,
+        DevCol::Mount => 12,
+        DevCol::ReadReqSz | DevCol::WriteReqSz => 8,
+        DevCol::ReadMerge | DevCol::WriteMerge | DevCol::FlushIops | DevCol::QueueSize | DevCol::Util => 6,
+        DevCol::Pattern => 5,
+        DevCol::Spark => 10,
+        _ => 7,
+    }
+}
+
+/// Which of the wanted columns fit in `avail` cells (one space between
+/// columns), in display order, with their widths: space left over widens
+/// the history sparkline and the mount point.
+pub fn layout_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<(DevCol, u16)> {
+    let cols = fit_columns(wanted, avail, name_w);
+    let used: u16 = cols.iter().map(|c| width(*c, name_w) + 1).sum();
+    let mut extra = avail.saturating_sub(used);
+    cols.into_iter()
+        .map(|c| {
+            let mut w = width(c, name_w);
+            let grow = match c {
+                DevCol::Mount => extra.min(12),
+                DevCol::Spark => extra.min(50),
+                _ => 0,
+            };
+            extra -= grow;
+            w += grow;
+            (c, w)
+        })
+        .collect()
+}
+
+/// Which of the wanted columns fit in `avail` cells (one space between
+/// columns), in display order.
+pub fn fit_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<DevCol> {
+    let mut used = 0u16;
+    let mut keep = Vec::new();
+    for c in KEEP_ORDER {
+        if !wanted.contains(&c) && c != DevCol::Name {
+            continue;
+        }
+        let w = width(c, name_w) + u16::from(!keep.is_empty());
+        if used + w > avail {
+            break;
+        }
+        used += w;
+        keep.push(c);
+    }
+    DevCol::ALL.into_iter().filter(|c| keep.contains(c)).collect()
+}
+
+fn header(c: DevCol) -> &'static str {
+    match c {
+        DevCol::Name => "Device",
+        DevCol::Spark => "%util hist",
+        DevCol::Pattern => "pat",
+        other => other.key(),
+    }
+}
+
+/// "-" when no request completed in the interval (an average of nothing).
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "-".to_string(), f)
+}
+
+fn dir_cell(c: DevCol, d: &DirRates) -> String {
+    match c {
+        DevCol::ReadIops | DevCol::WriteIops => format::num(d.ios_per_s),
+        DevCol::ReadMb | DevCol::WriteMb => format!("{:.2}", d.bytes_per_s / 1e6),
+        DevCol::ReadAwait | DevCol::WriteAwait => opt(d.await_ms, format::ms),
+        DevCol::ReadReqSz | DevCol::WriteReqSz => opt(d.req_bytes, format::binary),
+        DevCol::ReadMerge | DevCol::WriteMerge => opt(d.merge_pct, |p| format!("{p:.1}")),
+        _ => String::new(),
+    }
+}
+
+fn is_read(c: DevCol) -> bool {
+    matches!(
+        c,
+        DevCol::ReadIops | DevCol::ReadMb | DevCol::ReadAwait | DevCol::ReadReqSz | DevCol::ReadMerge
+    )
+}
+
+fn name_cell(l: &DevLine) -> String {
+    let name = format::escape(&l.row.name);
+    match (l.depth, l.folded) {
+        (0, 0) => name,
+        (0, n) => format!("{name} +{n}"),
+        _ => format!("{}{name}", if l.last { "└" } else { "├" }),
+    }
+}
+
+fn mount_cell(r: &DeviceRow) -> String {
+    let Some(info) = &r.info else { return String::new() };
+    if let Some(m) = info.mounts.first() {
+        format::escape(&m.mount_point)
+    } else if let Some(b) = &info.backing_file {
+        format!("→{}", format::escape(b.rsplit('/').next().unwrap_or(b)))
+    } else if let Some(dm) = &info.dm_name {
+        format!("({})", format::escape(dm))
+    } else {
+        String::new()
+    }
+}
+
+fn cell<'a>(c: DevCol, l: &DevLine, w: u16, view: &ViewState) -> Cell<'a> {
+    let t = &view.theme;
+    let w = usize::from(w);
+    let r = l.row;
+    let text_left = |s: String| Cell::from(truncate(&s, w));
+    let right = |s: String, st: Style| Cell::from(Line::from(Span::styled(format!("{s:>w$}"), st)));
+    match c {
+        DevCol::Name => text_left(name_cell(l)),
+        DevCol::Mount => text_left(mount_cell(r)),
+        DevCol::Spark => Cell::from(Span::styled(
+            sparkline(r.history.util_pct.iter(), w, Some(100.0)),
+            t.accent(),
+        )),
+        _ => {
+            let Some(rates) = &r.rates else {
+                let why = match (c, r.rebaseline) {
+                    (DevCol::Pattern, Some(_)) => "reset",
+                    _ => format::NA,
+                };
+                return right(why.to_string(), t.dim());
+            };
+            match c {
+                DevCol::FlushIops => right(
+                    rates
+                        .flush
+                        .map_or_else(|| format::NA.to_string(), |f| format::num(f.ios_per_s)),
+                    Style::new(),
+                ),
+                DevCol::QueueSize => right(format!("{:.2}", rates.aqu_sz), Style::new()),
+                DevCol::Util => right(
+                    format!("{:.1}", rates.util_pct),
+                    t.severity(t.util_severity(Some(rates.util_pct))),
+                ),
+                DevCol::Pattern => right(rates.pattern.map_or("-", |p| p.label()).to_string(), t.accent()),
+                _ => {
+                    let d = if is_read(c) { &rates.read } else { &rates.write };
+                    let style = match c {
+                        DevCol::ReadAwait | DevCol::WriteAwait => t.severity(t.await_severity(d.await_ms)),
+                        _ if d.d_ios == 0 && d.bytes_per_s == 0.0 => t.dim(),
+                        _ => Style::new(),
+                    };
+                    right(dir_cell(c, d), style)
+                }
+            }
+        }
+    }
+}
+
+/// Cut to `w` characters (display width of escaped ASCII-ish text).
+pub fn truncate(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else if w == 0 {
+        String::new()
+    } else {
+        let mut out: String = s.chars().take(w - 1).collect();
+        out.push('…');
+        out
+    }
+}
+
+pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+    let t = &view.theme;
+    let lines = visible(model, view);
+    let focused = view.focus == Pane::Devices;
+    let mut title = vec![Span::styled(" Devices ", t.title())];
+    let n_empty = model.devices.iter().filter(|r| empty(r)).count();
+    let folded: usize = lines.iter().map(|l| l.folded).sum();
+    let n_idle = model.devices.len().saturating_sub(lines.len() + n_empty + folded);
+    let mut notes = Vec::new();
+    if view.hide_idle {
+        notes.push(format!("{n_idle} idle"));
+    }
+    if n_empty > 0 {
+        notes.push(format!("{n_empty} empty"));
+    }
+    if !notes.is_empty() {
+        title.push(Span::styled(format!("({} not shown) ", notes.join(", ")), t.dim()));
+    }
+    let block = pane_block(Line::from(title), focused, t);
+    let inner_w = area.width.saturating_sub(2);
+    let name_w = lines
+        .iter()
+        .map(|l| name_cell(l).chars().count() as u16)
+        .max()
+        .unwrap_or(6)
+        .clamp(6, 16);
+    let cols = layout_columns(&view.dev_cols, inner_w, name_w);
+    let widths: Vec<Constraint> = cols.iter().map(|(_, w)| Constraint::Length(*w)).collect();
+    let head = Row::new(cols.iter().map(|(c, w)| {
+        let w = usize::from(*w);
+        let h = header(*c);
+        Cell::from(match c {
+            DevCol::Name | DevCol::Mount | DevCol::Spark => format!("{h:<w$}"),
+            _ => format!("{h:>w$}"),
+        })
+    }))
+    .style(t.title());
+    let rows = lines.iter().map(|l| {
+        let row = Row::new(cols.iter().map(|(c, w)| cell(*c, l, *w, view)));
+        if l.depth > 0 { row.style(t.dim()) } else { row }
+    });
+    let selected = view
+        .dev_sel
+        .as_ref()
+        .and_then(|n| lines.iter().position(|l| &l.row.name == n));
+    let mut state = TableState::default().with_selected(if focused { selected } else { None });
+    let table = Table::new(rows, widths)
+        .header(head)
+        .block(block)
+        .column_spacing(1)
+        .row_highlight_style(t.selected());
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrow_terminals_drop_columns_in_order() {
+        let all = DevCol::ALL.to_vec();
+        let c = fit_columns(&all, 40, 8);
+        assert_eq!(
+            c,
+            [
+                DevCol::Name,
+                DevCol::ReadMb,
+                DevCol::ReadAwait,
+                DevCol::WriteMb,
+                DevCol::Util
+            ]
+        );
+        let wide = fit_columns(&all, 200, 8);
+        assert_eq!(wide, all);
+        // A column the user switched off stays off however wide.
+        let no_mount: Vec<DevCol> = all.iter().copied().filter(|c| *c != DevCol::Mount).collect();
+        assert!(!fit_columns(&no_mount, 200, 8).contains(&DevCol::Mount));
+        assert_eq!(fit_columns(&all, 3, 8), Vec::<DevCol>::new());
+    }
+
+    #[test]
+    fn truncates_with_ellipsis() {
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abc", 4), "abc");
+        assert_eq!(truncate("abc", 0), "");
+    }
+}

@@ -1,0 +1,137 @@
+//! Header: host, kernel, uptime, interval; CPU shares; I/O pressure; dirty
+//! memory; whether running as root and what is hidden.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::ViewState;
+use super::theme::Severity;
+use crate::format;
+use crate::model::Model;
+
+pub const HEIGHT: u16 = 3;
+
+fn sev(v: f64, warn: f64, crit: f64) -> Severity {
+    if v >= crit {
+        Severity::Crit
+    } else if v >= warn {
+        Severity::Warn
+    } else {
+        Severity::Normal
+    }
+}
+
+pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+    let t = &view.theme;
+    let sep = || Span::styled(" │ ", t.dim());
+    // Line 1: who, when, as whom. CLOCK_MONOTONIC is the time since boot
+    // (without time suspended), so the sample stamp doubles as uptime.
+    let mut l1 = vec![
+        Span::styled("iolens ", t.title()),
+        Span::raw(format::escape(&model.host.hostname)),
+        Span::styled(" · kernel ", t.dim()),
+        Span::raw(format::escape(&model.host.kernel)),
+        Span::styled(" · up ", t.dim()),
+        Span::raw(if model.mono_ns > 0 {
+            format::duration(Some(model.mono_ns as f64 / 1e9))
+        } else {
+            format::NA.to_string()
+        }),
+        Span::styled(" · every ", t.dim()),
+        Span::raw(format!("{:.2}s", view.interval.as_secs_f64())),
+        Span::styled(" · ", t.dim()),
+        if model.host.is_root {
+            Span::styled("root", t.ok())
+        } else {
+            Span::styled("not root", t.severity(Severity::Warn))
+        },
+    ];
+    if view.paused {
+        l1.push(Span::styled(" PAUSED", t.error()));
+    }
+    if view.accumulated {
+        l1.push(Span::styled(" TOTALS", t.title()));
+    }
+    // Line 2: CPU and the memory on its way to the disks.
+    let mut l2 = vec![Span::styled("CPU ", t.title())];
+    match model.cpu {
+        Some(c) => {
+            l2.push(Span::raw("iowait "));
+            l2.push(Span::styled(
+                format!("{:.1}%", c.iowait),
+                t.severity(sev(c.iowait, 10.0, 30.0)).add_modifier(Modifier::BOLD),
+            ));
+            l2.push(Span::raw(format!(
+                " user {:.1}% sys {:.1}% steal {:.1}%",
+                c.user + c.nice,
+                c.system,
+                c.steal
+            )));
+        }
+        None => l2.push(Span::raw(format::NA)),
+    }
+    l2.push(sep());
+    match model.mem {
+        Some(m) => {
+            l2.push(Span::styled("Dirty ", t.title()));
+            l2.push(Span::raw(format::decimal(m.dirty_bytes as f64)));
+            l2.push(Span::styled(" Writeback ", t.title()));
+            l2.push(Span::raw(format::decimal(m.writeback_bytes as f64)));
+        }
+        None => l2.push(Span::raw(format!("Dirty {0} Writeback {0}", format::NA))),
+    }
+    // Line 3: pressure, blocked tasks, what we cannot see, read errors.
+    let mut l3 = Vec::new();
+    match model.psi.and_then(|p| p.some) {
+        Some(s) => {
+            l3.push(Span::styled("PSI io ", t.title()));
+            l3.push(Span::raw("some "));
+            l3.push(Span::styled(
+                format!("{:.2}", s.avg10),
+                t.severity(sev(s.avg10, 10.0, 40.0)),
+            ));
+            l3.push(Span::raw(" full "));
+            l3.push(match model.psi.and_then(|p| p.full) {
+                Some(f) => Span::styled(format!("{:.2}", f.avg10), t.severity(sev(f.avg10, 5.0, 20.0))),
+                None => Span::raw(format::NA),
+            });
+            l3.push(Span::styled(" avg10", t.dim()));
+        }
+        None => l3.push(Span::styled("PSI off", t.dim())),
+    }
+    if let Some(b) = model.cpu.and_then(|c| c.procs_blocked) {
+        l3.push(sep());
+        l3.push(Span::raw(format!("blocked {b}")));
+    }
+    if !model.host.is_root && model.denied > 0 {
+        l3.push(sep());
+        l3.push(Span::styled(
+            format!("I/O of {} processes hidden: other users', needs root", model.denied),
+            t.severity(Severity::Warn),
+        ));
+    }
+    if model.hidden > 0 {
+        l3.push(sep());
+        l3.push(Span::styled(
+            format!("{} processes not readable (hidepid?)", model.hidden),
+            t.severity(Severity::Warn),
+        ));
+    }
+    if let Some(e) = model.errors.first() {
+        l3.push(sep());
+        let more = if model.errors.len() > 1 {
+            format!(" (+{} more)", model.errors.len() - 1)
+        } else {
+            String::new()
+        };
+        l3.push(Span::styled(
+            format!("⚠ {}{more}", format::escape(e)),
+            t.severity(Severity::Warn),
+        ));
+    }
+    let text = vec![Line::from(l1), Line::from(l2), Line::from(l3)];
+    frame.render_widget(Paragraph::new(text), area);
+}

@@ -1,0 +1,54 @@
+//! The help popup: every key. The same table is in the README.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use super::{ViewState, centered, pane_block};
+
+/// Every key of the dashboard: (keys, what they do).
+pub const KEYS: &[(&str, &str)] = &[
+    ("q, Ctrl-C", "quit"),
+    ("?", "this help (Esc or ? closes)"),
+    ("Tab, Shift-Tab", "move the focus between panes"),
+    ("↑ ↓, j k", "move the selection (k: only in the devices pane)"),
+    ("PgUp PgDn, Home End", "move by a page, to the first / last row"),
+    ("Enter", "device detail: sysfs facts, partitions, history charts"),
+    ("Esc", "close a popup or the detail, clear the filter"),
+    ("Space, ← →", "fold / unfold the partitions of the selected disk"),
+    ("a", "hide / show idle devices"),
+    ("s >, S <", "sort processes by the next / previous column"),
+    ("r", "reverse the sort order"),
+    ("o", "only processes doing I/O"),
+    ("/", "filter processes by text (Enter keeps it, Esc clears)"),
+    ("c", "accumulated mode: totals since iolens started"),
+    ("i", "set I/O priority of the process: idle or best-effort 0-7"),
+    ("k", "send SIGTERM to the process (processes pane, asks first)"),
+    ("p", "pause / resume sampling"),
+    ("+ -", "longer / shorter sample interval"),
+];
+
+pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
+    let t = &view.theme;
+    let key_w = KEYS.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
+    let mut lines: Vec<Line> = KEYS
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!(" {k:<key_w$}  "), t.title()),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        " \"-\": no request completed in the interval; n/a: cannot be known",
+        t.dim(),
+    ));
+    let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 2;
+    let popup = centered(area, w + 1, lines.len() as u16 + 2);
+    frame.render_widget(Clear, popup);
+    let block = pane_block(Line::styled(" Keys ", t.title()), true, t);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}

@@ -1,0 +1,379 @@
+//! The dashboard's views. Rendering is pure: [`render`] draws a [`Model`]
+//! (the numbers) and a [`ViewState`] (focus, selection, sort, filter, popups)
+//! into a frame and does no I/O. Each pane has its own module with a
+//! `render(frame, area, &Model, &ViewState)` function.
+
+pub mod detail;
+pub mod devices;
+pub mod header;
+pub mod help;
+pub mod processes;
+pub mod progress;
+pub mod results;
+pub mod status;
+pub mod theme;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+
+use crate::collect::process::ProcKey;
+use crate::model::Model;
+pub use theme::Theme;
+
+/// Smallest terminal the dashboard lays out in; below this a message says so.
+pub const MIN_WIDTH: u16 = 50;
+pub const MIN_HEIGHT: u16 = 12;
+
+/// A pane that can take the focus. New panes (transfers in progress, probe
+/// results) are added here, to [`ViewState::panes`] and to [`render_panes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Devices,
+    Processes,
+}
+
+/// A column of the processes pane (also the sort keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProcCol {
+    Pid,
+    User,
+    Prio,
+    DiskRead,
+    DiskWrite,
+    Read,
+    Write,
+    Syscalls,
+    AvgSyscall,
+    Cache,
+    IoWait,
+    Command,
+}
+
+impl ProcCol {
+    /// Display order.
+    pub const ALL: [ProcCol; 12] = [
+        ProcCol::Pid,
+        ProcCol::User,
+        ProcCol::Prio,
+        ProcCol::DiskRead,
+        ProcCol::DiskWrite,
+        ProcCol::Read,
+        ProcCol::Write,
+        ProcCol::Syscalls,
+        ProcCol::AvgSyscall,
+        ProcCol::Cache,
+        ProcCol::IoWait,
+        ProcCol::Command,
+    ];
+
+    /// Name used in the config file.
+    pub fn key(self) -> &'static str {
+        match self {
+            ProcCol::Pid => "pid",
+            ProcCol::User => "user",
+            ProcCol::Prio => "prio",
+            ProcCol::DiskRead => "disk_read",
+            ProcCol::DiskWrite => "disk_write",
+            ProcCol::Read => "read",
+            ProcCol::Write => "write",
+            ProcCol::Syscalls => "syscalls",
+            ProcCol::AvgSyscall => "avg_syscall",
+            ProcCol::Cache => "cache",
+            ProcCol::IoWait => "io_wait",
+            ProcCol::Command => "command",
+        }
+    }
+
+    pub fn from_key(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.key() == s)
+    }
+}
+
+/// A column of the devices pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DevCol {
+    Name,
+    Mount,
+    ReadIops,
+    ReadMb,
+    ReadAwait,
+    ReadReqSz,
+    ReadMerge,
+    WriteIops,
+    WriteMb,
+    WriteAwait,
+    WriteReqSz,
+    WriteMerge,
+    FlushIops,
+    QueueSize,
+    Util,
+    Pattern,
+    Spark,
+}
+
+impl DevCol {
+    /// Display order.
+    pub const ALL: [DevCol; 17] = [
+        DevCol::Name,
+        DevCol::Mount,
+        DevCol::ReadIops,
+        DevCol::ReadMb,
+        DevCol::ReadAwait,
+        DevCol::ReadReqSz,
+        DevCol::ReadMerge,
+        DevCol::WriteIops,
+        DevCol::WriteMb,
+        DevCol::WriteAwait,
+        DevCol::WriteReqSz,
+        DevCol::WriteMerge,
+        DevCol::FlushIops,
+        DevCol::QueueSize,
+        DevCol::Util,
+        DevCol::Pattern,
+        DevCol::Spark,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            DevCol::Name => "name",
+            DevCol::Mount => "mount",
+            DevCol::ReadIops => "r/s",
+            DevCol::ReadMb => "rMB/s",
+            DevCol::ReadAwait => "r_await",
+            DevCol::ReadReqSz => "rareq-sz",
+            DevCol::ReadMerge => "%rrqm",
+            DevCol::WriteIops => "w/s",
+            DevCol::WriteMb => "wMB/s",
+            DevCol::WriteAwait => "w_await",
+            DevCol::WriteReqSz => "wareq-sz",
+            DevCol::WriteMerge => "%wrqm",
+            DevCol::FlushIops => "f/s",
+            DevCol::QueueSize => "aqu-sz",
+            DevCol::Util => "%util",
+            DevCol::Pattern => "pattern",
+            DevCol::Spark => "history",
+        }
+    }
+
+    pub fn from_key(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.key() == s)
+    }
+}
+
+/// What is drawn over the panes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Popup {
+    #[default]
+    None,
+    Help,
+    /// Device detail of the named device.
+    Detail(String),
+    Confirm(Confirm),
+}
+
+/// An action on a process waiting for a yes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirm {
+    pub action: ConfirmAction,
+    pub key: ProcKey,
+    /// Escaped command name, for the question.
+    pub comm: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmAction {
+    /// SIGTERM.
+    Kill,
+    /// ioprio_set: idle, or best-effort with the chosen level.
+    Ionice,
+}
+
+/// The outcome of the last action, shown in the status line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusMsg {
+    pub text: String,
+    pub error: bool,
+}
+
+/// Everything about the screen that is not data: the renderer reads it, the
+/// key handler in `app` changes it.
+#[derive(Debug, Clone)]
+pub struct ViewState {
+    pub focus: Pane,
+    /// Selected device, by name.
+    pub dev_sel: Option<String>,
+    /// Selected process, by key (stays on the process when the order changes).
+    pub proc_sel: Option<ProcKey>,
+    pub sort: ProcCol,
+    /// Sort ascending instead of the column's natural order.
+    pub reverse: bool,
+    pub only_active: bool,
+    pub filter: String,
+    /// Typing into the filter.
+    pub editing_filter: bool,
+    /// Totals since iolens started instead of rates.
+    pub accumulated: bool,
+    pub hide_idle: bool,
+    pub paused: bool,
+    /// Disks whose partitions are folded away.
+    pub folded: BTreeSet<String>,
+    pub popup: Popup,
+    pub status: Option<StatusMsg>,
+    pub interval: Duration,
+    pub theme: Theme,
+    /// Columns the user wants (config); narrow terminals drop some of these.
+    pub dev_cols: Vec<DevCol>,
+    pub proc_cols: Vec<ProcCol>,
+}
+
+impl Default for ViewState {
+    fn default() -> Self {
+        ViewState {
+            focus: Pane::Processes,
+            dev_sel: None,
+            proc_sel: None,
+            sort: ProcCol::DiskRead,
+            reverse: false,
+            only_active: false,
+            filter: String::new(),
+            editing_filter: false,
+            accumulated: false,
+            hide_idle: false,
+            paused: false,
+            folded: BTreeSet::new(),
+            popup: Popup::None,
+            status: None,
+            interval: Duration::from_secs(1),
+            theme: Theme::default(),
+            dev_cols: DevCol::ALL.to_vec(),
+            proc_cols: ProcCol::ALL.to_vec(),
+        }
+    }
+}
+
+impl ViewState {
+    /// Panes in focus order.
+    pub fn panes(&self) -> Vec<Pane> {
+        vec![Pane::Devices, Pane::Processes]
+    }
+}
+
+/// Draw the whole screen.
+pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        render_too_small(frame, area);
+        return;
+    }
+    let [head, body, status_area] = Layout::vertical([
+        Constraint::Length(header::HEIGHT),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    header::render(frame, head, model, view);
+    match &view.popup {
+        Popup::Detail(name) => detail::render(frame, body, model, view, name),
+        _ => render_panes(frame, body, model, view),
+    }
+    status::render(frame, status_area, model, view);
+    match &view.popup {
+        Popup::Help => help::render(frame, body, view),
+        Popup::Confirm(c) => status::render_confirm(frame, body, view, c),
+        Popup::None | Popup::Detail(_) => {}
+    }
+}
+
+/// The panes under the header: devices sized to their rows (at most 45% of
+/// the height), processes take the rest.
+fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+    let dev_rows = u16::try_from(devices::visible(model, view).len()).unwrap_or(u16::MAX);
+    let dev_h = (dev_rows.saturating_add(3))
+        .min((u32::from(area.height) * 45 / 100) as u16)
+        .max(4);
+    let [dev_area, proc_area] = Layout::vertical([Constraint::Length(dev_h), Constraint::Fill(1)]).areas(area);
+    devices::render(frame, dev_area, model, view);
+    processes::render(frame, proc_area, model, view);
+}
+
+fn render_too_small(frame: &mut Frame, area: Rect) {
+    let text = format!(
+        "terminal too small: {}x{}, iolens needs at least {MIN_WIDTH}x{MIN_HEIGHT}",
+        area.width, area.height
+    );
+    frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+}
+
+/// A bordered block whose border shows whether the pane has the focus.
+pub fn pane_block<'a>(title: Line<'a>, focused: bool, theme: &Theme) -> Block<'a> {
+    let b = Block::default().borders(Borders::ALL).title(title);
+    if focused {
+        b.border_style(theme.title())
+    } else {
+        b.border_style(theme.dim())
+    }
+}
+
+/// A rectangle of at most `w`×`h` centred in `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+/// The last `width` values as block characters scaled to `max` (or to their
+/// own maximum); a zero is a space, any non-zero value at least the lowest block.
+pub fn sparkline(
+    values: impl DoubleEndedIterator<Item = f64> + ExactSizeIterator,
+    width: usize,
+    max: Option<f64>,
+) -> String {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let skip = values.len().saturating_sub(width);
+    let vals: Vec<f64> = values.skip(skip).collect();
+    let max = max.unwrap_or_else(|| vals.iter().copied().fold(0.0, f64::max));
+    let mut s: String = " ".repeat(width - vals.len());
+    for v in vals {
+        if v <= 0.0 || max <= 0.0 || !v.is_finite() {
+            s.push(' ');
+        } else {
+            let i = ((v / max) * 7.0).round() as usize;
+            s.push(BLOCKS[i.min(7)]);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparkline_scales_to_max_and_pads() {
+        assert_eq!(sparkline([0.0, 1.0, 2.0, 4.0].into_iter(), 6, None), "   ▃▅█");
+        assert_eq!(sparkline([5.0, 1.0, 8.0].into_iter(), 2, None), "▂█");
+        assert_eq!(sparkline(std::iter::empty(), 3, None), "   ");
+        assert_eq!(sparkline([0.0, 0.0].into_iter(), 2, None), "  ");
+        assert_eq!(sparkline([50.0, 100.0, 200.0].into_iter(), 3, Some(100.0)), "▅██");
+    }
+
+    #[test]
+    fn column_keys_round_trip() {
+        for c in ProcCol::ALL {
+            assert_eq!(ProcCol::from_key(c.key()), Some(c));
+        }
+        for c in DevCol::ALL {
+            assert_eq!(DevCol::from_key(c.key()), Some(c));
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The status line (key hints, the filter being typed, the result of the
+//! last action) and the confirmation popup of process actions.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use super::{Confirm, ConfirmAction, Pane, ViewState, centered, pane_block};
+use crate::format;
+use crate::model::Model;
+
+pub fn render(frame: &mut Frame, area: Rect, _model: &Model, view: &ViewState) {
+    let t = &view.theme;
+    let line = if view.editing_filter {
+        Line::from(vec![
+            Span::styled("filter: ", t.title()),
+            Span::raw(format::escape(&view.filter)),
+            Span::styled("█", t.accent()),
+            Span::styled("  Enter keep · Esc clear", t.dim()),
+        ])
+    } else if let Some(s) = &view.status {
+        Line::styled(format::escape(&s.text), if s.error { t.error() } else { t.ok() })
+    } else {
+        let hints = match view.focus {
+            Pane::Devices => "q quit  ? help  Tab focus  Enter detail  a idle  Space fold  p pause  +/- interval",
+            Pane::Processes => {
+                "q quit  ? help  Tab focus  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill"
+            }
+        };
+        Line::styled(hints, t.dim())
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+pub fn render_confirm(frame: &mut Frame, area: Rect, view: &ViewState, c: &Confirm) {
+    let t = &view.theme;
+    let who = format!("PID {} ({})", c.key.pid, c.comm);
+    let (title, question, answers) = match c.action {
+        ConfirmAction::Kill => (
+            " Send SIGTERM ",
+            format!("Send SIGTERM to {who}?"),
+            "y yes · n / Esc no",
+        ),
+        ConfirmAction::Ionice => (
+            " I/O priority ",
+            format!("Set the I/O priority of {who}:"),
+            "i idle · 0-7 best-effort level · Esc cancel",
+        ),
+    };
+    let lines = vec![Line::raw(question), Line::raw(""), Line::styled(answers, t.title())];
+    let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;
+    let popup = centered(area, w, 5);
+    frame.render_widget(Clear, popup);
+    let block = pane_block(Line::styled(title, t.title()), true, t);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}

@@ -1,0 +1,135 @@
+//! A deterministic model built from the `root-6.8` fixture tree: the tree is
+//! read once, then counters are advanced by hand-chosen amounts for 40
+//! samples of 1 s each, so rates, history, sparklines and charts have known
+//! values.
+#![allow(dead_code)]
+
+use iolens::collect::process::{IoPrio, ProcIo, ProcKey, RawProc};
+use iolens::collect::sample::HostInfo;
+use iolens::collect::{Collector, RawSample};
+use iolens::model::Model;
+
+pub const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/root-6.8");
+
+/// A process whose name carries a terminal escape sequence.
+pub const EVIL_COMM: &str = "evil\x1b[31mred\x07";
+
+fn evil_proc() -> RawProc {
+    RawProc {
+        key: ProcKey {
+            pid: 31337,
+            start_time: 5555,
+        },
+        ppid: 1,
+        comm: EVIL_COMM.into(),
+        cmdline: String::new(),
+        state: 'S',
+        nice: 0,
+        uid: Some(1000),
+        user: Some("mallory".into()),
+        ioprio: Some(IoPrio::from_raw(3 << 13)),
+        cpu_ticks: 0,
+        blkio_ticks: Some(0),
+        io: Ok(ProcIo::default()),
+    }
+}
+
+fn first_sample() -> RawSample {
+    let mut c = Collector::new(FIXTURE);
+    let mut s = c.sample();
+    // About 4 days after boot.
+    s.mono_ns = 360_000 * 1_000_000_000;
+    for p in &mut s.procs.procs {
+        p.uid = Some(0);
+        p.user = Some("root".into());
+        p.ioprio = Some(IoPrio::from_raw((2 << 13) | 4));
+    }
+    s.procs.procs.push(evil_proc());
+    s
+}
+
+/// Advance sample `s` by one second of activity; `i` shapes the load.
+fn advance(s: &mut RawSample, i: u64) {
+    s.mono_ns += 1_000_000_000;
+    let wave = [2u64, 5, 9, 14, 20, 14, 9, 5][i as usize % 8];
+    for d in &mut s.disks {
+        match d.name.as_str() {
+            // Busy spinning disk: 128 KiB sequential reads at 30 ms, some
+            // small writes at 60 ms, 95% busy.
+            "sda" | "sda2" | "dm-0" => {
+                let r = 20 * wave;
+                d.read.ios += r;
+                d.read.merges += r / 2;
+                d.read.sectors += r * 256;
+                d.read.ticks += r * 30;
+                d.write.ios += 40;
+                d.write.merges += 10;
+                d.write.sectors += 40 * 8;
+                d.write.ticks += 40 * 60;
+                d.io_ticks += 950;
+                d.time_in_queue += r * 30 + 2400;
+                if let Some(f) = &mut d.flush {
+                    f.ios += 4;
+                    f.ticks += 8;
+                }
+            }
+            // Loop device: small random reads, fast.
+            "loop0" => {
+                d.read.ios += 500;
+                d.read.sectors += 500 * 8;
+                d.read.ticks += 50;
+                d.io_ticks += 300;
+                d.time_in_queue += 50;
+            }
+            // sda1 and sdb stay idle.
+            _ => {}
+        }
+    }
+    if let Some(c) = &mut s.cpu {
+        c.user += 20;
+        c.system += 10;
+        c.iowait += 30;
+        c.idle += 140;
+    }
+    for p in &mut s.procs.procs {
+        if let Ok(io) = &mut p.io {
+            if p.key.pid == 4242 {
+                // dd: 1 MiB reads, half from the disk.
+                io.rchar += 40 << 20;
+                io.read_bytes += 20 << 20;
+                io.syscr += 40;
+                io.wchar += 40 << 20;
+                io.syscw += 40;
+            } else if p.key.pid == 31337 {
+                // Many tiny writes.
+                io.wchar += 64 * 1000;
+                io.syscw += 1000;
+                io.write_bytes += 4096 * 10;
+            }
+        }
+    }
+}
+
+pub fn host() -> HostInfo {
+    HostInfo {
+        hostname: "fixture-host".into(),
+        kernel: "6.8.0-fixture".into(),
+        is_root: true,
+    }
+}
+
+/// The fixture model after `n` one-second intervals.
+pub fn model_after(n: u64) -> Model {
+    let mut m = Model::new(host(), 100.0);
+    let mut s = first_sample();
+    m.update(s.clone());
+    for i in 0..n {
+        advance(&mut s, i);
+        m.update(s.clone());
+    }
+    m
+}
+
+pub fn model() -> Model {
+    model_after(40)
+}

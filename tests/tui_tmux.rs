@@ -1,0 +1,468 @@
+//! End-to-end tests of the real binary in tmux: start, devices of this
+//! machine with a busy loop device, sort and filter, help, escaping of
+//! hostile process names, and restoration of the terminal on q, Ctrl-C,
+//! SIGTERM, a panic, and the terminal going away.
+//!
+//! Each test runs its own tmux server (`-L`), killed on drop. Without tmux
+//! (or, for the loop device, without root / losetup) a test prints
+//! "skipped: <reason>" and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_iolens");
+const PROMPT: &str = "IOLENS-TEST$ ";
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn skip(reason: &str) {
+    eprintln!("skipped: {reason}");
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// A tmux server with one 120x40 session; killed on drop.
+struct Tmux {
+    sock: String,
+}
+
+impl Tmux {
+    /// Start `cmd` (a shell command line) as the session's program.
+    fn start(cmd: &str) -> Tmux {
+        let sock = format!(
+            "iolens-test-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        );
+        let t = Tmux { sock };
+        let ok = t
+            .cmd(&["new-session", "-d", "-s", "main", "-x", "120", "-y", "40", cmd])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux new-session failed");
+        t
+    }
+
+    /// An interactive shell with a known prompt, to see what is left after
+    /// iolens exits.
+    fn shell() -> Tmux {
+        let t = Tmux::start(&format!(
+            "env PS1='{PROMPT}' TERM=tmux-256color bash --norc --noprofile"
+        ));
+        t.wait_for("shell prompt", |s| s.contains(PROMPT.trim_end()));
+        t
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.sock, "-f", "/dev/null"]).args(args);
+        c.stdout(Stdio::piped()).stderr(Stdio::null());
+        c
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            let ok = self.cmd(&["send-keys", "-t", "main", k]).status().unwrap().success();
+            assert!(ok, "send-keys {k}");
+            // Let each key be handled before the next (the dashboard
+            // coalesces redraws, not keys, but this keeps captures stable).
+            std::thread::sleep(Duration::from_millis(60));
+        }
+    }
+
+    /// Type literal text.
+    fn type_text(&self, text: &str) {
+        let ok = self
+            .cmd(&["send-keys", "-t", "main", "-l", text])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+
+    fn screen(&self) -> String {
+        let out = self.cmd(&["capture-pane", "-p", "-t", "main"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn format(&self, f: &str) -> String {
+        let out = self.cmd(&["display-message", "-p", "-t", "main", f]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Wait (up to 30 s) until the screen satisfies `ok`; panic with the
+    /// screen otherwise.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            if Instant::now() > end {
+                panic!("timed out waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// After iolens exited in the shell: prompt back with the exit code,
+    /// normal screen, cursor visible.
+    fn assert_restored(&self, exit: &str) -> String {
+        let s = self.wait_for(&format!("EXIT={exit} and the prompt"), |s| {
+            s.contains(&format!("EXIT={exit}")) && s.lines().any(|l| l.starts_with(PROMPT.trim_end()))
+        });
+        assert_eq!(self.format("#{alternate_on}"), "0", "alternate screen left on");
+        assert_eq!(self.format("#{cursor_flag}"), "1", "cursor left hidden");
+        // The line discipline is back to cooked mode: typed text echoes.
+        self.type_text("echo still-$((40+2))");
+        self.keys(&["Enter"]);
+        self.wait_for("a working shell", |s| s.contains("still-42"));
+        s
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).status();
+    }
+}
+
+/// A child process killed (with its process group) on drop.
+struct Bg(Child);
+
+impl Bg {
+    fn spawn(c: &mut Command) -> Bg {
+        use std::os::unix::process::CommandExt;
+        c.process_group(0).stdout(Stdio::null()).stderr(Stdio::null());
+        Bg(c.spawn().unwrap())
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        // SAFETY: signalling the process group we created.
+        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+        let _ = self.0.wait();
+    }
+}
+
+/// A read-only loop device over a temp file; detached on drop.
+struct Loop {
+    dev: String,
+    _file: tempfile::NamedTempFile,
+}
+
+impl Loop {
+    fn attach() -> Result<Loop, String> {
+        if !is_root() {
+            return Err("not root (losetup needs it)".into());
+        }
+        if !have("losetup") {
+            return Err("losetup not installed".into());
+        }
+        let file = tempfile::NamedTempFile::new_in("/var/tmp").map_err(|e| e.to_string())?;
+        file.as_file().set_len(32 << 20).map_err(|e| e.to_string())?;
+        let out = Command::new("losetup")
+            .args(["-f", "--show", "-r", "--direct-io=on"])
+            .arg(file.path())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok(Loop { dev, _file: file })
+    }
+
+    fn name(&self) -> &str {
+        self.dev.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// The numbers on a device row (r/s first).
+fn row_numbers(screen: &str, dev: &str) -> Option<Vec<f64>> {
+    let line = screen.lines().find(|l| l.contains(&format!("│{dev} ")))?;
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .filter_map(|t| t.parse::<f64>().ok())
+            .collect(),
+    )
+}
+
+#[test]
+fn shows_this_machines_devices_and_a_busy_loop_device() {
+    if !have("tmux") {
+        return skip("tmux not installed");
+    }
+    let lo = match Loop::attach() {
+        Ok(l) => l,
+        Err(e) => return skip(&e),
+    };
+    if !have("python3") {
+        return skip("python3 not installed");
+    }
+    // A steady O_DIRECT reader (64 KiB every 2 ms) that lives the whole test.
+    let reader = Bg::spawn(Command::new("python3").args([
+        "-c",
+        "import os, mmap, sys, time\n\
+         fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)\n\
+         buf = mmap.mmap(-1, 65536)\n\
+         off = 0\n\
+         while True:\n\
+         \x20   n = os.preadv(fd, [buf], off)\n\
+         \x20   off = 0 if n <= 0 else off + n\n\
+         \x20   time.sleep(0.002)\n",
+        &lo.dev,
+    ]));
+    let reader_pid = reader.0.id();
+    let t = Tmux::start(BIN);
+    let name = lo.name().to_string();
+    let s = t.wait_for("vda and a reading loop device", |s| {
+        s.contains("│vda ") && row_numbers(s, &name).is_some_and(|n| n.first().is_some_and(|r| *r > 0.0))
+    });
+    let nums = row_numbers(&s, &name).unwrap();
+    // r/s > 0 and rMB/s > 0 (64 KiB reads).
+    assert!(nums[0] > 0.0 && nums[1] > 0.0, "{nums:?}\n{s}");
+    // The backing file is named in the mount column.
+    assert!(s.contains("→.tmp"), "{s}");
+    // The reader is among the active processes, with disk reads.
+    t.keys(&["o"]);
+    let s = t.wait_for("the reader among active processes", |s| {
+        s.lines().any(|l| l.starts_with(&format!("│{reader_pid:>7} ")))
+    });
+    let row = s
+        .lines()
+        .find(|l| l.starts_with(&format!("│{reader_pid:>7} ")))
+        .unwrap();
+    let disk_rd = row.split_whitespace().nth(3).unwrap();
+    assert_ne!(disk_rd, "0", "no disk reads for the reader: {row}");
+    t.keys(&["q"]);
+}
+
+#[test]
+fn sort_filter_help_escape_and_quit() {
+    if !have("tmux") {
+        return skip("tmux not installed");
+    }
+    if !have("python3") {
+        return skip("python3 not installed");
+    }
+    // One process renames its comm to contain ESC; another has ESC in
+    // argv[0]. Both carry a marker unique to this run.
+    let m = format!("z{:05}", std::process::id() % 100_000);
+    let _evil_comm = Bg::spawn(Command::new("python3").args([
+        "-c",
+        &format!("import ctypes, time\nctypes.CDLL(None).prctl(15, b'{m}\\x1b[31mX', 0, 0, 0)\ntime.sleep(120)"),
+    ]));
+    let _evil_argv =
+        Bg::spawn(Command::new("bash").args(["-c", &format!("exec -a \"$(printf '{m}\\033[32mY')\" sleep 120")]));
+    let t = Tmux::shell();
+    t.type_text(&format!("{BIN}; echo EXIT=$?"));
+    t.keys(&["Enter"]);
+    t.wait_for("the dashboard", |s| s.contains("Processes") && s.contains("Devices"));
+    // Filter on the marker both processes share.
+    t.keys(&["/"]);
+    t.type_text(&m);
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the two marked processes", |s| {
+        s.contains(&format!("({m}\\x1b[31mX) ")) && s.contains(&format!("(sleep) {m}\\x1b[32mY 120"))
+    });
+    assert!(s.contains(&format!("[/{m}]")), "{s}");
+    // No row other than the two marked ones.
+    let rows: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.contains("COMMAND"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('└'))
+        .filter(|l| l.trim_matches(|c| c == '│' || c == ' ').len() > 1)
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // Sort by PID (three steps back from disk reads: prio, user, pid),
+    // ascending, then reversed.
+    let pids = |s: &str| -> Vec<i32> {
+        s.lines()
+            .skip_while(|l| !l.contains("COMMAND"))
+            .skip(1)
+            .filter_map(|l| l.trim_start_matches('│').split_whitespace().next()?.parse().ok())
+            .collect()
+    };
+    t.keys(&["<", "<", "<"]);
+    let s = t.wait_for("sort by PID", |s| s.contains("PID▲"));
+    let p = pids(&s);
+    assert!(p.len() == 2 && p[0] < p[1], "{p:?}\n{s}");
+    t.keys(&["r"]);
+    let s = t.wait_for("reversed", |s| s.contains("PID▼"));
+    let p = pids(&s);
+    assert!(p.len() == 2 && p[0] > p[1], "{p:?}\n{s}");
+    // Help lists every key; Esc closes it.
+    t.keys(&["?"]);
+    t.wait_for("help", |s| s.contains("Keys") && s.contains("send SIGTERM"));
+    t.keys(&["Escape"]);
+    t.wait_for("help closed", |s| !s.contains("send SIGTERM"));
+    t.keys(&["q"]);
+    t.assert_restored("0");
+}
+
+#[test]
+fn ctrl_c_sigterm_and_panic_restore_the_terminal() {
+    if !have("tmux") {
+        return skip("tmux not installed");
+    }
+    let t = Tmux::shell();
+    let dashboard = |t: &Tmux, prefix: &str| {
+        t.type_text(&format!("{prefix}{BIN}; echo EXIT=$?"));
+        t.keys(&["Enter"]);
+        t.wait_for("the dashboard", |s| s.contains("Processes"));
+    };
+    dashboard(&t, "");
+    t.keys(&["C-c"]);
+    t.assert_restored("0");
+    t.keys(&["C-l"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    dashboard(&t, &format!("sh -c 'echo $$ > {}; exec \"$0\"' ", pidfile.display()));
+    let pid = read_pid(&pidfile);
+    // SAFETY: signalling the iolens we started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    t.assert_restored("143");
+    t.keys(&["C-l"]);
+
+    // The panic comes right after the first full frame.
+    t.type_text(&format!("IOLENS_DEBUG_PANIC=1 RUST_BACKTRACE=0 {BIN}; echo EXIT=$?"));
+    t.keys(&["Enter"]);
+    let s = t.assert_restored("101");
+    assert!(s.contains("debug panic requested"), "{s}");
+}
+
+fn read_pid(p: &Path) -> i32 {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(Instant::now() < end, "no pid in {}", p.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn cpu_ticks(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+#[test]
+fn exits_when_the_terminal_goes_away() {
+    if !have("tmux") {
+        return skip("tmux not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile: PathBuf = dir.path().join("pid");
+    let t = Tmux::start(&format!("sh -c 'echo $$ > {}; exec {BIN}'", pidfile.display()));
+    t.wait_for("the dashboard", |s| s.contains("Processes"));
+    let pid = read_pid(&pidfile);
+    // Kill the server: the pty is closed under iolens (SIGHUP, then EIO).
+    drop(t);
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut last = cpu_ticks(pid);
+    while let Some(ticks) = cpu_ticks(pid) {
+        // Zombie (exited, not yet reaped by the dead server) counts as gone.
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if state
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "iolens (pid {pid}) still running 10 s after its terminal went away; cpu ticks {last:?} -> {ticks}"
+        );
+        last = Some(ticks);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn ionice_kill_pause_and_interval_from_the_keyboard() {
+    if !have("tmux") {
+        return skip("tmux not installed");
+    }
+    let marker = format!("iolens-victim-{}", std::process::id());
+    let victim = Bg::spawn(Command::new("bash").args(["-c", &format!("exec -a {marker} sleep 120")]));
+    let vpid = victim.0.id() as i32;
+    let t = Tmux::start(BIN);
+    t.wait_for("the dashboard", |s| s.contains("Processes"));
+    // Interval and pause show in the header.
+    t.keys(&["+"]);
+    t.wait_for("a 2 s interval", |s| s.contains("every 2.00s"));
+    t.keys(&["-", "p"]);
+    t.wait_for("paused at 1 s", |s| s.contains("every 1.00s") && s.contains("PAUSED"));
+    t.keys(&["p"]);
+    t.wait_for("running again", |s| !s.contains("PAUSED"));
+    // Only the victim is left after filtering, and so it is selected.
+    t.keys(&["/"]);
+    t.type_text(&marker);
+    t.keys(&["Enter"]);
+    t.wait_for("the victim alone", |s| {
+        s.contains(&format!("(sleep) {marker}")) && s.contains("Processes 1/")
+    });
+    t.keys(&["i"]);
+    t.wait_for("the ionice question", |s| s.contains(&format!("PID {vpid} (sleep)")));
+    t.keys(&["i"]);
+    t.wait_for("ionice done", |s| {
+        s.contains(&format!("I/O priority of PID {vpid} (sleep) set to idle"))
+    });
+    let out = Command::new("ionice").args(["-p", &vpid.to_string()]).output();
+    if let Ok(out) = out {
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "idle");
+    }
+    t.wait_for("idle in the PRIO column", |s| {
+        s.lines().any(|l| l.contains(&marker) && l.contains(" idle "))
+    });
+    // k asks; n cancels; k then y sends SIGTERM.
+    t.keys(&["k"]);
+    t.wait_for("the kill question", |s| {
+        s.contains(&format!("Send SIGTERM to PID {vpid} (sleep)?"))
+    });
+    t.keys(&["n"]);
+    t.wait_for("cancelled", |s| s.contains("cancelled"));
+    assert!(std::path::Path::new(&format!("/proc/{vpid}")).exists());
+    t.keys(&["k", "y"]);
+    t.wait_for("SIGTERM sent", |s| {
+        s.contains(&format!("sent SIGTERM to PID {vpid} (sleep)"))
+    });
+    let mut victim = victim;
+    let status = victim.0.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    t.keys(&["q"]);
+}

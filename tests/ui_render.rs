@@ -1,0 +1,311 @@
+//! Snapshot tests of the dashboard from a deterministic model.
+
+mod common;
+
+use iolens::collect::process::ProcKey;
+use iolens::model::Model;
+use iolens::ui::theme::Theme;
+use iolens::ui::{self, Confirm, ConfirmAction, Pane, Popup, ViewState};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+fn draw(model: &Model, view: &ViewState, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::render(f, model, view)).unwrap();
+    t
+}
+
+fn text(t: &Terminal<TestBackend>) -> String {
+    t.backend().to_string()
+}
+
+#[test]
+fn whole_screen_at_three_sizes() {
+    let m = common::model();
+    let v = ViewState::default();
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        let t = draw(&m, &v, w, h);
+        insta::assert_snapshot!(format!("screen_{w}x{h}"), t.backend());
+    }
+}
+
+#[test]
+fn values_on_screen_are_the_hand_computed_ones() {
+    let m = common::model();
+    let s = text(&draw(&m, &ViewState::default(), 200, 60));
+    // Interval 39 (i = 39, wave 5): sda reads 100/s of 128 KiB = 13.11 MB/s,
+    // await 30 ms; writes 40/s of 4 KiB at 60 ms; 95% busy; SEQ.
+    let sda = s.lines().find(|l| l.contains("│sda ")).unwrap();
+    for want in [
+        "100", "13.11", "30.0", "128 KiB", "40.0", "0.16", "60.0", "4.00 KiB", "95.0", "SEQ",
+    ] {
+        assert!(sda.contains(want), "{want} not in {sda}");
+    }
+    // loop0: 500 reads/s of 4 KiB, RAND.
+    let lo = s.lines().find(|l| l.contains("│loop0")).unwrap();
+    assert!(lo.contains("500") && lo.contains("2.05") && lo.contains("RAND"), "{lo}");
+    // The misaligned partition folds under sda with a tree glyph.
+    assert!(s.contains("├sda1") && s.contains("└sda2"), "{s}");
+    // dd reads 20 MiB/s from the disk, 40 MiB/s logically: cache 50%.
+    let dd = s.lines().find(|l| l.contains("dd if=/dev/sda")).unwrap();
+    assert!(
+        dd.contains("21.0 MB/s") && dd.contains("41.9 MB/s") && dd.contains("50%"),
+        "{dd}"
+    );
+    // Header: CPU shares over 200 ticks, PSI and memory from the fixture.
+    assert!(s.contains("iowait 15.0% user 10.0% sys 5.0% steal 0.0%"), "{s}");
+    assert!(s.contains("Dirty 1.26 MB Writeback 57.3 kB"), "{s}");
+}
+
+#[test]
+fn escape_sequences_are_shown_escaped() {
+    let m = common::model();
+    let t = draw(&m, &ViewState::default(), 200, 60);
+    let s = text(&t);
+    assert!(s.contains("[evil\\x1b[31mred\\x07]"), "{s}");
+    let raw: String = t.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+    assert!(
+        !raw.chars().any(|c| c.is_control()),
+        "a control character reached the buffer"
+    );
+}
+
+#[test]
+fn help_detail_confirm_and_tiny() {
+    let m = common::model();
+    let help = ViewState {
+        popup: Popup::Help,
+        ..Default::default()
+    };
+    insta::assert_snapshot!("help_120x40", draw(&m, &help, 120, 40).backend());
+    let detail = ViewState {
+        popup: Popup::Detail("sda".into()),
+        focus: Pane::Devices,
+        ..Default::default()
+    };
+    let t = draw(&m, &detail, 120, 40);
+    insta::assert_snapshot!("detail_sda_120x40", t.backend());
+    let s = text(&t);
+    assert!(s.contains("WDC WD10EZEX-08W") && s.contains("mq-deadline"), "{s}");
+    assert!(
+        s.contains("63  1000 GB ⚠ misaligned") && s.contains("2048   537 MB aligned"),
+        "{s}"
+    );
+    insta::assert_snapshot!("detail_sda_80x24", draw(&m, &detail, 80, 24).backend());
+    let confirm = ViewState {
+        popup: Popup::Confirm(Confirm {
+            action: ConfirmAction::Kill,
+            key: ProcKey {
+                pid: 4242,
+                start_time: 987_654,
+            },
+            comm: "dd".into(),
+        }),
+        ..Default::default()
+    };
+    insta::assert_snapshot!("confirm_kill_80x24", draw(&m, &confirm, 80, 24).backend());
+    insta::assert_snapshot!("tiny_30x8", draw(&m, &ViewState::default(), 30, 8).backend());
+}
+
+#[test]
+fn sorted_filtered_accumulated_and_hidden_idle() {
+    let m = common::model();
+    let v = ViewState {
+        sort: ui::ProcCol::Pid,
+        filter: "dd".into(),
+        accumulated: true,
+        hide_idle: true,
+        ..Default::default()
+    };
+    let t = draw(&m, &v, 120, 40);
+    insta::assert_snapshot!("filtered_totals_120x40", t.backend());
+    let s = text(&t);
+    // 40 s of 20 MiB/s from the disk.
+    assert!(s.contains("839 MB"), "{s}");
+    assert!(!s.contains("evil"), "{s}");
+    assert!(!s.contains("│sdb "), "idle sdb still shown: {s}");
+}
+
+#[test]
+fn first_sample_shows_na_not_zero() {
+    let m = common::model_after(0);
+    let s = text(&draw(&m, &ViewState::default(), 120, 40));
+    let sda = s.lines().find(|l| l.contains("│sda ")).unwrap();
+    assert!(sda.contains("n/a") && !sda.contains("0.00"), "{sda}");
+}
+
+#[test]
+fn every_small_size_draws_without_panic() {
+    let m = common::model();
+    let views = [
+        ViewState::default(),
+        ViewState {
+            popup: Popup::Help,
+            ..Default::default()
+        },
+        ViewState {
+            popup: Popup::Detail("sda".into()),
+            ..Default::default()
+        },
+        ViewState {
+            popup: Popup::Confirm(Confirm {
+                action: ConfirmAction::Ionice,
+                key: ProcKey { pid: 1, start_time: 1 },
+                comm: "x".into(),
+            }),
+            editing_filter: true,
+            ..Default::default()
+        },
+    ];
+    for v in &views {
+        for w in 0..=40 {
+            for h in 0..=15 {
+                draw(&m, v, w, h);
+            }
+        }
+        // And just above the minimum, where the layout is real.
+        for w in ui::MIN_WIDTH..ui::MIN_WIDTH + 20 {
+            for h in ui::MIN_HEIGHT..ui::MIN_HEIGHT + 10 {
+                draw(&m, v, w, h);
+            }
+        }
+    }
+}
+
+#[test]
+fn colours_follow_severity_and_no_color_is_plain() {
+    let m = common::model();
+    let t = draw(&m, &ViewState::default(), 200, 60);
+    let buf = t.backend().buffer();
+    let find = |row_has: &str, col_text: &str| {
+        let s = text(&t);
+        let (y, line) = s.lines().enumerate().find(|(_, l)| l.contains(row_has)).unwrap();
+        let x = line.find(col_text).unwrap();
+        // The line is quoted and may contain multi-byte glyphs before x.
+        let x = line[..x].chars().count() - 1;
+        buf[(x as u16, y as u16)].fg
+    };
+    assert_eq!(find("│sda ", "95.0"), Color::Red, "util 95% is critical");
+    assert_eq!(find("│sda ", " 60.0"), Color::Red, "w_await 60 ms is critical");
+    assert_eq!(find("│sda ", " 30.0"), Color::Yellow, "r_await 30 ms warns");
+    let plain = ViewState {
+        theme: Theme::plain(),
+        ..Default::default()
+    };
+    let t = draw(&m, &plain, 200, 60);
+    assert!(
+        t.backend()
+            .buffer()
+            .content()
+            .iter()
+            .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
+        "NO_COLOR must give no colours"
+    );
+}
+
+#[test]
+fn readme_key_table_lists_every_key() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for (keys, what) in ui::help::KEYS {
+        let row = format!("| {keys} | {what} |");
+        assert!(readme.contains(&row), "README lacks the key row {row}");
+    }
+}
+
+#[test]
+fn the_selected_process_is_scrolled_into_view() {
+    let mut m = common::model();
+    let template = m.procs[0].clone();
+    for pid in 50_000..50_200 {
+        let mut p = template.clone();
+        p.raw.key = ProcKey { pid, start_time: 1 };
+        m.procs.push(p);
+    }
+    let v = ViewState {
+        sort: ui::ProcCol::Pid,
+        proc_sel: Some(ProcKey {
+            pid: 50_150,
+            start_time: 1,
+        }),
+        ..Default::default()
+    };
+    let s = text(&draw(&m, &v, 80, 24));
+    assert!(s.contains(" 50150 "), "{s}");
+    assert!(!s.contains(" 50000 "), "{s}");
+    let rows = ui::processes::visible(&m, &v);
+    assert_eq!(rows.len(), 203);
+}
+
+#[test]
+fn keys_fold_partitions_hide_idle_and_open_the_detail() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use iolens::app::App;
+    let key = |c| KeyEvent::new(c, KeyModifiers::NONE);
+    let mut app = App::new(common::model(), ViewState::default());
+    let names = |app: &App| -> Vec<String> {
+        ui::devices::visible(&app.model, &app.view)
+            .iter()
+            .map(|l| l.row.name.clone())
+            .collect()
+    };
+    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sda1", "sda2", "sdb"]);
+    app.on_key(key(KeyCode::Tab));
+    assert_eq!(app.view.focus, Pane::Devices);
+    // Down twice to sda, then fold its partitions.
+    app.on_key(key(KeyCode::Char('j')));
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(app.view.dev_sel.as_deref(), Some("sda"));
+    app.on_key(key(KeyCode::Char(' ')));
+    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sdb"]);
+    let s = text(&draw(&app.model, &app.view, 120, 40));
+    assert!(s.contains("│sda +2 "), "{s}");
+    app.on_key(key(KeyCode::Right));
+    assert_eq!(names(&app).len(), 6);
+    // On a partition, Left folds its disk and selects the disk.
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(app.view.dev_sel.as_deref(), Some("sda1"));
+    app.on_key(key(KeyCode::Left));
+    assert_eq!(app.view.dev_sel.as_deref(), Some("sda"));
+    app.on_key(key(KeyCode::Right));
+    // Hide idle: sda1 and sdb did nothing.
+    app.on_key(key(KeyCode::Char('a')));
+    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sda2"]);
+    // k moves up in the devices pane; Enter opens the detail of the selection.
+    app.on_key(key(KeyCode::Char('k')));
+    assert_eq!(app.view.dev_sel.as_deref(), Some("loop0"));
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.view.popup, Popup::Detail("loop0".into()));
+    let s = text(&draw(&app.model, &app.view, 120, 40));
+    assert!(s.contains("/var/tmp/disk.img"), "{s}");
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(app.view.popup, Popup::None);
+}
+
+#[test]
+fn home_end_and_page_keys_clamp() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = iolens::app::App::new(common::model(), ViewState::default());
+    let key = |c| KeyEvent::new(c, KeyModifiers::NONE);
+    let order: Vec<i32> = ui::processes::visible(&app.model, &app.view)
+        .iter()
+        .map(|p| p.raw.key.pid)
+        .collect();
+    assert_eq!(order, [4242, 31337, 1]);
+    app.on_key(key(KeyCode::End));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(1));
+    app.on_key(key(KeyCode::PageDown));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(1));
+    app.on_key(key(KeyCode::Home));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(4242));
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(4242));
+    app.on_key(key(KeyCode::PageDown));
+    assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(1));
+}
+
+#[test]
+fn huge_terminals_draw_too() {
+    let m = common::model();
+    draw(&m, &ViewState::default(), 1000, 2000);
+}
