@@ -11,6 +11,7 @@
 mod actions;
 pub mod terminal;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
@@ -29,7 +30,8 @@ use crate::collect::{Collector, RawSample, Reader};
 use crate::config;
 use crate::format;
 use crate::model::Model;
-use crate::ui::{self, Confirm, ConfirmAction, Pane, Popup, ProcCol, StatusMsg, ViewState};
+use crate::probe::{self, CancelToken, ProbeConfig, ProbeMsg, Status};
+use crate::ui::{self, Confirm, ConfirmAction, Pane, Popup, ProbeMenu, ProcCol, StatusMsg, ViewState};
 
 /// Frames are at least this far apart (key repeat, bursts of events).
 pub const FRAME_MIN: Duration = Duration::from_millis(50);
@@ -43,11 +45,12 @@ const PAGE: isize = 10;
 /// Interval steps for `+` / `-`, seconds.
 const STEPS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0];
 
-/// Everything the loop reacts to. Transfers (progress) and probe events are
-/// added here as variants when those panes land.
+/// Everything the loop reacts to.
 #[derive(Debug)]
 pub enum Msg {
     Sample(Box<RawSample>),
+    /// Progress and results of the running probe (from its thread).
+    Probe(ProbeMsg),
     Key(KeyEvent),
     Resize,
     /// The terminal went away (SIGHUP, read error, end of input).
@@ -64,6 +67,8 @@ pub enum Command {
     Pause(bool),
     Kill(ProcKey),
     Ionice(ProcKey, IoPrioChoice),
+    /// Start this probe on its own thread; its token is [`App::probe_token`].
+    StartProbe(Box<ProbeConfig>),
 }
 
 /// Messages to the sampler thread.
@@ -82,6 +87,11 @@ pub struct App {
     /// selected process ends.
     proc_idx: usize,
     dev_idx: usize,
+    /// Cancels the probe thread; `Some` from the start of a probe until its
+    /// thread has reported its end (also after Esc, while it stops).
+    pub probe_token: Option<CancelToken>,
+    /// Where the probe reads /proc and /sys (the `--root`).
+    pub probe_root: PathBuf,
 }
 
 impl App {
@@ -91,6 +101,8 @@ impl App {
             view,
             proc_idx: 0,
             dev_idx: 0,
+            probe_token: None,
+            probe_root: PathBuf::from("/"),
         };
         app.fix_selection();
         app
@@ -130,6 +142,14 @@ impl App {
                 self.view.proc_sel = procs.get(self.proc_idx).map(|p| p.raw.key);
             }
         }
+        let jobs = &self.model.progress.jobs;
+        if !self.view.xfer_sel.is_some_and(|k| jobs.iter().any(|j| j.proc == k)) {
+            self.view.xfer_sel = jobs.first().map(|j| j.proc);
+        }
+        // A pane that went away (no transfers left) gives the focus back.
+        if !self.view.panes(&self.model).contains(&self.view.focus) {
+            self.view.focus = Pane::Processes;
+        }
     }
 
     /// Move the selection of the focused pane by `delta` rows, clamped
@@ -149,11 +169,21 @@ impl App {
                 self.proc_idx = step(self.proc_idx, procs.len());
                 self.view.proc_sel = procs.get(self.proc_idx).map(|p| p.raw.key);
             }
+            Pane::Progress => {
+                let jobs = &self.model.progress.jobs;
+                let idx = self
+                    .view
+                    .xfer_sel
+                    .and_then(|k| jobs.iter().position(|j| j.proc == k))
+                    .unwrap_or(0);
+                self.view.xfer_sel = jobs.get(step(idx, jobs.len())).map(|j| j.proc);
+            }
+            Pane::Results => {}
         }
     }
 
     fn cycle_focus(&mut self, back: bool) {
-        let panes = self.view.panes();
+        let panes = self.view.panes(&self.model);
         let i = panes.iter().position(|p| *p == self.view.focus).unwrap_or(0);
         let n = panes.len();
         self.view.focus = panes[if back { (i + n - 1) % n } else { (i + 1) % n }];
@@ -217,6 +247,7 @@ impl App {
     }
 
     /// React to a key. Changes the view state; returns work for the loop.
+    /// Popups are modal: while one is open, keys go to it alone.
     pub fn on_key(&mut self, key: KeyEvent) -> Option<Command> {
         if key.kind == KeyEventKind::Release {
             return None;
@@ -241,48 +272,43 @@ impl App {
             self.fix_selection();
             return None;
         }
-        if let Popup::Confirm(c) = &self.view.popup {
-            let c = c.clone();
-            let cmd = match (c.action, key.code) {
-                (ConfirmAction::Kill, KeyCode::Char('y') | KeyCode::Char('Y')) => Some(Command::Kill(c.key)),
-                (ConfirmAction::Ionice, KeyCode::Char('i')) => Some(Command::Ionice(c.key, IoPrioChoice::Idle)),
-                (ConfirmAction::Ionice, KeyCode::Char(d @ '0'..='7')) => {
-                    Some(Command::Ionice(c.key, IoPrioChoice::BestEffort(d as u8 - b'0')))
+        match self.view.popup.clone() {
+            Popup::None => {}
+            Popup::Confirm(c) => return self.on_confirm_key(&c, key.code),
+            Popup::ProbeMenu(m) => return self.on_menu_key(m, key.code),
+            Popup::Help | Popup::Detail(_) => {
+                let closes = match key.code {
+                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') => true,
+                    KeyCode::Enter => matches!(self.view.popup, Popup::Detail(_)),
+                    _ => false,
+                };
+                if closes {
+                    self.view.popup = Popup::None;
                 }
-                (_, KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Char('q')) => {
-                    self.status("cancelled", false);
-                    None
-                }
-                // Any other key leaves the question open.
-                _ => return None,
-            };
-            self.view.popup = Popup::None;
-            return cmd;
+                return None;
+            }
         }
         self.view.status = None;
         let in_procs = self.view.focus == Pane::Processes;
         match key.code {
             KeyCode::Char('q') => return Some(Command::Quit),
-            KeyCode::Char('?') => {
-                self.view.popup = if self.view.popup == Popup::Help {
-                    Popup::None
-                } else {
-                    Popup::Help
-                };
-            }
+            KeyCode::Char('?') => self.view.popup = Popup::Help,
             KeyCode::Esc => {
-                if self.view.popup != Popup::None {
-                    self.view.popup = Popup::None;
+                if self.view.probe.is_running() {
+                    self.cancel_probe();
                 } else {
                     self.view.filter.clear();
                 }
             }
-            KeyCode::Enter if matches!(self.view.popup, Popup::Detail(_)) => self.view.popup = Popup::None,
-            KeyCode::Enter if self.view.focus == Pane::Devices => {
-                if let Some(n) = self.view.dev_sel.clone() {
-                    self.view.popup = Popup::Detail(n);
+            KeyCode::Enter => match self.view.focus {
+                Pane::Devices => {
+                    if let Some(n) = self.view.dev_sel.clone() {
+                        self.view.popup = Popup::Detail(n);
+                    }
                 }
-            }
+                Pane::Progress => self.jump_to_transfer(),
+                Pane::Results | Pane::Processes => {}
+            },
             KeyCode::Tab => self.cycle_focus(false),
             KeyCode::BackTab => self.cycle_focus(true),
             KeyCode::Down | KeyCode::Char('j') => self.move_sel(1),
@@ -319,10 +345,15 @@ impl App {
             KeyCode::Char('c') => self.view.accumulated = !self.view.accumulated,
             KeyCode::Char('p') => {
                 self.view.paused = !self.view.paused;
+                if !self.view.paused {
+                    // The next sample is a new baseline, not an average over the pause.
+                    self.model.rebaseline();
+                }
                 return Some(Command::Pause(self.view.paused));
             }
             KeyCode::Char('+') | KeyCode::Char('=') => return self.step_interval(true),
             KeyCode::Char('-') => return self.step_interval(false),
+            KeyCode::Char('t') => self.open_probe_menu(),
             KeyCode::Char(c @ ('i' | 'k')) => {
                 if !in_procs {
                     self.status("select a process first (Tab to the processes pane)", true);
@@ -341,6 +372,202 @@ impl App {
         }
         self.fix_selection();
         None
+    }
+
+    fn on_confirm_key(&mut self, c: &Confirm, code: KeyCode) -> Option<Command> {
+        let cmd = match (c.action, code) {
+            (ConfirmAction::Kill, KeyCode::Char('y') | KeyCode::Char('Y')) => Some(Command::Kill(c.key)),
+            (ConfirmAction::Ionice, KeyCode::Char('i')) => Some(Command::Ionice(c.key, IoPrioChoice::Idle)),
+            (ConfirmAction::Ionice, KeyCode::Char(d @ '0'..='7')) => {
+                Some(Command::Ionice(c.key, IoPrioChoice::BestEffort(d as u8 - b'0')))
+            }
+            (_, KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Char('q')) => {
+                self.status("cancelled", false);
+                None
+            }
+            // Any other key leaves the question open.
+            _ => return None,
+        };
+        self.view.popup = Popup::None;
+        cmd
+    }
+
+    /// Why a probe cannot start now, if it cannot.
+    fn probe_busy(&self) -> Option<String> {
+        if self.view.probe.is_running() {
+            Some(format!(
+                "a probe is already running on {} (one at a time; Esc cancels it)",
+                self.view.probe.target
+            ))
+        } else if self.probe_token.is_some() {
+            Some("the cancelled probe is still stopping; try again in a moment".into())
+        } else {
+            None
+        }
+    }
+
+    /// `t` on the devices pane: the probe menu for the selected device.
+    fn open_probe_menu(&mut self) {
+        if self.view.focus != Pane::Devices {
+            self.status("select a device first (Tab to the devices pane), then t", true);
+        } else if let Some(busy) = self.probe_busy() {
+            self.status(busy, true);
+        } else if let Some(dev) = self.view.dev_sel.clone() {
+            self.view.popup = Popup::ProbeMenu(ProbeMenu::new(dev));
+        } else {
+            self.status("no device selected", true);
+        }
+    }
+
+    fn on_menu_key(&mut self, mut m: ProbeMenu, code: KeyCode) -> Option<Command> {
+        if m.confirm_drop {
+            match code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => {
+                    m.drop_cache = true;
+                    m.confirm_drop = false;
+                }
+                KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Char('q') => m.confirm_drop = false,
+                _ => {}
+            }
+            self.view.popup = Popup::ProbeMenu(m);
+            return None;
+        }
+        match code {
+            KeyCode::Esc | KeyCode::Char('q') => {
+                self.view.popup = Popup::None;
+                self.status("probe not started", false);
+                return None;
+            }
+            KeyCode::Enter => {
+                self.view.popup = Popup::None;
+                return self.start_probe(m);
+            }
+            KeyCode::Char('r') => m.tests = probe::Tests::Random,
+            KeyCode::Char('z') => m.tests = probe::Tests::Sweep,
+            KeyCode::Char('b') => m.tests = probe::Tests::Both,
+            KeyCode::Char('d') => {
+                m.depth = match m.depth {
+                    probe::Depth::Quick => probe::Depth::Thorough,
+                    probe::Depth::Thorough => probe::Depth::Quick,
+                }
+            }
+            KeyCode::Char('i') => m.idle = !m.idle,
+            KeyCode::Char('c') if m.drop_cache => m.drop_cache = false,
+            KeyCode::Char('c') if self.model.host.is_root => m.confirm_drop = true,
+            KeyCode::Char('c') => {
+                self.status("dropping the page cache needs root", true);
+            }
+            _ => {}
+        }
+        self.view.popup = Popup::ProbeMenu(m);
+        None
+    }
+
+    fn start_probe(&mut self, m: ProbeMenu) -> Option<Command> {
+        if let Some(busy) = self.probe_busy() {
+            self.status(busy, true);
+            return None;
+        }
+        let mut cfg = ProbeConfig::new(format!("/dev/{}", m.device), m.tests, m.depth);
+        cfg.idle = m.idle;
+        cfg.drop_caches = m.drop_cache;
+        cfg.root = self.probe_root.clone();
+        let target = probe::target::describe_path(&cfg.target);
+        let mut text = format!("probe started on {target} ({})", cfg.label());
+        if cfg.idle {
+            text.push_str(", idle I/O class");
+        }
+        if cfg.drop_caches {
+            text.push_str(", dropping the page cache first");
+        }
+        self.view.probe.start(target, cfg.label());
+        self.probe_token = Some(CancelToken::new());
+        self.view.focus = Pane::Results;
+        self.status(text, false);
+        Some(Command::StartProbe(Box::new(cfg)))
+    }
+
+    /// Esc while a probe runs: stop it without waiting for the read in flight.
+    fn cancel_probe(&mut self) {
+        if let Some(t) = &self.probe_token {
+            t.cancel();
+        }
+        self.view.probe.cancel_requested();
+        self.status(format!("probe on {} cancelled", self.view.probe.target), false);
+    }
+
+    /// A message from the probe thread. `save` stores a finished result
+    /// (the results file; a stub in tests) and returns where it went.
+    pub fn on_probe(&mut self, m: ProbeMsg, save: impl FnOnce(&probe::ProbeResult) -> anyhow::Result<PathBuf>) {
+        match &m {
+            ProbeMsg::Progress(_) => {}
+            ProbeMsg::Finished(r) => {
+                self.probe_token = None;
+                let mut text = match r.status {
+                    Status::Completed => format!(
+                        "probe finished on {}: {}",
+                        self.view.probe.target,
+                        r.verdict.class.label()
+                    ),
+                    Status::Cancelled => format!("probe on {} cancelled (partial results)", self.view.probe.target),
+                };
+                if r.method.global_cache_dropped {
+                    text.push_str("; page cache dropped");
+                }
+                match save(r) {
+                    Ok(p) => {
+                        text.push_str(&format!("; saved to {}", format::escape(&p.to_string_lossy())));
+                        self.status(text, false);
+                    }
+                    Err(e) => {
+                        text.push_str(&format!("; not saved: {e:#}"));
+                        self.status(text, true);
+                    }
+                }
+            }
+            ProbeMsg::Failed(e) => {
+                self.probe_token = None;
+                self.status(format!("probe failed: {e}"), true);
+            }
+        }
+        self.view.probe.apply(m);
+    }
+
+    /// Enter on a transfer: select its process in the processes pane,
+    /// clearing the filters that hide it (and saying so).
+    fn jump_to_transfer(&mut self) {
+        let Some(k) = self.view.xfer_sel else {
+            self.status("no transfer selected", true);
+            return;
+        };
+        let shown = |a: &App| ui::processes::visible(&a.model, &a.view).iter().any(|p| p.raw.key == k);
+        let Some(comm) = self
+            .model
+            .procs
+            .iter()
+            .find(|p| p.raw.key == k)
+            .map(|p| format::escape(&p.raw.comm))
+        else {
+            self.status(format!("PID {} is not in the process list (it ended)", k.pid), true);
+            return;
+        };
+        let mut cleared = Vec::new();
+        if !shown(self) && !self.view.filter.is_empty() {
+            self.view.filter.clear();
+            cleared.push("filter cleared");
+        }
+        if !shown(self) && self.view.only_active {
+            self.view.only_active = false;
+            cleared.push("showing idle processes");
+        }
+        self.view.proc_sel = Some(k);
+        self.view.focus = Pane::Processes;
+        self.fix_selection();
+        let mut text = format!("PID {} ({comm}): i ionice, k SIGTERM", k.pid);
+        if !cleared.is_empty() {
+            text = format!("{text} ({})", cleared.join(", "));
+        }
+        self.status(text, false);
     }
 }
 
@@ -381,7 +608,10 @@ fn sampler(
             }
             Ok(SamplerCtl::Pause(p)) => {
                 paused = p;
-                next = Instant::now() + interval;
+                // On resume, sample at once: the model takes it as the new
+                // baseline (`Model::rebaseline`), so the first rates after a
+                // pause cover one normal interval.
+                next = Instant::now();
             }
             Err(std_mpsc::RecvTimeoutError::Timeout) => {}
             Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
@@ -417,7 +647,11 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     terminal::chain_panic_hook(terminal::restore);
     let mut guard = terminal::enter()?;
     let mut events = EventStream::new();
-    let mut app = App::new(Model::new(HostInfo::read(), clk_tck()), view);
+    let mut model = Model::new(HostInfo::read(), clk_tck());
+    model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
+    let mut app = App::new(model, view);
+    app.probe_root = cli.root.clone();
+    let (probe_tx, mut probe_rx) = tokio::sync::mpsc::unbounded_channel::<ProbeMsg>();
     let mut reader = Reader::new("/");
     let debug_panic = std::env::var_os("IOLENS_DEBUG_PANIC").is_some_and(|v| v == "1");
     // The first frame waits for the first sample (a frame of "n/a" is no
@@ -435,6 +669,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                     break;
                 }
             },
+            Some(m) = probe_rx.recv() => Msg::Probe(m),
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) => Msg::Key(k),
                 Some(Ok(Event::Resize(..))) => Msg::Resize,
@@ -469,6 +704,10 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                     next_frame = tokio::time::Instant::now();
                 }
             }
+            Msg::Probe(m) => {
+                app.on_probe(m, probe::store::append);
+                dirty = true;
+            }
             Msg::Resize => dirty = true,
             Msg::Key(k) => {
                 dirty = true;
@@ -483,6 +722,17 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                     }
                     Some(Command::Kill(key)) => app.report(actions::terminate(&mut reader, key)),
                     Some(Command::Ionice(key, prio)) => app.report(actions::set_ioprio(&mut reader, key, prio)),
+                    Some(Command::StartProbe(cfg)) => {
+                        let token = app.probe_token.clone().unwrap_or_default();
+                        let tx = probe_tx.clone();
+                        let sink = move |m| {
+                            let _ = tx.send(m);
+                        };
+                        if let Err(e) = probe::spawn(*cfg, token, sink) {
+                            let failed = ProbeMsg::Failed(format!("starting the probe thread: {e}"));
+                            app.on_probe(failed, |_| Err(anyhow::anyhow!("no result")));
+                        }
+                    }
                 }
             }
             Msg::TermGone(_) => {
@@ -644,5 +894,260 @@ mod tests {
         a.on_key(key(KeyCode::Tab));
         assert_eq!(a.on_key(key(KeyCode::Char('k'))), None);
         assert_eq!(a.view.popup, Popup::None);
+    }
+
+    fn app_with_device(name: &str) -> App {
+        let mut m = Model::default();
+        m.devices.push(crate::model::DeviceRow {
+            name: name.into(),
+            info: None,
+            rates: None,
+            rebaseline: None,
+            history: Default::default(),
+        });
+        App::new(m, ViewState::default())
+    }
+
+    fn status(a: &App) -> (String, bool) {
+        a.view
+            .status
+            .as_ref()
+            .map(|s| (s.text.clone(), s.error))
+            .unwrap_or_default()
+    }
+
+    fn menu(a: &App) -> ProbeMenu {
+        match &a.view.popup {
+            Popup::ProbeMenu(m) => m.clone(),
+            p => panic!("no probe menu: {p:?}"),
+        }
+    }
+
+    #[test]
+    fn probe_menu_opens_chooses_and_cancels() {
+        let mut a = app_with_device("loop0");
+        // Only from the devices pane.
+        a.on_key(key(KeyCode::Char('t')));
+        assert_eq!(a.view.popup, Popup::None);
+        assert!(
+            status(&a).1 && status(&a).0.contains("devices pane"),
+            "{:?}",
+            status(&a)
+        );
+        a.on_key(key(KeyCode::Tab));
+        assert_eq!(a.view.focus, Pane::Devices);
+        a.on_key(key(KeyCode::Char('t')));
+        assert_eq!(menu(&a), ProbeMenu::new("loop0".into()));
+        for c in ['z', 'd', 'i'] {
+            a.on_key(key(KeyCode::Char(c)));
+        }
+        let m = menu(&a);
+        assert_eq!(
+            (m.tests, m.depth, m.idle),
+            (probe::Tests::Sweep, probe::Depth::Thorough, true)
+        );
+        // Not root: no dropping of the page cache.
+        a.on_key(key(KeyCode::Char('c')));
+        assert!(!menu(&a).drop_cache && !menu(&a).confirm_drop);
+        assert_eq!(status(&a), ("dropping the page cache needs root".into(), true));
+        // Modal: Tab and s do nothing underneath.
+        a.on_key(key(KeyCode::Tab));
+        a.on_key(key(KeyCode::Char('s')));
+        assert_eq!((a.view.focus, a.view.sort), (Pane::Devices, ProcCol::DiskRead));
+        assert_eq!(a.on_key(key(KeyCode::Esc)), None);
+        assert_eq!(a.view.popup, Popup::None);
+        assert!(!a.view.probe.is_running() && a.probe_token.is_none());
+        assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Processes]);
+    }
+
+    #[test]
+    fn probe_starts_refuses_a_second_and_esc_cancels_it() {
+        let mut a = app_with_device("loop0");
+        a.model.host.is_root = true;
+        a.probe_root = PathBuf::from("/fixture");
+        a.on_key(key(KeyCode::Tab));
+        a.on_key(key(KeyCode::Char('t')));
+        // Dropping the page cache asks first; n keeps it off, y turns it on.
+        a.on_key(key(KeyCode::Char('c')));
+        assert!(menu(&a).confirm_drop);
+        a.on_key(key(KeyCode::Char('n')));
+        assert!(!menu(&a).confirm_drop && !menu(&a).drop_cache);
+        a.on_key(key(KeyCode::Char('c')));
+        a.on_key(key(KeyCode::Char('y')));
+        assert!(menu(&a).drop_cache);
+        a.on_key(key(KeyCode::Char('b')));
+        let Some(Command::StartProbe(cfg)) = a.on_key(key(KeyCode::Enter)) else {
+            panic!("no probe started")
+        };
+        let mut want = ProbeConfig::new("/dev/loop0", probe::Tests::Both, probe::Depth::Quick);
+        want.drop_caches = true;
+        want.root = PathBuf::from("/fixture");
+        assert_eq!(*cfg, want);
+        assert_eq!(a.view.popup, Popup::None);
+        assert!(a.view.probe.is_running());
+        assert_eq!(a.view.focus, Pane::Results);
+        assert_eq!(
+            status(&a).0,
+            "probe started on /dev/loop0 (random read + zone sweep, quick), dropping the page cache first"
+        );
+        assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Results, Pane::Processes]);
+        let token = a.probe_token.clone().expect("a token");
+        // A second probe is refused.
+        a.on_key(key(KeyCode::BackTab));
+        assert_eq!(a.view.focus, Pane::Devices);
+        a.on_key(key(KeyCode::Char('t')));
+        assert_eq!(a.view.popup, Popup::None);
+        assert!(
+            status(&a).1 && status(&a).0.contains("already running on /dev/loop0"),
+            "{:?}",
+            status(&a)
+        );
+        // Esc cancels at once, without waiting for the probe thread.
+        a.view.filter = "keep".into();
+        a.on_key(key(KeyCode::Esc));
+        assert!(token.is_cancelled());
+        assert!(matches!(a.view.probe.state, probe::view::RunState::Cancelled(None)));
+        assert_eq!(a.view.filter, "keep");
+        assert_eq!(status(&a).0, "probe on /dev/loop0 cancelled");
+        // Until its thread reports its end, no new probe.
+        a.on_key(key(KeyCode::Char('t')));
+        assert!(status(&a).0.contains("still stopping"), "{:?}", status(&a));
+        let r = probe::example::result(Status::Cancelled);
+        a.on_probe(ProbeMsg::Finished(Box::new(r)), |_| {
+            Ok(PathBuf::from("/state/probes.jsonl"))
+        });
+        assert!(a.probe_token.is_none());
+        assert_eq!(
+            status(&a),
+            (
+                "probe on /dev/loop0 cancelled (partial results); saved to /state/probes.jsonl".into(),
+                false
+            )
+        );
+        assert!(matches!(a.view.probe.state, probe::view::RunState::Cancelled(Some(_))));
+        assert_eq!(a.view.probe.past.len(), 1);
+        // Then a new one may start; its result is kept next to the first.
+        a.on_key(key(KeyCode::Char('t')));
+        assert!(matches!(a.on_key(key(KeyCode::Enter)), Some(Command::StartProbe(_))));
+        let mut r = probe::example::result(Status::Completed);
+        r.method.global_cache_dropped = true;
+        a.on_probe(ProbeMsg::Finished(Box::new(r)), |_| Err(anyhow::anyhow!("disk full")));
+        let (text, err) = status(&a);
+        assert!(err, "{text}");
+        assert!(
+            text.starts_with("probe finished on /dev/loop0: ")
+                && text.ends_with("; page cache dropped; not saved: disk full"),
+            "{text}"
+        );
+        assert_eq!(a.view.probe.past.len(), 2);
+        // Esc with nothing running clears the filter again.
+        a.on_key(key(KeyCode::Esc));
+        assert_eq!(a.view.filter, "");
+    }
+
+    #[test]
+    fn probe_failure_is_reported() {
+        let mut a = app_with_device("loop0");
+        a.on_key(key(KeyCode::Tab));
+        a.on_key(key(KeyCode::Char('t')));
+        a.on_key(key(KeyCode::Enter));
+        a.on_probe(
+            ProbeMsg::Failed("opening /dev/loop0: EACCES".into()),
+            |_| unreachable!(),
+        );
+        assert_eq!(status(&a), ("probe failed: opening /dev/loop0: EACCES".into(), true));
+        assert!(a.probe_token.is_none() && !a.view.probe.is_running());
+    }
+
+    #[test]
+    fn help_and_detail_are_modal() {
+        let mut a = app_with_device("sda");
+        a.on_key(key(KeyCode::Char('?')));
+        for c in [KeyCode::Tab, KeyCode::Char('s'), KeyCode::Char('p'), KeyCode::Char('t')] {
+            assert_eq!(a.on_key(key(c)), None);
+        }
+        assert_eq!(
+            (a.view.focus, a.view.sort, a.view.paused),
+            (Pane::Processes, ProcCol::DiskRead, false)
+        );
+        assert_eq!(a.view.popup, Popup::Help);
+        // q closes the help instead of quitting.
+        assert_eq!(a.on_key(key(KeyCode::Char('q'))), None);
+        assert_eq!(a.view.popup, Popup::None);
+        a.on_key(key(KeyCode::Tab));
+        a.on_key(key(KeyCode::Enter));
+        assert_eq!(a.view.popup, Popup::Detail("sda".into()));
+        a.on_key(key(KeyCode::Tab));
+        assert_eq!(a.view.focus, Pane::Devices);
+        a.on_key(key(KeyCode::Char('?')));
+        assert_eq!(a.view.popup, Popup::None);
+    }
+
+    #[test]
+    fn enter_on_a_transfer_selects_its_process_clearing_filters() {
+        use crate::collect::process::{ProcIo, RawProc};
+        use crate::model::progress::{Label, example_job};
+        let mut a = app();
+        for (pid, comm) in [(10, "bash"), (4242, "pv")] {
+            a.model.procs.push(crate::model::ProcRow {
+                raw: RawProc {
+                    key: ProcKey { pid, start_time: 1 },
+                    ppid: 1,
+                    comm: comm.into(),
+                    cmdline: String::new(),
+                    state: 'S',
+                    nice: 0,
+                    uid: Some(0),
+                    user: Some("root".into()),
+                    ioprio: None,
+                    cpu_ticks: 0,
+                    blkio_ticks: None,
+                    io: Ok(ProcIo::default()),
+                },
+                rates: None,
+                since_start: None,
+            });
+        }
+        a.model.progress.jobs = vec![
+            example_job(4242, "pv", b"/tmp/f", 50, 100, 10.0, Label::Progress),
+            example_job(999, "gone", b"/tmp/g", 5, 100, 10.0, Label::Progress),
+        ];
+        a.view.filter = "bash".into();
+        a.view.only_active = true;
+        a.fix_selection();
+        assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Progress, Pane::Processes]);
+        a.on_key(key(KeyCode::Tab));
+        a.on_key(key(KeyCode::Tab));
+        assert_eq!(a.view.focus, Pane::Progress);
+        let pv = ProcKey {
+            pid: 4242,
+            start_time: 1,
+        };
+        assert_eq!(a.view.xfer_sel, Some(pv));
+        a.on_key(key(KeyCode::Enter));
+        assert_eq!(a.view.focus, Pane::Processes);
+        assert_eq!(a.view.proc_sel, Some(pv));
+        assert_eq!((a.view.filter.as_str(), a.view.only_active), ("", false));
+        assert_eq!(
+            status(&a).0,
+            "PID 4242 (pv): i ionice, k SIGTERM (filter cleared, showing idle processes)"
+        );
+        // From there it can be ioniced.
+        a.on_key(key(KeyCode::Char('i')));
+        assert!(matches!(&a.view.popup, Popup::Confirm(c) if c.key == pv));
+        a.on_key(key(KeyCode::Esc));
+        // A transfer whose process is not listed says so.
+        a.view.focus = Pane::Progress;
+        a.on_key(key(KeyCode::Down));
+        a.on_key(key(KeyCode::Enter));
+        assert_eq!(a.view.focus, Pane::Progress);
+        assert_eq!(
+            status(&a),
+            ("PID 999 is not in the process list (it ended)".into(), true)
+        );
+        // The pane goes away with its transfers, and the focus with it.
+        a.model.progress.jobs.clear();
+        a.fix_selection();
+        assert_eq!(a.view.focus, Pane::Processes);
     }
 }

@@ -250,3 +250,21 @@ fn reused_pid_is_a_new_process_never_a_delta() {
     assert_eq!(p.rates.unwrap().rchar_bps, 1000.0);
     assert_eq!(p.since_start.unwrap().rchar, 1000);
 }
+
+#[test]
+fn rebaseline_after_a_pause_never_averages_over_the_pause() {
+    let mut m = model();
+    m.update(sample(10, &[("8 0 sda 1000 0 8000 100 0 0 0 0 0 100 100", None)]));
+    m.update(sample(11, &[("8 0 sda 1100 0 8800 200 0 0 0 0 0 200 200", None)]));
+    assert_eq!(row(&m, "sda").rates.as_ref().unwrap().read.ios_per_s, 100.0);
+    // Paused for 100 s; 9,000 reads happened meanwhile. On resume:
+    m.rebaseline();
+    m.update(sample(111, &[("8 0 sda 10100 0 80800 9200 0 0 0 0 0 9200 9200", None)]));
+    // The baseline sample leaves the shown numbers as they were.
+    assert_eq!(row(&m, "sda").rates.as_ref().unwrap().read.ios_per_s, 100.0);
+    assert_eq!(m.interval_s, Some(1.0));
+    // The first interval after it covers 111..113 s only: 600 reads / 2 s.
+    m.update(sample(113, &[("8 0 sda 10700 0 85600 9800 0 0 0 0 0 9800 9800", None)]));
+    assert_eq!(m.interval_s, Some(2.0));
+    assert_eq!(row(&m, "sda").rates.as_ref().unwrap().read.ios_per_s, 300.0);
+}

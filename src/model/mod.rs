@@ -136,6 +136,8 @@ pub struct Model {
     /// Tracked transfers (progress, rate, ETA), from the fd part of samples.
     pub progress: progress::Tracker,
     prev: Option<RawSample>,
+    /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
+    rebase: bool,
     first_io: HashMap<ProcKey, ProcIo>,
     histories: HashMap<String, DevHistory>,
 }
@@ -154,9 +156,24 @@ impl Model {
         self.prev.as_ref()
     }
 
+    /// Start over from the next sample: it becomes the baseline without
+    /// producing rates (the shown numbers stay as they are until the sample
+    /// after it), so an interval spanning a pause is never averaged into
+    /// the rates, the history or the transfer rates.
+    pub fn rebaseline(&mut self) {
+        self.rebase = true;
+        self.progress.rebaseline();
+    }
+
     /// Fold in a new sample: compute rates against the previous one, push
     /// history, and keep the new sample as the next baseline.
     pub fn update(&mut self, cur: RawSample) {
+        if std::mem::take(&mut self.rebase) {
+            self.mono_ns = cur.mono_ns;
+            self.progress.update(&cur.fds, cur.mono_ns);
+            self.prev = Some(cur);
+            return;
+        }
         let prev = self.prev.take();
         let dt_s = prev
             .as_ref()

@@ -247,6 +247,17 @@ fn classify(
 }
 
 impl Tracker {
+    /// Forget the rate windows (after a pause): rates restart from the next
+    /// sample instead of averaging over the gap.
+    pub fn rebaseline(&mut self) {
+        for e in self.entries.values_mut() {
+            e.window.clear();
+        }
+        for p in self.procs.values_mut() {
+            p.window.clear();
+        }
+    }
+
     /// Fold in the fd part of a sample taken at `now_ns`.
     pub fn update(&mut self, snap: &FdSnapshot, now_ns: u64) {
         let prev_jobs = std::mem::take(&mut self.jobs);
@@ -406,6 +417,44 @@ impl Tracker {
             .retain(|k, _| scanned.contains(k) || jobs.iter().any(|j| j.proc == *k));
         sort_jobs(&mut jobs);
         self.jobs = jobs;
+    }
+}
+
+/// A job as the tracker fills it in for `label` (for snapshot tests of the
+/// progress pane and the dashboard).
+#[doc(hidden)]
+pub fn example_job(pid: i32, comm: &str, path: &[u8], pos: u64, size: u64, rate: f64, label: Label) -> Job {
+    // As the model fills them in for each label.
+    let has_pct = matches!(label, Label::Progress | Label::Stalled { .. } | Label::Done { .. });
+    let percent = has_pct.then(|| pos as f64 / size as f64 * 100.0);
+    let eta = (rate > 0.0 && label == Label::Progress).then(|| size.saturating_sub(pos) as f64 / rate);
+    let done = matches!(label, Label::Done { .. });
+    Job {
+        proc: ProcKey { pid, start_time: 1 },
+        comm: comm.into(),
+        main: Transfer {
+            key: FdKey {
+                pid,
+                start_time: 1,
+                fd: 3,
+                mnt_id: Some(1),
+                ino: 2,
+            },
+            target: FdTarget::File,
+            access: Access::Read,
+            path: Arc::from(path),
+            pos,
+            size: Some(size),
+            percent,
+            rate_bps: (!done).then_some(rate),
+            eta_s: eta,
+            label,
+        },
+        others: vec![],
+        files_done: 0,
+        read_bps: Some(rate),
+        write_bps: None,
+        ended_ns: done.then_some(5),
     }
 }
 

@@ -35,6 +35,8 @@
 
 pub mod check;
 pub mod cmd;
+#[doc(hidden)]
+pub mod example;
 pub mod random;
 pub mod stats;
 pub mod store;
@@ -91,7 +93,7 @@ pub enum Depth {
 
 /// Everything a probe run needs. Fields left `None` take the defaults of
 /// the chosen [`Depth`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProbeConfig {
     pub target: PathBuf,
     pub tests: Tests,

@@ -10,14 +10,15 @@ use super::{ViewState, centered, pane_block};
 /// Every key of the dashboard: (keys, what they do).
 pub const KEYS: &[(&str, &str)] = &[
     ("q, Ctrl-C", "quit"),
-    ("?", "this help (Esc or ? closes)"),
+    ("?", "this help (Esc, q or ? closes it)"),
     ("Tab, Shift-Tab", "move the focus between panes"),
-    ("↑ ↓, j k", "move the selection (k: only in the devices pane)"),
+    ("↑ ↓, j k", "move the selection (k: not in the processes pane)"),
     ("PgUp PgDn, Home End", "move by a page, to the first / last row"),
-    ("Enter", "device detail: sysfs facts, partitions, history charts"),
-    ("Esc", "close a popup or the detail, clear the filter"),
+    ("Enter", "device detail; on a transfer: jump to its process"),
+    ("Esc", "close a popup, cancel a running probe, clear the filter"),
     ("Space, ← →", "fold / unfold the partitions of the selected disk"),
     ("a", "hide / show idle devices"),
+    ("t", "probe the selected device (read-only): menu"),
     ("s >, S <", "sort processes by the next / previous column"),
     ("r", "reverse the sort order"),
     ("o", "only processes doing I/O"),
@@ -25,7 +26,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("c", "accumulated mode: totals since iolens started"),
     ("i", "set I/O priority of the process: idle or best-effort 0-7"),
     ("k", "send SIGTERM to the process (processes pane, asks first)"),
-    ("p", "pause / resume sampling"),
+    ("p", "pause / resume sampling (rates restart after a pause)"),
     ("+ -", "longer / shorter sample interval"),
 ];
 

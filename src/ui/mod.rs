@@ -7,6 +7,7 @@ pub mod detail;
 pub mod devices;
 pub mod header;
 pub mod help;
+pub mod menu;
 pub mod processes;
 pub mod progress;
 pub mod results;
@@ -23,17 +24,22 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use crate::collect::process::ProcKey;
 use crate::model::Model;
+use crate::probe::{Depth, ProbeView, Tests};
 pub use theme::Theme;
 
 /// Smallest terminal the dashboard lays out in; below this a message says so.
 pub const MIN_WIDTH: u16 = 50;
 pub const MIN_HEIGHT: u16 = 12;
 
-/// A pane that can take the focus. New panes (transfers in progress, probe
-/// results) are added here, to [`ViewState::panes`] and to [`render_panes`].
+/// A pane that can take the focus, in [`ViewState::panes`] and drawn by
+/// [`render_panes`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
     Devices,
+    /// Tracked transfers (shown while there are any).
+    Progress,
+    /// Probe progress and results (shown once a probe was started).
+    Results,
     Processes,
 }
 
@@ -174,6 +180,36 @@ pub enum Popup {
     /// Device detail of the named device.
     Detail(String),
     Confirm(Confirm),
+    /// The probe menu for a device.
+    ProbeMenu(ProbeMenu),
+}
+
+/// The choices of the probe menu, before the probe starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeMenu {
+    /// Device name (the target is `/dev/<device>`).
+    pub device: String,
+    pub tests: Tests,
+    pub depth: Depth,
+    /// Run in the idle I/O class.
+    pub idle: bool,
+    /// Drop the global page cache first (root only, confirmed).
+    pub drop_cache: bool,
+    /// The "affects the whole machine" question is open.
+    pub confirm_drop: bool,
+}
+
+impl ProbeMenu {
+    pub fn new(device: String) -> Self {
+        ProbeMenu {
+            device,
+            tests: Tests::Random,
+            depth: Depth::Quick,
+            idle: false,
+            drop_cache: false,
+            confirm_drop: false,
+        }
+    }
 }
 
 /// An action on a process waiting for a yes.
@@ -209,6 +245,8 @@ pub struct ViewState {
     pub dev_sel: Option<String>,
     /// Selected process, by key (stays on the process when the order changes).
     pub proc_sel: Option<ProcKey>,
+    /// Selected transfer in the progress pane, by its process.
+    pub xfer_sel: Option<ProcKey>,
     pub sort: ProcCol,
     /// Sort ascending instead of the column's natural order.
     pub reverse: bool,
@@ -229,6 +267,8 @@ pub struct ViewState {
     /// Columns the user wants (config); narrow terminals drop some of these.
     pub dev_cols: Vec<DevCol>,
     pub proc_cols: Vec<ProcCol>,
+    /// The results pane: the running or last probe and this session's results.
+    pub probe: ProbeView,
 }
 
 impl Default for ViewState {
@@ -237,6 +277,7 @@ impl Default for ViewState {
             focus: Pane::Processes,
             dev_sel: None,
             proc_sel: None,
+            xfer_sel: None,
             sort: ProcCol::DiskRead,
             reverse: false,
             only_active: false,
@@ -252,14 +293,30 @@ impl Default for ViewState {
             theme: Theme::default(),
             dev_cols: DevCol::ALL.to_vec(),
             proc_cols: ProcCol::ALL.to_vec(),
+            probe: ProbeView::default(),
         }
     }
 }
 
 impl ViewState {
     /// Panes in focus order.
-    pub fn panes(&self) -> Vec<Pane> {
-        vec![Pane::Devices, Pane::Processes]
+    /// Panes in focus order: transfers only while there are any, results
+    /// once a probe was started.
+    pub fn panes(&self, model: &Model) -> Vec<Pane> {
+        let mut v = vec![Pane::Devices];
+        if !model.progress.jobs.is_empty() {
+            v.push(Pane::Progress);
+        }
+        if self.has_results() {
+            v.push(Pane::Results);
+        }
+        v.push(Pane::Processes);
+        v
+    }
+
+    /// A probe was started in this session (its pane stays from then on).
+    pub fn has_results(&self) -> bool {
+        !matches!(self.probe.state, crate::probe::view::RunState::Idle) || !self.probe.past.is_empty()
     }
 }
 
@@ -285,20 +342,41 @@ pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
     match &view.popup {
         Popup::Help => help::render(frame, body, view),
         Popup::Confirm(c) => status::render_confirm(frame, body, view, c),
+        Popup::ProbeMenu(m) => menu::render(frame, body, view, m, model.host.is_root),
         Popup::None | Popup::Detail(_) => {}
     }
 }
 
-/// The panes under the header: devices sized to their rows (at most 45% of
-/// the height), processes take the rest.
+/// The panes under the header, top to bottom: devices sized to their rows
+/// (at most 45% of the height, less when more panes are shown), transfers
+/// sized to their rows (at most 25%), probe results (up to 20 rows, at most
+/// 45%), and processes take the rest.
 fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
-    let dev_rows = u16::try_from(devices::visible(model, view).len()).unwrap_or(u16::MAX);
-    let dev_h = (dev_rows.saturating_add(3))
-        .min((u32::from(area.height) * 45 / 100) as u16)
+    let panes = view.panes(model);
+    let pct = |p: u32| (u32::from(area.height) * p / 100) as u16;
+    let rows = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).saturating_add(3);
+    let extra = panes.len() > 2;
+    let dev_h = rows(devices::visible(model, view).len())
+        .min(pct(if extra { 30 } else { 45 }))
         .max(4);
-    let [dev_area, proc_area] = Layout::vertical([Constraint::Length(dev_h), Constraint::Fill(1)]).areas(area);
-    devices::render(frame, dev_area, model, view);
-    processes::render(frame, proc_area, model, view);
+    let mut constraints = Vec::with_capacity(panes.len());
+    for p in &panes {
+        constraints.push(match p {
+            Pane::Devices => Constraint::Length(dev_h),
+            Pane::Progress => Constraint::Length(rows(model.progress.jobs.len()).min(pct(25)).max(4)),
+            Pane::Results => Constraint::Length(20.min(pct(45)).max(5)),
+            Pane::Processes => Constraint::Fill(1),
+        });
+    }
+    let areas = Layout::vertical(constraints).split(area);
+    for (p, a) in panes.iter().zip(areas.iter()) {
+        match p {
+            Pane::Devices => devices::render(frame, *a, model, view),
+            Pane::Progress => progress::render_pane(frame, *a, model, view),
+            Pane::Results => results::render(frame, *a, &view.probe),
+            Pane::Processes => processes::render(frame, *a, model, view),
+        }
+    }
 }
 
 fn render_too_small(frame: &mut Frame, area: Rect) {

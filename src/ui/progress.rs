@@ -6,12 +6,13 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
 use crate::collect::process::ProcKey;
 use crate::format::{self, escape, escape_bytes};
 use crate::model::Model;
 use crate::model::progress::{Job, Label};
+use crate::ui::{Pane, ViewState, pane_block};
 
 /// Width of the text progress bar, in cells.
 pub const BAR_WIDTH: usize = 20;
@@ -84,9 +85,28 @@ fn row(j: &Job) -> Row<'static> {
     .style(style)
 }
 
+/// The pane on its own (the `iolens progress`-like view), without selection.
 pub fn render(frame: &mut Frame, area: Rect, model: &Model) {
+    draw(frame, area, model, Block::default().borders(Borders::ALL), None);
+}
+
+/// The pane in the dashboard: focus border and the selected transfer.
+pub fn render_pane(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+    let focused = view.focus == Pane::Progress;
+    let block = pane_block(Line::default(), focused, &view.theme);
+    let sel = if focused {
+        view.xfer_sel
+            .and_then(|k| model.progress.jobs.iter().position(|j| j.proc == k))
+            .map(|i| (i, view.theme.selected()))
+    } else {
+        None
+    };
+    draw(frame, area, model, block, sel);
+}
+
+fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<(usize, Style)>) {
     let jobs = &model.progress.jobs;
-    let block = Block::default().borders(Borders::ALL).title(format!(
+    let block = block.title(format!(
         " Transfers ({}) ",
         jobs.iter().filter(|j| !j.is_done()).count()
     ));
@@ -110,58 +130,25 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model) {
         Constraint::Length(6),
         Constraint::Length(24),
     ];
-    let table = Table::new(jobs.iter().map(row), widths)
+    let mut table = Table::new(jobs.iter().map(row), widths)
         .header(header)
         .block(block)
         .column_spacing(1);
-    frame.render_widget(table, area);
+    let mut state = TableState::default();
+    if let Some((i, style)) = sel {
+        table = table.row_highlight_style(style);
+        state.select(Some(i));
+    }
+    frame.render_stateful_widget(table, area, &mut state);
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
     use super::*;
-    use crate::collect::fdinfo::{Access, FdTarget};
-    use crate::model::progress::{FdKey, Transfer};
-
-    fn job(pid: i32, comm: &str, path: &[u8], pos: u64, size: u64, rate: f64, label: Label) -> Job {
-        // As the model fills them in for each label.
-        let has_pct = matches!(label, Label::Progress | Label::Stalled { .. } | Label::Done { .. });
-        let percent = has_pct.then(|| pos as f64 / size as f64 * 100.0);
-        let eta = (rate > 0.0 && label == Label::Progress).then(|| (size - pos) as f64 / rate);
-        let done = matches!(label, Label::Done { .. });
-        Job {
-            proc: ProcKey { pid, start_time: 1 },
-            comm: comm.into(),
-            main: Transfer {
-                key: FdKey {
-                    pid,
-                    start_time: 1,
-                    fd: 3,
-                    mnt_id: Some(1),
-                    ino: 2,
-                },
-                target: FdTarget::File,
-                access: Access::Read,
-                path: Arc::from(path),
-                pos,
-                size: Some(size),
-                percent,
-                rate_bps: (!done).then_some(rate),
-                eta_s: eta,
-                label,
-            },
-            others: vec![],
-            files_done: 0,
-            read_bps: Some(rate),
-            write_bps: None,
-            ended_ns: done.then_some(5),
-        }
-    }
+    use crate::model::progress::example_job as job;
 
     #[test]
     fn pane_snapshot() {

@@ -23,7 +23,11 @@ pub fn render(frame: &mut Frame, area: Rect, _model: &Model, view: &ViewState) {
         Line::styled(format::escape(&s.text), if s.error { t.error() } else { t.ok() })
     } else {
         let hints = match view.focus {
-            Pane::Devices => "q quit  ? help  Tab focus  Enter detail  a idle  Space fold  p pause  +/- interval",
+            Pane::Devices => {
+                "q quit  ? help  Tab focus  Enter detail  t probe  a idle  Space fold  p pause  +/- interval"
+            }
+            Pane::Progress => "q quit  ? help  Tab focus  ↑↓ select  Enter go to its process (to ionice it)",
+            Pane::Results => "q quit  ? help  Tab focus  Esc cancel a running probe  t (devices pane) new probe",
             Pane::Processes => {
                 "q quit  ? help  Tab focus  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill"
             }
