@@ -5,7 +5,7 @@ mod common;
 use iolens::collect::process::ProcKey;
 use iolens::model::Model;
 use iolens::ui::theme::Theme;
-use iolens::ui::{self, Confirm, ConfirmAction, Pane, Popup, ViewState};
+use iolens::ui::{self, Confirm, ConfirmAction, Pane, Popup, ProbeMenu, ViewState};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -308,4 +308,134 @@ fn home_end_and_page_keys_clamp() {
 fn huge_terminals_draw_too() {
     let m = common::model();
     draw(&m, &ViewState::default(), 1000, 2000);
+}
+
+/// The fixture model with transfers: dd (pid 4242, in the fixture's
+/// processes) reading a disk image, tar, and a finished rsync.
+fn model_with_transfers() -> Model {
+    use iolens::model::progress::{Label, example_job, sort_jobs};
+    let mut m = common::model();
+    let mut jobs = vec![
+        example_job(
+            4242,
+            "dd",
+            b"/srv/backup/db.img",
+            60_000_000_000,
+            100_000_000_000,
+            150e6,
+            Label::Progress,
+        ),
+        example_job(
+            4100,
+            "tar",
+            b"/home/a/evil\x1b[2J.jpg",
+            3_000_000,
+            4_000_000,
+            250e3,
+            Label::Progress,
+        ),
+        example_job(
+            4600,
+            "rsync",
+            b"/var/lib/x.db",
+            1000,
+            1000,
+            0.0,
+            Label::Done { complete: true },
+        ),
+    ];
+    sort_jobs(&mut jobs);
+    m.progress.jobs = jobs;
+    m
+}
+
+#[test]
+fn dashboard_with_the_progress_pane() {
+    let m = model_with_transfers();
+    let dd = ProcKey {
+        pid: 4242,
+        start_time: 1,
+    };
+    let v = ViewState {
+        focus: Pane::Progress,
+        xfer_sel: Some(dd),
+        ..Default::default()
+    };
+    assert_eq!(v.panes(&m), [Pane::Devices, Pane::Progress, Pane::Processes]);
+    let t = draw(&m, &v, 120, 40);
+    let s = text(&t);
+    // tar: 3 of 4 MB at 250 kB/s → 75%, 4 s left; dd: 60%, 40 GB at 150 MB/s → 4m27s.
+    let tar = s.lines().find(|l| l.contains("tar")).unwrap();
+    assert!(
+        tar.contains("75.0%") && tar.contains("250 kB/s") && tar.contains("evil\\x1b[2J"),
+        "{tar}"
+    );
+    let dd_line = s.lines().find(|l| l.contains("db.img")).unwrap();
+    assert!(dd_line.contains("60.0%") && dd_line.contains("150 MB/s"), "{dd_line}");
+    let order: Vec<usize> = ["tar", "db.img", "rsync"].iter().map(|w| s.find(w).unwrap()).collect();
+    assert!(order[0] < order[1] && order[1] < order[2], "sorted by ETA, done last");
+    insta::assert_snapshot!("progress_120x40", t.backend());
+    insta::assert_snapshot!("progress_80x24", draw(&m, &v, 80, 24).backend());
+}
+
+#[test]
+fn dashboard_with_the_results_pane_running_and_finished() {
+    use iolens::probe::example::{result, zones};
+    use iolens::probe::{Phase, ProbeMsg, Progress, Status};
+    let m = common::model();
+    let mut v = ViewState {
+        focus: Pane::Results,
+        ..Default::default()
+    };
+    v.probe
+        .start("/dev/sda".into(), "random read + zone sweep, quick".into());
+    v.probe.apply(ProbeMsg::Progress(Progress {
+        phase: Phase::Sweep,
+        fraction: 0.45,
+        elapsed_s: 4.6,
+        reads: 580,
+        p50_ms: None,
+        iops: None,
+        zones: zones(9),
+        size_bytes: 1_000_204_886_016,
+    }));
+    assert_eq!(v.panes(&m), [Pane::Devices, Pane::Results, Pane::Processes]);
+    let running = draw(&m, &v, 120, 40);
+    assert!(text(&running).contains("45%"), "{}", text(&running));
+    insta::assert_snapshot!("results_running_120x40", running.backend());
+    v.probe.apply(ProbeMsg::Finished(Box::new(result(Status::Completed))));
+    let done = draw(&m, &v, 120, 40);
+    let s = text(&done);
+    assert!(s.contains("HDD"), "{s}");
+    insta::assert_snapshot!("results_finished_120x40", done.backend());
+    insta::assert_snapshot!("results_finished_200x60", draw(&m, &v, 200, 60).backend());
+}
+
+#[test]
+fn probe_menu_popup() {
+    let m = common::model();
+    let mut menu = ProbeMenu::new("sda".into());
+    menu.depth = iolens::probe::Depth::Thorough;
+    menu.drop_cache = true;
+    let v = ViewState {
+        popup: Popup::ProbeMenu(menu.clone()),
+        ..Default::default()
+    };
+    let s = text(&draw(&m, &v, 80, 24));
+    for want in [
+        "/dev/sda",
+        "(•) random read",
+        "thorough",
+        "[x] drop the page cache",
+        "Enter start",
+    ] {
+        assert!(s.contains(want), "{want} not in\n{s}");
+    }
+    insta::assert_snapshot!("probe_menu_80x24", draw(&m, &v, 80, 24).backend());
+    menu.confirm_drop = true;
+    let v = ViewState {
+        popup: Popup::ProbeMenu(menu),
+        ..Default::default()
+    };
+    assert!(text(&draw(&m, &v, 80, 24)).contains("WHOLE machine"));
 }

@@ -52,28 +52,32 @@ fn state(j: &Job) -> String {
     s
 }
 
-fn row(j: &Job) -> Row<'static> {
+/// Below this inner width the pane drops the PID column and narrows the
+/// bar and the state so the file keeps room.
+const NARROW: u16 = 110;
+
+fn row(j: &Job, narrow: bool) -> Row<'static> {
     let m = &j.main;
+    let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
     let pct = match m.label {
         Label::Positional | Label::Growing | Label::Truncated => format::NA.to_string(),
         _ => format::pct(m.percent),
     };
     let bar_text = match m.label {
-        Label::Growing => format!(
-            "{:<w$}",
-            format!("{} written", format::decimal(m.pos as f64)),
-            w = BAR_WIDTH
-        ),
-        Label::Positional | Label::Truncated => bar(None, BAR_WIDTH),
-        _ => bar(m.percent, BAR_WIDTH),
+        Label::Growing => format!("{:<bar_w$}", format!("{} written", format::decimal(m.pos as f64))),
+        Label::Positional | Label::Truncated => bar(None, bar_w),
+        _ => bar(m.percent, bar_w),
     };
     let style = if j.is_done() {
         Style::default().add_modifier(Modifier::DIM)
     } else {
         Style::default()
     };
-    Row::new(vec![
-        Cell::from(j.proc.pid.to_string()),
+    let mut cells = Vec::with_capacity(8);
+    if !narrow {
+        cells.push(Cell::from(j.proc.pid.to_string()));
+    }
+    cells.extend([
         Cell::from(escape(&j.comm)),
         Cell::from(escape_bytes(&m.path)),
         Cell::from(bar_text),
@@ -81,19 +85,20 @@ fn row(j: &Job) -> Row<'static> {
         Cell::from(m.rate_bps.map_or_else(|| format::NA.to_string(), format::rate)),
         Cell::from(format::duration(m.eta_s)),
         Cell::from(state(j)),
-    ])
-    .style(style)
+    ]);
+    Row::new(cells).style(style)
 }
 
 /// The pane on its own (the `iolens progress`-like view), without selection.
 pub fn render(frame: &mut Frame, area: Rect, model: &Model) {
-    draw(frame, area, model, Block::default().borders(Borders::ALL), None);
+    let block = Block::default().borders(Borders::ALL).title(title(model));
+    draw(frame, area, model, block, None);
 }
 
 /// The pane in the dashboard: focus border and the selected transfer.
 pub fn render_pane(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let focused = view.focus == Pane::Progress;
-    let block = pane_block(Line::default(), focused, &view.theme);
+    let block = pane_block(Line::from(title(model)), focused, &view.theme);
     let sel = if focused {
         view.xfer_sel
             .and_then(|k| model.progress.jobs.iter().position(|j| j.proc == k))
@@ -104,12 +109,13 @@ pub fn render_pane(frame: &mut Frame, area: Rect, model: &Model, view: &ViewStat
     draw(frame, area, model, block, sel);
 }
 
+fn title(model: &Model) -> String {
+    let running = model.progress.jobs.iter().filter(|j| !j.is_done()).count();
+    format!(" Transfers ({running}) ")
+}
+
 fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<(usize, Style)>) {
     let jobs = &model.progress.jobs;
-    let block = block.title(format!(
-        " Transfers ({}) ",
-        jobs.iter().filter(|j| !j.is_done()).count()
-    ));
     if jobs.is_empty() {
         let p = Paragraph::new(Line::from(
             "no transfers: open files whose position moves show here (or watch with --pid/--name)",
@@ -118,19 +124,25 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
         frame.render_widget(p, area);
         return;
     }
-    let header = Row::new(["PID", "COMMAND", "FILE", "PROGRESS", "%", "RATE", "ETA", "STATE"])
-        .style(Style::default().add_modifier(Modifier::BOLD));
-    let widths = [
+    let narrow = area.width.saturating_sub(2) < NARROW;
+    let (bar_w, state_w) = if narrow { (BAR_WIDTH / 2, 12) } else { (BAR_WIDTH, 24) };
+    let mut names = vec!["PID", "COMMAND", "FILE", "PROGRESS", "%", "RATE", "ETA", "STATE"];
+    let mut widths = vec![
         Constraint::Length(7),
         Constraint::Length(10),
         Constraint::Fill(1),
-        Constraint::Length(BAR_WIDTH as u16),
+        Constraint::Length(bar_w as u16),
         Constraint::Length(6),
-        Constraint::Length(11),
+        Constraint::Length(10),
         Constraint::Length(6),
-        Constraint::Length(24),
+        Constraint::Length(state_w),
     ];
-    let mut table = Table::new(jobs.iter().map(row), widths)
+    if narrow {
+        names.remove(0);
+        widths.remove(0);
+    }
+    let header = Row::new(names).style(Style::default().add_modifier(Modifier::BOLD));
+    let mut table = Table::new(jobs.iter().map(|j| row(j, narrow)), widths)
         .header(header)
         .block(block)
         .column_spacing(1);
