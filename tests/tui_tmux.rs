@@ -169,6 +169,21 @@ struct Loop {
 
 impl Loop {
     fn attach() -> Result<Loop, String> {
+        Loop::attach_with(|f| f.as_file().set_len(32 << 20))
+    }
+
+    /// Over 64 MiB of random data (a probe of it reaches the device).
+    fn attach_random() -> Result<Loop, String> {
+        Loop::attach_with(|f| {
+            use std::io::{Read, Write};
+            let mut data = vec![0u8; 64 << 20];
+            std::fs::File::open("/dev/urandom")?.read_exact(&mut data)?;
+            f.as_file().write_all(&data)?;
+            f.as_file().sync_all()
+        })
+    }
+
+    fn attach_with(fill: impl FnOnce(&tempfile::NamedTempFile) -> std::io::Result<()>) -> Result<Loop, String> {
         if !is_root() {
             return Err("not root (losetup needs it)".into());
         }
@@ -176,7 +191,7 @@ impl Loop {
             return Err("losetup not installed".into());
         }
         let file = tempfile::NamedTempFile::new_in("/var/tmp").map_err(|e| e.to_string())?;
-        file.as_file().set_len(32 << 20).map_err(|e| e.to_string())?;
+        fill(&file).map_err(|e| format!("filling {}: {e}", file.path().display()))?;
         let out = Command::new("losetup")
             .args(["-f", "--show", "-r", "--direct-io=on"])
             .arg(file.path())
@@ -465,4 +480,185 @@ fn ionice_kill_pause_and_interval_from_the_keyboard() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGTERM));
     t.keys(&["q"]);
+}
+
+/// A cgroup-v1 blkio group whose read bandwidth can be throttled (to make a
+/// probe slow enough to cancel); its tasks go back to the root group and
+/// the group is removed on drop.
+struct Blkio {
+    dir: PathBuf,
+}
+
+impl Blkio {
+    fn new() -> Result<Blkio, String> {
+        let root = Path::new("/sys/fs/cgroup/blkio");
+        if !root.join("blkio.throttle.read_bps_device").exists() {
+            return Err("no cgroup-v1 blkio throttling at /sys/fs/cgroup/blkio".into());
+        }
+        let dir = root.join(format!("iolens-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        Ok(Blkio { dir })
+    }
+
+    fn throttle(&self, dev: &str, bytes_per_s: u64) {
+        let rdev = std::fs::metadata(dev)
+            .map(|m| std::os::unix::fs::MetadataExt::rdev(&m))
+            .unwrap();
+        let (maj, min) = (libc::major(rdev), libc::minor(rdev));
+        std::fs::write(
+            self.dir.join("blkio.throttle.read_bps_device"),
+            format!("{maj}:{min} {bytes_per_s}"),
+        )
+        .unwrap();
+    }
+}
+
+impl Drop for Blkio {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let tasks = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in tasks.split_whitespace() {
+                let _ = std::fs::write("/sys/fs/cgroup/blkio/cgroup.procs", pid);
+            }
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Move the devices-pane selection onto `dev` (the probe menu names the
+/// device it is for). Leaves the menu open.
+fn open_probe_menu_for(t: &Tmux, dev: &str) {
+    t.keys(&["Home"]);
+    for _ in 0..30 {
+        t.keys(&["t"]);
+        let s = t.wait_for("the probe menu", |s| s.contains("Read-only probe of"));
+        if s.contains(&format!("Read-only probe of {dev} ")) {
+            return;
+        }
+        t.keys(&["Escape", "Down"]);
+    }
+    panic!("{dev} not found in the devices pane");
+}
+
+#[test]
+fn probe_from_the_dashboard_then_cancel_a_sweep() {
+    if !have("tmux") {
+        return skip("tmux not installed");
+    }
+    let lo = match Loop::attach_random() {
+        Ok(l) => l,
+        Err(e) => return skip(&e),
+    };
+    let blkio = Blkio::new();
+    let state = tempfile::tempdir().unwrap();
+    let enter_cgroup = match &blkio {
+        Ok(b) => format!("echo $$ > {}/cgroup.procs; ", b.dir.display()),
+        Err(e) => {
+            eprintln!("note: {e}: the sweep is cancelled only if it is still running");
+            String::new()
+        }
+    };
+    let t = Tmux::start(&format!(
+        "sh -c '{enter_cgroup}exec env XDG_STATE_HOME={} {BIN}'",
+        state.path().display()
+    ));
+    t.wait_for("the dashboard", |s| s.contains("Processes"));
+    t.keys(&["Tab"]);
+    open_probe_menu_for(&t, &lo.dev);
+    // Random read (the default), quick (the default).
+    t.keys(&["r", "Enter"]);
+    t.wait_for("the probe started", |s| {
+        s.contains(&format!("Probe: {} — random read, quick", lo.dev))
+    });
+    let s = t.wait_for("the finished probe with a verdict", |s| {
+        s.contains("verdict:") && s.contains(&format!("probe finished on {}", lo.dev))
+    });
+    assert!(s.contains("IOPS") && s.contains("p50"), "{s}");
+    assert!(s.contains(&format!("diskstats {}", lo.name())), "{s}");
+    // The result was appended to the results file.
+    let saved = std::fs::read_to_string(state.path().join("iolens/probes.jsonl")).unwrap();
+    assert_eq!(saved.lines().count(), 1);
+    assert!(saved.contains(&format!("\"target\":\"{}\"", lo.dev)), "{saved}");
+    // A second probe: a zone sweep, slowed to 4 MB/s (16 s for 64 MiB) so
+    // that it is still running when Esc arrives.
+    if let Ok(b) = &blkio {
+        b.throttle(&lo.dev, 4_000_000);
+    }
+    t.keys(&["BTab"]);
+    open_probe_menu_for(&t, &lo.dev);
+    t.keys(&["z", "Enter"]);
+    t.wait_for("the sweep running", |s| {
+        s.contains("zone sweep") && s.contains("(Esc cancels)")
+    });
+    t.keys(&["Escape"]);
+    let s = t.wait_for("cancelled", |s| s.contains("cancelled"));
+    assert!(s.contains(&format!("probe on {} cancelled", lo.dev)), "{s}");
+    // The thread stops after the read in flight and sends the partial
+    // result; the first result stays listed in the session.
+    let s = t.wait_for("the partial result", |s| s.contains("cancelled — partial results"));
+    assert!(
+        s.contains("earlier this session") && s.contains(&format!("{} random read →", lo.dev)),
+        "{s}"
+    );
+    assert!(
+        s.contains(&format!("probe on {} cancelled (partial results); saved to", lo.dev)),
+        "{s}"
+    );
+    let saved = std::fs::read_to_string(state.path().join("iolens/probes.jsonl")).unwrap();
+    assert_eq!(saved.lines().count(), 2);
+    assert!(
+        saved.lines().nth(1).unwrap().contains("\"status\":\"cancelled\""),
+        "{saved}"
+    );
+    t.keys(&["q"]);
+}
+
+#[test]
+fn progress_pane_shows_pv_and_enter_jumps_to_it() {
+    if !have("tmux") {
+        return skip("tmux not installed");
+    }
+    if !have("pv") {
+        return skip("pv not installed");
+    }
+    let file = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
+    file.as_file().set_len(32 << 20).unwrap();
+    let pv = Bg::spawn(Command::new("pv").args(["-q", "-L", "1m"]).arg(file.path()));
+    let pid = pv.0.id();
+    let t = Tmux::start(BIN);
+    let name = file.path().file_name().unwrap().to_string_lossy().into_owned();
+    let s = t.wait_for("pv's transfer with a percent", |s| {
+        s.lines()
+            .any(|l| l.contains(" pv ") && l.contains(&name) && l.contains('%'))
+    });
+    let line = s.lines().find(|l| l.contains(&name)).unwrap();
+    // 1 MB/s over 33.5 MB: a few percent after a few seconds.
+    let pct: f64 = line
+        .split_whitespace()
+        .find_map(|w| w.strip_suffix('%').and_then(|p| p.parse().ok()))
+        .unwrap();
+    assert!(pct > 0.0 && pct < 50.0, "{line}");
+    // Tab to the transfers pane; Enter on pv's row selects pv in the
+    // processes pane (other processes may have transfers too: walk down).
+    t.keys(&["Tab", "Tab"]);
+    let want = format!("PID {pid} (pv): i ionice");
+    let mut found = false;
+    for _ in 0..15 {
+        t.keys(&["Enter"]);
+        std::thread::sleep(Duration::from_millis(150));
+        if t.screen().contains(&want) {
+            found = true;
+            break;
+        }
+        // The focus went to the processes pane: back to the same transfer, one down.
+        t.keys(&["BTab", "Down"]);
+    }
+    assert!(found, "never jumped to pv:\n{}", t.screen());
+    // pv is the selected process: i asks about it.
+    t.keys(&["i"]);
+    t.wait_for("the ionice question for pv", |s| s.contains(&format!("PID {pid} (pv)")));
+    t.keys(&["Escape", "q"]);
 }
