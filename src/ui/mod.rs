@@ -373,7 +373,7 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) 
         match p {
             Pane::Devices => devices::render(frame, *a, model, view),
             Pane::Progress => progress::render_pane(frame, *a, model, view),
-            Pane::Results => results::render(frame, *a, &view.probe),
+            Pane::Results => results::render_pane(frame, *a, view),
             Pane::Processes => processes::render(frame, *a, model, view),
         }
     }

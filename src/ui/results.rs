@@ -14,12 +14,26 @@ use crate::probe::view::{RunState, coarse_histogram, lat, summary_line};
 use crate::probe::{Phase, ProbeResult, ProbeView, Progress, Stop, Zone};
 
 pub fn render(frame: &mut Frame, area: Rect, view: &ProbeView) {
-    let title = if view.target.is_empty() {
+    let block = Block::default().borders(Borders::ALL).title(title(view));
+    draw(frame, area, view, block);
+}
+
+/// The pane in the dashboard, with its focus border.
+pub fn render_pane(frame: &mut Frame, area: Rect, view: &crate::ui::ViewState) {
+    let focused = view.focus == crate::ui::Pane::Results;
+    let block = crate::ui::pane_block(Line::from(title(&view.probe)), focused, &view.theme);
+    draw(frame, area, &view.probe, block);
+}
+
+fn title(view: &ProbeView) -> String {
+    if view.target.is_empty() {
         " Probe ".to_string()
     } else {
         format!(" Probe: {} — {} ", view.target, view.plan)
-    };
-    let block = Block::default().borders(Borders::ALL).title(title);
+    }
+}
+
+fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block) {
     let mut inner = block.inner(area);
     frame.render_widget(block, area);
     // Earlier results of this session (the current one is shown in full).
