@@ -636,7 +636,13 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     };
     let (sample_tx, mut samples) = tokio::sync::mpsc::channel(2);
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
-    let collector = Collector::new(&cli.root);
+    let mut collector = Collector::new(&cli.root);
+    // Watched processes have their fds read every sample (others only when
+    // they did I/O), and their open files show before they move.
+    collector.fds.watch = crate::collect::fdinfo::Watch {
+        pids: cli.pid.clone(),
+        names: cli.name.clone(),
+    };
     std::thread::Builder::new()
         .name("iolens-sampler".into())
         .spawn(move || sampler(collector, settings.interval, ctl_rx, sample_tx))?;

@@ -44,6 +44,14 @@ pub struct Cli {
     #[arg(long, env = "IOLENS_CONFIG", global = true)]
     pub config: Option<PathBuf>,
 
+    /// Dashboard: always track the open files of these PIDs (transfers pane)
+    #[arg(long, env = "IOLENS_PID", value_delimiter = ',')]
+    pub pid: Vec<i32>,
+
+    /// Dashboard: always track the open files of processes with this command name (exact comm)
+    #[arg(long, env = "IOLENS_NAME", value_delimiter = ',')]
+    pub name: Vec<String>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
