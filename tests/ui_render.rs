@@ -439,3 +439,28 @@ fn probe_menu_popup() {
     };
     assert!(text(&draw(&m, &v, 80, 24)).contains("WHOLE machine"));
 }
+
+#[test]
+fn every_pane_at_once_keeps_the_processes_visible() {
+    use iolens::probe::ProbeMsg;
+    use iolens::probe::example::result;
+    let m = model_with_transfers();
+    let mut v = ViewState::default();
+    v.probe
+        .start("/dev/sda".into(), "random read + zone sweep, quick".into());
+    v.probe
+        .apply(ProbeMsg::Finished(Box::new(result(iolens::probe::Status::Completed))));
+    assert_eq!(
+        v.panes(&m),
+        [Pane::Devices, Pane::Progress, Pane::Results, Pane::Processes]
+    );
+    let t = draw(&m, &v, 80, 24);
+    let s = text(&t);
+    assert!(
+        s.contains("Transfers (2)") && s.contains("Probe: /dev/sda") && s.contains("Processes 3/3"),
+        "{s}"
+    );
+    assert!(s.contains("dd if=/dev/sda"), "{s}");
+    insta::assert_snapshot!("all_panes_80x24", t.backend());
+    insta::assert_snapshot!("all_panes_120x40", draw(&m, &v, 120, 40).backend());
+}

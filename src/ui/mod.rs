@@ -349,8 +349,8 @@ pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
 
 /// The panes under the header, top to bottom: devices sized to their rows
 /// (at most 45% of the height, less when more panes are shown), transfers
-/// sized to their rows (at most 25%), probe results (up to 20 rows, at most
-/// 45%), and processes take the rest.
+/// sized to their rows (at most 25%), probe results (up to 26 rows, at most
+/// 55%), and processes take the rest.
 fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let panes = view.panes(model);
     let pct = |p: u32| (u32::from(area.height) * p / 100) as u16;
@@ -364,8 +364,9 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) 
         constraints.push(match p {
             Pane::Devices => Constraint::Length(dev_h),
             Pane::Progress => Constraint::Length(rows(model.progress.jobs.len()).min(pct(25)).max(4)),
-            Pane::Results => Constraint::Length(20.min(pct(45)).max(5)),
-            Pane::Processes => Constraint::Fill(1),
+            Pane::Results => Constraint::Length(26.min(pct(55)).max(5)),
+            // Wins over the lengths above on a short terminal.
+            Pane::Processes => Constraint::Min(5),
         });
     }
     let areas = Layout::vertical(constraints).split(area);

@@ -130,19 +130,39 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
         .as_ref()
         .map_or(0, |rr| coarse_histogram(&rr.histogram).len() as u16);
     let top_h = numbers(r).len().max(hist_rows as usize + 1) as u16;
-    let [head, top, chart, verdict] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(top_h),
-        Constraint::Length(if has_sweep { 10 } else { 0 }),
-        Constraint::Min(3),
-    ])
-    .areas(area);
     let head_line = banner.unwrap_or_else(|| {
         Line::from(vec![
             Span::raw("verdict: "),
             Span::styled(r.verdict.class.label(), Style::default().add_modifier(Modifier::BOLD)),
         ])
     });
+    // Short panes (small terminals, every pane shown) keep what matters
+    // most: the verdict, the numbers, the evidence. Otherwise the chart
+    // gets up to 10 rows (at least 5) and the numbers at least 6.
+    const EVIDENCE_H: u16 = 3;
+    let room = area.height.saturating_sub(1 + EVIDENCE_H);
+    if room < 6 {
+        let mut lines = vec![head_line];
+        lines.extend(numbers(r));
+        lines.extend(evidence(r));
+        frame.render_widget(Paragraph::new(lines), area);
+        return;
+    }
+    let (mut top_h, mut chart_h) = (top_h.min(room), 0);
+    if has_sweep {
+        top_h = top_h.min(room.saturating_sub(10).max(6));
+        chart_h = (room - top_h).min(10);
+        if chart_h < 5 {
+            chart_h = 0;
+        }
+    }
+    let [head, top, chart, verdict] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(top_h),
+        Constraint::Length(chart_h),
+        Constraint::Min(3),
+    ])
+    .areas(area);
     frame.render_widget(Paragraph::new(head_line), head);
 
     let [left, right] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
@@ -168,10 +188,14 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
         }
         frame.render_widget(Paragraph::new(lines), right);
     }
-    if let Some(sw) = r.sweep.as_ref().filter(|_| has_sweep) {
+    if let Some(sw) = r.sweep.as_ref().filter(|_| chart_h > 0) {
         sweep_chart(frame, chart, &sw.zones, Some(r.method.size_bytes));
     }
+    frame.render_widget(Paragraph::new(evidence(r)).wrap(Wrap { trim: false }), verdict);
+}
 
+/// The verdict's evidence, impossibilities and notes, one line each.
+fn evidence(r: &ProbeResult) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     if r.status == crate::probe::Status::Cancelled {
         lines.push(Line::from(vec![
@@ -188,7 +212,7 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
     for n in &r.notes {
         lines.push(Line::styled(format!("note: {n}"), Style::default().fg(Color::Yellow)));
     }
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), verdict);
+    lines
 }
 
 fn stop(s: Stop) -> &'static str {
