@@ -571,6 +571,33 @@ impl App {
     }
 }
 
+/// Sends a probe thread's messages to the loop. Should the thread end
+/// without a last word (a panic), dropping the sink says so, so the
+/// dashboard never waits for a probe that is gone.
+struct ProbeSink {
+    tx: tokio::sync::mpsc::UnboundedSender<ProbeMsg>,
+    ended: std::sync::atomic::AtomicBool,
+}
+
+impl ProbeSink {
+    fn send(&self, m: ProbeMsg) {
+        if !matches!(m, ProbeMsg::Progress(_)) {
+            self.ended.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let _ = self.tx.send(m);
+    }
+}
+
+impl Drop for ProbeSink {
+    fn drop(&mut self) {
+        if !self.ended.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = self
+                .tx
+                .send(ProbeMsg::Failed("the probe thread ended without a result".into()));
+        }
+    }
+}
+
 /// The sampler thread: samples at once, then every `interval` on a steady
 /// clock; changes of interval and pause arrive on `ctl`. Ends when either
 /// channel closes.
@@ -713,6 +740,14 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             Msg::Probe(m) => {
                 app.on_probe(m, probe::store::append);
                 dirty = true;
+                if !terminal::active() {
+                    // The probe thread panicked and the hook restored the
+                    // terminal (its message is on the normal screen, seen
+                    // after quitting): take the screen back and go on.
+                    drop(guard);
+                    guard = terminal::enter()?;
+                    guard.term.clear()?;
+                }
             }
             Msg::Resize => dirty = true,
             Msg::Key(k) => {
@@ -730,11 +765,11 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                     Some(Command::Ionice(key, prio)) => app.report(actions::set_ioprio(&mut reader, key, prio)),
                     Some(Command::StartProbe(cfg)) => {
                         let token = app.probe_token.clone().unwrap_or_default();
-                        let tx = probe_tx.clone();
-                        let sink = move |m| {
-                            let _ = tx.send(m);
+                        let sink = ProbeSink {
+                            tx: probe_tx.clone(),
+                            ended: std::sync::atomic::AtomicBool::new(false),
                         };
-                        if let Err(e) = probe::spawn(*cfg, token, sink) {
+                        if let Err(e) = probe::spawn(*cfg, token, move |m| sink.send(m)) {
                             let failed = ProbeMsg::Failed(format!("starting the probe thread: {e}"));
                             app.on_probe(failed, |_| Err(anyhow::anyhow!("no result")));
                         }
@@ -1155,5 +1190,30 @@ mod tests {
         a.model.progress.jobs.clear();
         a.fix_selection();
         assert_eq!(a.view.focus, Pane::Processes);
+    }
+
+    #[test]
+    fn a_probe_thread_that_dies_is_reported() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = ProbeSink {
+            tx,
+            ended: std::sync::atomic::AtomicBool::new(false),
+        };
+        let h = std::thread::spawn(move || {
+            let _s = sink;
+            panic!("probe thread panics");
+        });
+        assert!(h.join().is_err());
+        assert!(matches!(rx.try_recv(), Ok(ProbeMsg::Failed(e)) if e.contains("without a result")));
+        // A sink that delivered its end says nothing more.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = ProbeSink {
+            tx,
+            ended: std::sync::atomic::AtomicBool::new(false),
+        };
+        sink.send(ProbeMsg::Failed("x".into()));
+        drop(sink);
+        assert!(matches!(rx.try_recv(), Ok(ProbeMsg::Failed(e)) if e == "x"));
+        assert!(rx.try_recv().is_err());
     }
 }

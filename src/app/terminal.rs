@@ -32,6 +32,12 @@ pub fn restore() {
     }
 }
 
+/// Whether the terminal is (still) in raw mode on the alternate screen: a
+/// panic on another thread restores it through the hook.
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::SeqCst)
+}
+
 /// Restores the terminal when dropped.
 pub struct Guard {
     pub term: Term,
