@@ -187,7 +187,7 @@ pub fn text_report(model: &Model, top: usize) -> String {
         "%util",
         "pat",
     );
-    for d in &model.devices {
+    for d in model.devices.iter().filter(|d| !d.has_no_media()) {
         let name = format::escape(&d.name);
         let mount = d
             .info

@@ -150,9 +150,16 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
     }
     let (first, _) = pass.run()?;
     if first.denied > 0 {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let why = if unsafe { libc::geteuid() } == 0 {
+            "permission denied even to root: exiting, or guarded by a security module"
+        } else {
+            "other users' processes; run as root to see them"
+        };
+        let n = first.denied;
         eprintln!(
-            "iolens: the open files of {} processes are not readable (another user's; run as root to see them)",
-            first.denied
+            "iolens: the open files of {n} process{} could not be read ({why})",
+            if n == 1 { "" } else { "es" }
         );
     }
     let start = Instant::now();

@@ -69,6 +69,15 @@ pub struct DeviceRow {
     pub history: DevHistory,
 }
 
+impl DeviceRow {
+    /// A device without media (an unattached loop device, an empty drive):
+    /// it cannot do I/O, so the views leave it out.
+    pub fn has_no_media(&self) -> bool {
+        self.info.as_ref().is_some_and(|i| i.size_bytes == Some(0))
+            && self.rates.as_ref().is_none_or(DiskRates::is_idle)
+    }
+}
+
 /// One process: what was read, its rates, and totals since iolens started.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProcRow {
