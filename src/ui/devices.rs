@@ -41,12 +41,6 @@ fn idle(r: &DeviceRow) -> bool {
     r.rates.as_ref().is_some_and(DiskRates::is_idle)
 }
 
-/// A device without media (an unattached loop device, an empty drive): it
-/// cannot do I/O, so it is not listed.
-pub fn empty(r: &DeviceRow) -> bool {
-    r.info.as_ref().is_some_and(|i| i.size_bytes == Some(0)) && r.rates.as_ref().is_none_or(DiskRates::is_idle)
-}
-
 /// The rows in display order: each disk followed by its partitions (unless
 /// folded), idle devices left out when `hide_idle` is on, empty ones always.
 pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
@@ -54,7 +48,7 @@ pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
     let mut tops: Vec<&DeviceRow> = model
         .devices
         .iter()
-        .filter(|r| !empty(r))
+        .filter(|r| !r.has_no_media())
         .filter(|r| !is_partition(r) || !model.devices.iter().any(|d| Some(d.name.as_str()) == parent_of(r)))
         .collect();
     tops.sort_by(|a, b| a.name.cmp(&b.name));
@@ -283,7 +277,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let lines = visible(model, view);
     let focused = view.focus == Pane::Devices;
     let mut title = vec![Span::styled(" Devices ", t.title())];
-    let n_empty = model.devices.iter().filter(|r| empty(r)).count();
+    let n_empty = model.devices.iter().filter(|r| r.has_no_media()).count();
     let folded: usize = lines.iter().map(|l| l.folded).sum();
     let n_idle = model.devices.len().saturating_sub(lines.len() + n_empty + folded);
     let mut notes = Vec::new();
