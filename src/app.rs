@@ -883,24 +883,11 @@ mod tests {
 
     #[test]
     fn actions_need_a_selected_process_and_a_confirmation() {
-        use crate::collect::process::{ProcIo, RawProc};
+        use crate::collect::process::RawProc;
         let mut a = app();
         a.on_key(key(KeyCode::Char('k')));
         assert!(a.view.status.as_ref().is_some_and(|s| s.error));
-        let raw = RawProc {
-            key: ProcKey { pid: 42, start_time: 7 },
-            ppid: 1,
-            comm: "evil\x1b[2J".into(),
-            cmdline: String::new(),
-            state: 'S',
-            nice: 0,
-            uid: Some(0),
-            user: Some("root".into()),
-            ioprio: None,
-            cpu_ticks: 0,
-            blkio_ticks: None,
-            io: Ok(ProcIo::default()),
-        };
+        let raw = RawProc::example(42, 7, "evil\x1b[2J");
         a.model.procs.push(crate::model::ProcRow {
             raw,
             rates: None,
@@ -1126,25 +1113,12 @@ mod tests {
 
     #[test]
     fn enter_on_a_transfer_selects_its_process_clearing_filters() {
-        use crate::collect::process::{ProcIo, RawProc};
+        use crate::collect::process::RawProc;
         use crate::model::progress::{Label, example_job};
         let mut a = app();
         for (pid, comm) in [(10, "bash"), (4242, "pv")] {
             a.model.procs.push(crate::model::ProcRow {
-                raw: RawProc {
-                    key: ProcKey { pid, start_time: 1 },
-                    ppid: 1,
-                    comm: comm.into(),
-                    cmdline: String::new(),
-                    state: 'S',
-                    nice: 0,
-                    uid: Some(0),
-                    user: Some("root".into()),
-                    ioprio: None,
-                    cpu_ticks: 0,
-                    blkio_ticks: None,
-                    io: Ok(ProcIo::default()),
-                },
+                raw: RawProc::example(pid, 1, comm),
                 rates: None,
                 since_start: None,
             });

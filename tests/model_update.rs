@@ -4,7 +4,7 @@
 
 use iolens::collect::RawSample;
 use iolens::collect::diskstats::{DiskStat, parse_line};
-use iolens::collect::process::{ProcIo, ProcKey, ProcSnapshot, RawProc};
+use iolens::collect::process::{ProcIo, ProcSnapshot, RawProc};
 use iolens::collect::sample::HostInfo;
 use iolens::collect::sysblock::{DevKind, DeviceInfo};
 use iolens::model::disk::Rebaseline;
@@ -172,23 +172,15 @@ fn new_device_mid_run_starts_from_its_first_sample_and_vanished_ones_go() {
 
 fn proc(pid: i32, start_time: u64, rchar: u64, read_bytes: u64, syscr: u64) -> RawProc {
     RawProc {
-        key: ProcKey { pid, start_time },
-        ppid: 1,
-        comm: "tar".into(),
         cmdline: "tar cf /backup/x.tar /srv".into(),
         state: 'D',
-        nice: 0,
-        uid: Some(0),
-        user: Some("root".into()),
-        ioprio: None,
-        cpu_ticks: 0,
-        blkio_ticks: None,
         io: Ok(ProcIo {
             rchar,
             read_bytes,
             syscr,
             ..Default::default()
         }),
+        ..RawProc::example(pid, start_time, "tar")
     }
 }
 

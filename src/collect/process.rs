@@ -214,6 +214,27 @@ pub struct RawProc {
     pub io: Result<ProcIo, IoUnavailable>,
 }
 
+impl RawProc {
+    /// A readable process with zero counters, for tests and examples: the
+    /// caller sets the fields that matter to it.
+    pub fn example(pid: i32, start_time: u64, comm: &str) -> Self {
+        RawProc {
+            key: ProcKey { pid, start_time },
+            ppid: 1,
+            comm: comm.to_string(),
+            cmdline: String::new(),
+            state: 'S',
+            nice: 0,
+            uid: Some(0),
+            user: Some("root".to_string()),
+            ioprio: None,
+            cpu_ticks: 0,
+            blkio_ticks: None,
+            io: Ok(ProcIo::default()),
+        }
+    }
+}
+
 /// All processes of one sample, with counts of those that could not be read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ProcSnapshot {

@@ -90,22 +90,13 @@ pub fn proc_rates(prev: &RawProc, cur: &RawProc, dt_s: f64, ticks_per_s: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::process::{IoUnavailable, ProcKey};
+    use crate::collect::process::IoUnavailable;
 
     fn proc(pid: i32, start: u64, io: ProcIo) -> RawProc {
         RawProc {
-            key: ProcKey { pid, start_time: start },
-            ppid: 1,
-            comm: "x".into(),
-            cmdline: String::new(),
-            state: 'R',
-            nice: 0,
-            uid: Some(0),
-            user: None,
-            ioprio: None,
-            cpu_ticks: 0,
             blkio_ticks: Some(0),
             io: Ok(io),
+            ..RawProc::example(pid, start, "x")
         }
     }
 

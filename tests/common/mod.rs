@@ -4,7 +4,7 @@
 //! values.
 #![allow(dead_code)]
 
-use iolens::collect::process::{IoPrio, ProcIo, ProcKey, RawProc};
+use iolens::collect::process::{IoPrio, RawProc};
 use iolens::collect::sample::HostInfo;
 use iolens::collect::{Collector, RawSample};
 use iolens::model::Model;
@@ -16,21 +16,11 @@ pub const EVIL_COMM: &str = "evil\x1b[31mred\x07";
 
 fn evil_proc() -> RawProc {
     RawProc {
-        key: ProcKey {
-            pid: 31337,
-            start_time: 5555,
-        },
-        ppid: 1,
-        comm: EVIL_COMM.into(),
-        cmdline: String::new(),
-        state: 'S',
-        nice: 0,
         uid: Some(1000),
         user: Some("mallory".into()),
         ioprio: Some(IoPrio::from_raw(3 << 13)),
-        cpu_ticks: 0,
         blkio_ticks: Some(0),
-        io: Ok(ProcIo::default()),
+        ..RawProc::example(31337, 5555, EVIL_COMM)
     }
 }
 
