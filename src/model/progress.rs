@@ -331,16 +331,11 @@ impl Tracker {
                 st.visible |= has_path && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
                 let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate);
                 st.last = Transfer {
-                    key,
-                    target: f.target,
-                    access: f.access(),
-                    path,
-                    pos: f.pos,
-                    size: f.size,
                     percent,
                     rate_bps,
                     eta_s,
                     label,
+                    ..blank(key, f, path)
                 };
                 open.insert(key, st);
             }
