@@ -94,7 +94,24 @@ impl Tmux {
         assert!(ok);
     }
 
+    /// The screen as text, with the focused pane's thick border drawn thin
+    /// so that checks do not depend on which pane has the focus.
     fn screen(&self) -> String {
+        self.raw_screen()
+            .chars()
+            .map(|c| match c {
+                '┃' => '│',
+                '━' => '─',
+                '┏' => '┌',
+                '┓' => '┐',
+                '┗' => '└',
+                '┛' => '┘',
+                c => c,
+            })
+            .collect()
+    }
+
+    fn raw_screen(&self) -> String {
         let out = self.cmd(&["capture-pane", "-p", "-t", "main"]).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
@@ -257,8 +274,18 @@ fn shows_this_machines_devices_and_a_busy_loop_device() {
     let reader_pid = reader.0.id();
     let t = Tmux::start(BIN);
     let name = lo.name().to_string();
-    let s = t.wait_for("vda and a reading loop device", |s| {
-        s.contains("│vda ") && row_numbers(s, &name).is_some_and(|n| n.first().is_some_and(|r| *r > 0.0))
+    // This machine's own disk (vda on the VM this was written on), when it has one.
+    let disk = std::fs::read_dir("/sys/block")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !["loop", "ram", "zram", "sr", "fd"].iter().any(|p| n.starts_with(p)))
+        .filter(|n| std::fs::read_to_string(format!("/sys/block/{n}/size")).is_ok_and(|s| s.trim() != "0"))
+        .min();
+    let s = t.wait_for("this machine's disk and a reading loop device", |s| {
+        disk.as_ref().is_none_or(|d| s.contains(&format!("│{d} ")))
+            && row_numbers(s, &name).is_some_and(|n| n.first().is_some_and(|r| *r > 0.0))
     });
     let nums = row_numbers(&s, &name).unwrap();
     // r/s > 0 and rMB/s > 0 (64 KiB reads).
@@ -530,7 +557,22 @@ impl Drop for Blkio {
 
 /// Move the devices-pane selection onto `dev` (the probe menu names the
 /// device it is for). Leaves the menu open.
+/// Tab until the pane titled `title` has the focus (its border turns thick),
+/// whatever other panes the machine's activity has brought up.
+fn focus_pane(t: &Tmux, title: &str) {
+    let marker = format!("┏ {title}");
+    for _ in 0..8 {
+        if t.raw_screen().contains(&marker) {
+            return;
+        }
+        t.keys(&["Tab"]);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("could not focus the {title} pane; screen:\n{}", t.raw_screen());
+}
+
 fn open_probe_menu_for(t: &Tmux, dev: &str) {
+    focus_pane(t, "Devices");
     t.keys(&["Home"]);
     for _ in 0..30 {
         t.keys(&["t"]);
@@ -563,7 +605,6 @@ fn probe_from_the_dashboard_then_cancel_a_sweep() {
         state.path().display()
     ));
     t.wait_for("the dashboard", |s| s.contains("Processes"));
-    t.keys(&["Tab"]);
     open_probe_menu_for(&t, &lo.dev);
     // Random read (the default), quick (the default).
     t.keys(&["r", "Enter"]);
@@ -590,7 +631,6 @@ fn probe_from_the_dashboard_then_cancel_a_sweep() {
             ));
         }
     }
-    t.keys(&["BTab"]);
     open_probe_menu_for(&t, &lo.dev);
     t.keys(&["z", "Enter"]);
     t.wait_for("the sweep running", |s| {
@@ -646,7 +686,7 @@ fn progress_pane_shows_pv_and_enter_jumps_to_it() {
     assert!(pct > 0.0 && pct < 50.0, "{line}");
     // Tab to the transfers pane; Enter on pv's row selects pv in the
     // processes pane (other processes may have transfers too: walk down).
-    t.keys(&["Tab", "Tab"]);
+    focus_pane(&t, "Transfers");
     let want = format!("PID {pid} (pv): i ionice");
     let mut found = false;
     for _ in 0..15 {
@@ -657,7 +697,8 @@ fn progress_pane_shows_pv_and_enter_jumps_to_it() {
             break;
         }
         // The focus went to the processes pane: back to the same transfer, one down.
-        t.keys(&["BTab", "Down"]);
+        focus_pane(&t, "Transfers");
+        t.keys(&["Down"]);
     }
     assert!(found, "never jumped to pv:\n{}", t.screen());
     // pv is the selected process: i asks about it.

@@ -259,7 +259,7 @@ fn keys_fold_partitions_hide_idle_and_open_the_detail() {
     app.on_key(key(KeyCode::Char(' ')));
     assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sdb"]);
     let s = text(&draw(&app.model, &app.view, 120, 40));
-    assert!(s.contains("│sda +2 "), "{s}");
+    assert!(s.contains("┃sda +2 "), "{s}");
     app.on_key(key(KeyCode::Right));
     assert_eq!(names(&app).len(), 6);
     // On a partition, Left folds its disk and selects the disk.

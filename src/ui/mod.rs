@@ -20,7 +20,7 @@ use std::time::Duration;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
 use crate::collect::process::ProcKey;
 use crate::model::Model;
@@ -388,11 +388,12 @@ fn render_too_small(frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
 }
 
-/// A bordered block whose border shows whether the pane has the focus.
+/// A bordered block whose border shows whether the pane has the focus: a
+/// thick line (visible without colours too) in the title colour.
 pub fn pane_block<'a>(title: Line<'a>, focused: bool, theme: &Theme) -> Block<'a> {
     let b = Block::default().borders(Borders::ALL).title(title);
     if focused {
-        b.border_style(theme.title())
+        b.border_type(BorderType::Thick).border_style(theme.title())
     } else {
         b.border_style(theme.dim())
     }
