@@ -90,8 +90,9 @@ pub struct App {
     /// Cancels the probe thread; `Some` from the start of a probe until its
     /// thread has reported its end (also after Esc, while it stops).
     pub probe_token: Option<CancelToken>,
-    /// Where the probe reads /proc and /sys (the `--root`).
-    pub probe_root: PathBuf,
+    /// Replaying a captured tree (`--root`): device names are not this
+    /// machine's, so probes are refused.
+    pub replaying: bool,
 }
 
 impl App {
@@ -102,7 +103,7 @@ impl App {
             proc_idx: 0,
             dev_idx: 0,
             probe_token: None,
-            probe_root: PathBuf::from("/"),
+            replaying: false,
         };
         app.fix_selection();
         app
@@ -408,7 +409,12 @@ impl App {
 
     /// `t` on the devices pane: the probe menu for the selected device.
     fn open_probe_menu(&mut self) {
-        if self.view.focus != Pane::Devices {
+        if self.replaying {
+            self.status(
+                "probes need the live system: not available while replaying a captured tree (--root)",
+                true,
+            );
+        } else if self.view.focus != Pane::Devices {
             self.status("select a device first (Tab to the devices pane), then t", true);
         } else if let Some(busy) = self.probe_busy() {
             self.status(busy, true);
@@ -471,7 +477,6 @@ impl App {
         let mut cfg = ProbeConfig::new(format!("/dev/{}", m.device), m.tests, m.depth);
         cfg.idle = m.idle;
         cfg.drop_caches = m.drop_cache;
-        cfg.root = self.probe_root.clone();
         let target = probe::target::describe_path(&cfg.target);
         let mut text = format!("probe started on {target} ({})", cfg.label());
         if cfg.idle {
@@ -683,7 +688,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mut model = Model::new(HostInfo::read(), clk_tck());
     model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
     let mut app = App::new(model, view);
-    app.probe_root = cli.root.clone();
+    app.replaying = cli.root != std::path::Path::new("/");
     let (probe_tx, mut probe_rx) = tokio::sync::mpsc::unbounded_channel::<ProbeMsg>();
     let mut reader = Reader::new("/");
     let debug_panic = std::env::var_os("IOLENS_DEBUG_PANIC").is_some_and(|v| v == "1");
@@ -989,10 +994,19 @@ mod tests {
     }
 
     #[test]
+    fn probes_are_refused_while_replaying_a_captured_tree() {
+        let mut a = app_with_device("loop0");
+        a.replaying = true;
+        a.on_key(key(KeyCode::Tab));
+        a.on_key(key(KeyCode::Char('t')));
+        assert_eq!(a.view.popup, Popup::None);
+        assert!(status(&a).0.contains("--root"), "{:?}", status(&a));
+    }
+
+    #[test]
     fn probe_starts_refuses_a_second_and_esc_cancels_it() {
         let mut a = app_with_device("loop0");
         a.model.host.is_root = true;
-        a.probe_root = PathBuf::from("/fixture");
         a.on_key(key(KeyCode::Tab));
         a.on_key(key(KeyCode::Char('t')));
         // Dropping the page cache asks first; n keeps it off, y turns it on.
@@ -1009,7 +1023,6 @@ mod tests {
         };
         let mut want = ProbeConfig::new("/dev/loop0", probe::Tests::Both, probe::Depth::Quick);
         want.drop_caches = true;
-        want.root = PathBuf::from("/fixture");
         assert_eq!(*cfg, want);
         assert_eq!(a.view.popup, Popup::None);
         assert!(a.view.probe.is_running());

@@ -104,28 +104,59 @@ pub fn terminate(reader: &mut Reader, key: ProcKey) -> Result<String, String> {
     result
 }
 
-/// ioprio_set(IOPRIO_WHO_PROCESS, pid, prio).
+/// ioprio_set(IOPRIO_WHO_PROCESS, tid, prio) on every thread of the
+/// process: the I/O priority belongs to each thread (ioprio_set(2)), so a
+/// multithreaded compressor or backup tool is only made gentler when all
+/// its threads are.
 pub fn set_ioprio(reader: &mut Reader, key: ProcKey, prio: IoPrioChoice) -> Result<String, String> {
     let (uid, comm) = same_process(reader, key)?;
     check_owner(uid, key)?;
+    let mut tids: Vec<i32> = std::fs::read_dir(reader.path(format!("/proc/{}/task", key.pid)))
+        .map(|it| it.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    if tids.is_empty() {
+        tids.push(key.pid);
+    }
+    let (mut done, mut last_err) = (0usize, None);
+    for &tid in &tids {
+        match ioprio_set_one(tid, prio) {
+            Ok(()) => done += 1,
+            Err(e) => last_err = Some(e),
+        }
+    }
+    match (done, last_err) {
+        (0, Some(e)) => Err(errno_text("ionice", key, e)),
+        (1, None) => Ok(format!(
+            "I/O priority of PID {} ({comm}) set to {}",
+            key.pid,
+            prio.label()
+        )),
+        (n, None) => Ok(format!(
+            "I/O priority of PID {} ({comm}) set to {} on all {n} threads",
+            key.pid,
+            prio.label()
+        )),
+        (n, Some(e)) => Ok(format!(
+            "I/O priority of PID {} ({comm}) set to {} on {n} of {} threads (others: {e})",
+            key.pid,
+            prio.label(),
+            tids.len()
+        )),
+    }
+}
+
+fn ioprio_set_one(tid: i32, prio: IoPrioChoice) -> io::Result<()> {
     const IOPRIO_WHO_PROCESS: libc::c_long = 1;
     // SAFETY: ioprio_set takes three integers; no memory is passed.
     let r = unsafe {
         libc::syscall(
             libc::SYS_ioprio_set,
             IOPRIO_WHO_PROCESS,
-            key.pid as libc::c_long,
+            tid as libc::c_long,
             prio.raw() as libc::c_long,
         )
     };
-    if r < 0 {
-        return Err(errno_text("ionice", key, io::Error::last_os_error()));
-    }
-    Ok(format!(
-        "I/O priority of PID {} ({comm}) set to {}",
-        key.pid,
-        prio.label()
-    ))
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
 #[cfg(test)]
@@ -178,6 +209,41 @@ mod tests {
         assert!(e.contains("gone"), "{e}");
         let e = terminate(&mut r, key).unwrap_err();
         assert!(e.contains("gone"), "{e}");
+    }
+
+    #[test]
+    fn ionice_reaches_every_thread() {
+        let script = "import threading,time\n\
+                      for _ in range(3): threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n\
+                      time.sleep(30)\n";
+        let Ok(mut child) = Command::new("python3")
+            .args(["-c", script])
+            .stdout(Stdio::null())
+            .spawn()
+        else {
+            eprintln!("skipped: python3 not available");
+            return;
+        };
+        let pid = child.id() as i32;
+        let tids = || -> Vec<i32> {
+            std::fs::read_dir(format!("/proc/{pid}/task"))
+                .map(|it| it.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+                .unwrap_or_default()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while tids().len() < 4 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(tids().len(), 4, "python did not start its threads");
+        let mut r = Reader::new("/");
+        let key = key_of(&mut r, pid);
+        let msg = set_ioprio(&mut r, key, IoPrioChoice::Idle).unwrap();
+        assert!(msg.contains("on all 4 threads"), "{msg}");
+        for tid in tids() {
+            assert_eq!(ioprio_get(tid).unwrap().class, IoClass::Idle, "thread {tid}");
+        }
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]

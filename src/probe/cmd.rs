@@ -53,7 +53,12 @@ pub fn config(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ProbeConfig> {
         .transpose()?;
     cfg.idle = args.idle;
     cfg.drop_caches = args.drop_caches;
-    cfg.root = cli.root.clone();
+    // Probes read the live /proc and /sys (and may drop the live page
+    // cache): a replayed tree's device names are not this machine's.
+    anyhow::ensure!(
+        cli.root == std::path::Path::new("/"),
+        "probes run on the live system and cannot be combined with --root (a replayed tree)"
+    );
     Ok(cfg)
 }
 
