@@ -125,8 +125,8 @@ pub fn text_report(model: &Model, top: usize) -> String {
     let _ = write!(
         out,
         "{} {}  interval {}",
-        model.host.hostname,
-        model.host.kernel,
+        format::escape(&model.host.hostname),
+        format::escape(&model.host.kernel),
         opt2(model.interval_s)
     );
     if let Some(c) = model.cpu {

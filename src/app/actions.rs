@@ -45,7 +45,7 @@ fn same_process(reader: &mut Reader, key: ProcKey) -> Result<(u32, String), Stri
     let uid = std::fs::metadata(reader.path(format!("/proc/{}", key.pid)))
         .map_err(|_| gone())?
         .uid();
-    Ok((uid, crate::format::escape(&st.comm)))
+    Ok((uid, st.comm))
 }
 
 /// Refuse up front what the kernel would refuse: another user's process

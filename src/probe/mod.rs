@@ -413,10 +413,10 @@ pub fn run(
         drop_global_cache(&cfg.root)?;
         notes.push("the global page cache was dropped before the probe (affects the whole machine)".into());
     }
-    let mut _idle_guard = None;
+    let mut idle_guard = None;
     let idle_note = cfg.idle.then(|| match IdleClass::enter() {
         Ok(g) => {
-            _idle_guard = Some(g);
+            idle_guard = Some(g);
             let sched = t.device.as_ref().and_then(|d| d.scheduler.clone());
             match sched.as_deref() {
                 Some("bfq" | "mq-deadline") => "impact-limited: idle I/O class".to_string(),
@@ -506,7 +506,7 @@ pub fn run(
             align_bytes: t.align,
             align_source: t.align_source.clone(),
             allocated_bytes: t.allocated_bytes,
-            impact_limited: cfg.idle,
+            impact_limited: idle_guard.is_some(),
             idle_note,
         },
         device: t.device.clone(),

@@ -112,6 +112,7 @@ pub fn describe_path(p: &Path) -> String {
 pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
     let shown = describe_path(path);
     let meta = std::fs::metadata(path).map_err(|e| anyhow::anyhow!("cannot open {shown}: {e}"))?;
+    let checked = (meta.dev(), meta.ino());
     let ft = meta.file_type();
     let kind = if ft.is_block_device() {
         TargetKind::BlockDevice
@@ -141,10 +142,15 @@ pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
         }
         Err(e) => anyhow::bail!("cannot open {shown} read-only with O_DIRECT: {e}"),
     };
-    // Check again on the descriptor: the path may have changed under us.
+    // Check again on the descriptor: the path may have been replaced between
+    // the check above and the open.
     let meta = file
         .metadata()
         .map_err(|e| anyhow::anyhow!("cannot stat {shown}: {e}"))?;
+    anyhow::ensure!(
+        (meta.dev(), meta.ino()) == checked,
+        "{shown} changed while it was being opened: not probed"
+    );
     let size = match kind {
         TargetKind::RegularFile => meta.len(),
         TargetKind::BlockDevice => {

@@ -39,7 +39,7 @@ pub fn render(frame: &mut Frame, area: Rect, _model: &Model, view: &ViewState) {
 
 pub fn render_confirm(frame: &mut Frame, area: Rect, view: &ViewState, c: &Confirm) {
     let t = &view.theme;
-    let who = format!("PID {} ({})", c.key.pid, c.comm);
+    let who = format!("PID {} ({})", c.key.pid, format::escape(&c.comm));
     let (title, question, answers) = match c.action {
         ConfirmAction::Kill => (
             " Send SIGTERM ",
