@@ -580,7 +580,7 @@ fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::
         // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
         while off + 19 <= n {
             let reclen = usize::from(u16::from_ne_bytes([buf[off + 16], buf[off + 17]]));
-            if reclen == 0 || off + reclen > n {
+            if reclen < 19 || off + reclen > n {
                 break;
             }
             let name = &buf[off + 19..off + reclen];

@@ -60,7 +60,7 @@ impl DeviceInfo {
     pub fn misaligned(&self) -> Option<bool> {
         let start = self.start_sector?;
         let phys = self.physical_block_size?.max(512);
-        Some((start * 512) % phys != 0)
+        Some(start.checked_mul(512)? % phys != 0)
     }
 
     /// Whether this device's I/O counts toward machine totals: whole devices

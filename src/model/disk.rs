@@ -94,7 +94,7 @@ fn dir_rates(p: &IoCounters, c: &IoCounters, dt_s: f64) -> Option<DirRates> {
         ios_per_s: per_s(d_ios),
         bytes_per_s: per_s(d_sectors) * 512.0,
         merges_per_s: per_s(d_merges),
-        merge_pct: (d_merges + d_ios > 0).then(|| d_merges as f64 / (d_merges + d_ios) as f64 * 100.0),
+        merge_pct: (d_merges > 0 || d_ios > 0).then(|| d_merges as f64 / (d_merges as f64 + d_ios as f64) * 100.0),
         await_ms: (d_ios > 0).then(|| d_ticks as f64 / d_ios as f64),
         req_bytes: (d_ios > 0).then(|| d_sectors as f64 * 512.0 / d_ios as f64),
         d_ios,
@@ -167,9 +167,9 @@ pub fn disk_rates(prev: &DiskStat, cur: &DiskStat, dt_s: f64) -> Result<DiskRate
 /// The pattern over reads and writes together (discards and flushes left out).
 fn pattern_of(read: &DirRates, write: &DirRates) -> Option<Pattern> {
     pattern::classify(
-        read.d_ios + write.d_ios,
-        read.d_merges + write.d_merges,
-        (read.d_sectors + write.d_sectors) * 512,
+        read.d_ios.saturating_add(write.d_ios),
+        read.d_merges.saturating_add(write.d_merges),
+        read.d_sectors.saturating_add(write.d_sectors).saturating_mul(512),
     )
 }
 

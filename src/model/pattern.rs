@@ -46,7 +46,7 @@ pub fn classify(ios: u64, merges: u64, bytes: u64) -> Option<Pattern> {
         return None;
     }
     let avg = bytes as f64 / ios as f64;
-    let merge_pct = merges as f64 / (merges + ios) as f64 * 100.0;
+    let merge_pct = merges as f64 / (merges as f64 + ios as f64) * 100.0;
     Some(if avg >= LARGE || (avg >= MEDIUM && merge_pct >= 50.0) {
         Pattern::Seq
     } else if avg < MEDIUM && merge_pct < 20.0 {

@@ -60,7 +60,10 @@ impl DiskCheck {
     pub fn compare(device: &str, before: Snapshot, after: Snapshot, reads: u64, bytes: u64) -> Self {
         // A counter that went backwards (device re-created) counts as zero.
         let device_reads = after.read_ios.saturating_sub(before.read_ios);
-        let device_read_bytes = after.read_sectors.saturating_sub(before.read_sectors) * 512;
+        let device_read_bytes = after
+            .read_sectors
+            .saturating_sub(before.read_sectors)
+            .saturating_mul(512);
         let device_writes = after.write_ios.saturating_sub(before.write_ios);
         // Both the count and the bytes must have grown: other I/O on the
         // device can make up the bytes with a few large reads, and a
