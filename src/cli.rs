@@ -45,7 +45,7 @@ pub struct Cli {
     pub config: Option<PathBuf>,
 
     /// Dashboard: always track the open files of these PIDs (transfers pane)
-    #[arg(long, env = "IOLENS_PID", value_delimiter = ',')]
+    #[arg(long, env = "IOLENS_PID", value_delimiter = ',', value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: Vec<i32>,
 
     /// Dashboard: always track the open files of processes with this command name (exact comm)
@@ -69,7 +69,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ProgressArgs {
     /// Only these PIDs
-    #[arg(long, short = 'p', env = "IOLENS_PID", value_delimiter = ',')]
+    #[arg(long, short = 'p', env = "IOLENS_PID", value_delimiter = ',', value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: Vec<i32>,
     /// Only processes whose command name matches (exact comm)
     #[arg(long, short = 'c', env = "IOLENS_NAME", value_delimiter = ',')]
