@@ -132,6 +132,20 @@ impl Drop for Loop {
     }
 }
 
+/// A loop device over a new data file of `size` bytes in `dir`, with `pv`
+/// at hand; `None`, with the reason printed, without root or the tools.
+fn loop_device(dir: &Path, name: &str, size: u64, read_only: bool) -> Option<Loop> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: loop devices need root");
+        return None;
+    }
+    if !have("losetup") || !have("pv") {
+        return None;
+    }
+    attach_loop(&data_file(dir, name, size), read_only)
+}
+
 fn attach_loop(file: &Path, read_only: bool) -> Option<Loop> {
     let mut args = vec!["-f", "--show"];
     if read_only {
@@ -215,18 +229,9 @@ fn pv_reader_percent_rate_eta_and_progress_tool() {
 /// A reader of a loop device the test attaches: the device's size is the job size.
 #[test]
 fn block_device_reader() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: loop devices need root");
-        return;
-    }
-    if !have("losetup") || !have("pv") {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let size = 64 * 1024 * 1024u64;
-    let file = data_file(dir.path(), "disk.img", size);
-    let Some(dev) = attach_loop(&file, true) else {
+    let Some(dev) = loop_device(dir.path(), "disk.img", size, true) else {
         return;
     };
     let kid = spawn("pv", &["-q", "-L", "4m", &dev.0], Stdio::null());
@@ -502,18 +507,9 @@ fn copy_job_size_is_the_read_side() {
 /// Writing into a block device (`dd of=/dev/sdX`): the device's size gives a percent.
 #[test]
 fn block_device_writer_has_percent() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: loop devices need root");
-        return;
-    }
-    if !have("losetup") || !have("pv") {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let size = 64 * 1024 * 1024u64;
-    let file = data_file(dir.path(), "target.img", size);
-    let Some(dev) = attach_loop(&file, false) else {
+    let Some(dev) = loop_device(dir.path(), "target.img", size, false) else {
         return;
     };
     let out = std::fs::OpenOptions::new().write(true).open(&dev.0).unwrap();
