@@ -118,6 +118,15 @@ impl Watcher {
         snap
     }
 
+    /// Sample `n + 1` times, half a second apart (`n` intervals).
+    fn sample_intervals(&mut self, n: usize) {
+        for _ in 0..n {
+            self.sample();
+            sleep_s(0.5);
+        }
+        self.sample();
+    }
+
     fn job(&self) -> &Job {
         self.tracker.jobs.iter().find(|j| !j.is_done()).expect("a live job")
     }
@@ -260,11 +269,7 @@ fn pread_reader_is_positional() {
     };
     wait_fd(kid.pid(), &file);
     let mut w = Watcher::new(kid.pid());
-    for _ in 0..3 {
-        w.sample();
-        sleep_s(0.5);
-    }
-    w.sample();
+    w.sample_intervals(3);
     let j = w.job();
     assert_eq!(j.main.label, Label::Positional, "{j:?}");
     assert_eq!(j.main.pos, 0);
@@ -284,11 +289,7 @@ fn writers() {
     };
     wait_fd(kid.pid(), &out);
     let mut w = Watcher::new(kid.pid());
-    for _ in 0..3 {
-        w.sample();
-        sleep_s(0.5);
-    }
-    w.sample();
+    w.sample_intervals(3);
     let m = &w.job().main;
     assert_eq!(m.label, Label::Growing, "{m:?}");
     assert_eq!(m.percent, None);
@@ -301,11 +302,7 @@ fn writers() {
     };
     let fd = wait_fd(kid.pid(), &pre);
     let mut w = Watcher::new(kid.pid());
-    for _ in 0..3 {
-        w.sample();
-        sleep_s(0.5);
-    }
-    w.sample();
+    w.sample_intervals(3);
     let m = &w.job().main;
     assert_eq!(m.label, Label::Progress, "{m:?}");
     let truth = true_pos(kid.pid(), fd) as f64 / 50e6 * 100.0;
@@ -462,11 +459,7 @@ fn tar_reads_many_files() {
         .spawn()
         .unwrap());
     let mut w = Watcher::new(tar.pid());
-    for _ in 0..7 {
-        w.sample();
-        sleep_s(0.5);
-    }
-    w.sample();
+    w.sample_intervals(7);
     let j = w.job();
     assert_eq!(j.comm, "tar");
     assert!(String::from_utf8_lossy(&j.main.path).starts_with(src.to_str().unwrap()));
@@ -490,11 +483,7 @@ fn copy_job_size_is_the_read_side() {
     let kid = spawn("pv", &["-q", "-L", "2m", a.to_str().unwrap()], Stdio::from(out));
     let fd = wait_fd(kid.pid(), &a);
     let mut w = Watcher::new(kid.pid());
-    for _ in 0..3 {
-        w.sample();
-        sleep_s(0.5);
-    }
-    w.sample();
+    w.sample_intervals(3);
     let j = w.job();
     assert_eq!((j.main.key.fd, j.main.size), (fd, Some(40_000_000)));
     let truth = true_pos(kid.pid(), fd) as f64 / 40e6 * 100.0;
