@@ -526,18 +526,8 @@ impl CName {
     }
 
     fn set3(&mut self, prefix: &[u8], n: i32, suffix: &[u8]) -> &CStr {
-        let mut digits = [0u8; 12];
-        let mut i = digits.len();
-        let mut v = n.unsigned_abs();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        let num = &digits[i..];
+        let mut digits = [0u8; 11];
+        let num = super::decimal(n, &mut digits);
         let (a, b) = (prefix.len(), prefix.len() + num.len());
         let len = b + suffix.len();
         if len >= self.buf.len() {

@@ -117,22 +117,8 @@ impl Reader {
         // "<pid>/<file>\0" in a stack buffer: no allocation per open.
         let mut name = [0u8; 64];
         let mut len = 0;
-        let mut digits = [0u8; 12];
-        let mut n = pid.unsigned_abs();
-        let mut d = digits.len();
-        loop {
-            d -= 1;
-            digits[d] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        if pid < 0 {
-            d -= 1;
-            digits[d] = b'-';
-        }
-        for part in [&digits[d..], b"/", file.as_bytes()] {
+        let mut digits = [0u8; 11];
+        for part in [decimal(pid, &mut digits), b"/", file.as_bytes()] {
             if len + part.len() >= name.len() || part.contains(&0) {
                 return Err(io::Error::from(io::ErrorKind::InvalidInput));
             }
@@ -237,6 +223,26 @@ fn open_raw(dir: RawFd, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `n` in decimal (with a '-' when negative) in the end of `buf`, for paths
+/// built on the stack in the per-process hot path.
+pub fn decimal(n: i32, buf: &mut [u8; 11]) -> &[u8] {
+    let mut i = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
 /// Parse an unsigned decimal number; `None` on anything else (including
 /// overflow), never a panic.
 pub fn parse_u64(b: &[u8]) -> Option<u64> {
@@ -285,6 +291,15 @@ pub fn process_cpu_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_digits() {
+        let mut b = [0u8; 11];
+        assert_eq!(decimal(0, &mut b), b"0");
+        assert_eq!(decimal(4242, &mut b), b"4242");
+        assert_eq!(decimal(-5, &mut b), b"-5");
+        assert_eq!(decimal(i32::MIN, &mut b), b"-2147483648");
+    }
 
     #[test]
     fn numbers() {
