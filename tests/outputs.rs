@@ -1,0 +1,218 @@
+//! Pins of what iolens prints outside the dashboard: the batch text and JSON
+//! reports, the `iolens progress` text and JSON lines, and the probe report
+//! (text and JSON). Taken on the code before the structure refactor of
+//! issue 9, so that refactor provably changes nothing a user sees.
+//!
+//! The reports are built from deterministic inputs (the fixture model of
+//! `common`, example jobs and the example probe result); the end-to-end runs
+//! of the binary over a captured /proc and /sys tree replace only what
+//! depends on the machine or the clock (host, kernel, interval, mono_ns).
+
+mod common;
+
+use std::process::Command;
+
+use iolens::model::progress::{Label, Transfer, example_job, sort_jobs};
+use iolens::probe::Status;
+
+#[test]
+fn batch_text_report() {
+    let m = common::model();
+    insta::assert_snapshot!("batch_text_top10", iolens::batch::text_report(&m, 10));
+    insta::assert_snapshot!("batch_text_top1", iolens::batch::text_report(&m, 1));
+}
+
+#[test]
+fn batch_text_first_interval_and_not_root() {
+    // One interval: every device has rates; not root: the hidden line shows.
+    let mut m = common::model_after(1);
+    m.host.is_root = false;
+    m.hidden = 3;
+    m.denied = 2;
+    m.errors.push("reading /proc/x: \x1b[2Jgone".into());
+    insta::assert_snapshot!("batch_text_not_root", iolens::batch::text_report(&m, 10));
+}
+
+#[test]
+fn batch_json_report() {
+    let m = common::model();
+    let v = iolens::batch::json_report(&m, 10);
+    insta::assert_snapshot!("batch_json", serde_json::to_string_pretty(&v).unwrap());
+    // What `--json` prints: one compact line per interval.
+    let line = v.to_string();
+    assert!(!line.contains('\n'));
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&line).unwrap(), v);
+}
+
+fn jobs() -> Vec<iolens::model::progress::Job> {
+    let mut copy = example_job(
+        4242,
+        "tar",
+        b"/srv/backup/db.dump",
+        4_100_000,
+        47_700_000,
+        2_000_000.0,
+        Label::Progress,
+    );
+    copy.files_done = 3;
+    let mut out = example_job(
+        4242,
+        "tar",
+        b"/mnt/usb/db.tar",
+        4_000_000,
+        4_000_000,
+        2_000_000.0,
+        Label::Growing,
+    );
+    out.main.key.fd = 4;
+    out.main.size = None;
+    out.main.percent = None;
+    copy.others.push(out.main);
+    let mut jobs = vec![
+        copy,
+        example_job(
+            77,
+            "evil\x1b[31m",
+            b"/tmp/\x1b]0;pwned\x07name",
+            10,
+            100,
+            1.0,
+            Label::Stalled { samples: 4 },
+        ),
+        example_job(
+            88,
+            "postgres",
+            b"/var/lib/pg/base/1",
+            0,
+            8192,
+            512_000.0,
+            Label::Positional,
+        ),
+        example_job(99, "cp", b"/data/iso", 600, 500, 0.0, Label::Truncated),
+        example_job(
+            100,
+            "dd",
+            b"/dev/sdb",
+            1 << 30,
+            1 << 30,
+            0.0,
+            Label::Done { complete: true },
+        ),
+        example_job(
+            101,
+            "rsync",
+            b"/data/x",
+            10,
+            1 << 30,
+            0.0,
+            Label::Done { complete: false },
+        ),
+    ];
+    sort_jobs(&mut jobs);
+    jobs
+}
+
+#[test]
+fn progress_text_and_json() {
+    let jobs = jobs();
+    insta::assert_snapshot!("progress_text", iolens::progress::report(&jobs));
+    let lines: String = jobs.iter().map(|j| serde_json::to_string(j).unwrap() + "\n").collect();
+    insta::assert_snapshot!("progress_json", lines);
+    let t: &Transfer = &jobs[0].main;
+    assert_eq!(
+        iolens::progress::transfer_line(t),
+        iolens::progress::report(&jobs[..1])
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim_start()
+    );
+}
+
+#[test]
+fn probe_report_text_and_json() {
+    for (name, status) in [("completed", Status::Completed), ("cancelled", Status::Cancelled)] {
+        let r = iolens::probe::example::result(status);
+        insta::assert_snapshot!(format!("probe_text_{name}"), iolens::probe::cmd::report(&r));
+        let v = serde_json::to_value(&r).unwrap();
+        insta::assert_snapshot!(format!("probe_json_{name}"), serde_json::to_string_pretty(&v).unwrap());
+    }
+}
+
+fn iolens(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env("IOLENS_CONFIG", "/nonexistent/iolens-test-config.toml")
+        .output()
+        .expect("running the iolens binary")
+}
+
+/// The binary over a captured tree: counters do not move between samples, so
+/// every rate is 0 and the report is fixed once host, kernel and interval
+/// (which depend on this machine and its clock) are replaced.
+#[test]
+fn batch_binary_over_captured_tree() {
+    let out = iolens(&[
+        "--root",
+        common::FIXTURE,
+        "--batch",
+        "--count",
+        "2",
+        "--interval",
+        "0.05",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let redacted: String = text
+        .lines()
+        .map(|l| match l.find("  interval ") {
+            Some(i) if !l.starts_with(' ') => {
+                let rest = &l[i + "  interval ".len()..];
+                let after = rest.find(' ').map_or("", |j| &rest[j..]);
+                format!("[host kernel]  interval [s]{after}\n")
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    insta::assert_snapshot!("batch_binary_text", redacted);
+
+    let out = iolens(&[
+        "--root",
+        common::FIXTURE,
+        "--json",
+        "--count",
+        "1",
+        "--interval",
+        "0.05",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for k in ["host", "kernel", "mono_ns"] {
+        assert!(v.get(k).is_some(), "{k} missing");
+        v[k] = serde_json::Value::String(format!("[{k}]"));
+    }
+    assert!(redact_intervals(&mut v) > 1, "no interval_s found");
+    insta::assert_snapshot!("batch_binary_json", serde_json::to_string_pretty(&v).unwrap());
+}
+
+/// Replace every `interval_s` (measured by the clock) in `v`; how many.
+fn redact_intervals(v: &mut serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::Object(m) => m
+            .iter_mut()
+            .map(|(k, v)| {
+                if k == "interval_s" {
+                    *v = serde_json::Value::String("[interval_s]".into());
+                    1
+                } else {
+                    redact_intervals(v)
+                }
+            })
+            .sum(),
+        serde_json::Value::Array(a) => a.iter_mut().map(redact_intervals).sum(),
+        _ => 0,
+    }
+}
