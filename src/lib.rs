@@ -13,4 +13,5 @@ pub mod format;
 pub mod model;
 pub mod probe;
 pub mod progress;
+pub mod sys;
 pub mod ui;

@@ -150,8 +150,7 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
     }
     let (first, _) = pass.run()?;
     if first.denied > 0 {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let why = if unsafe { libc::geteuid() } == 0 {
+        let why = if crate::sys::is_root() {
             "permission denied even to root: exiting, or guarded by a security module"
         } else {
             "other users' processes; run as root to see them"

@@ -6,6 +6,7 @@ use std::io;
 
 use crate::collect::Reader;
 use crate::collect::process::{ProcKey, parse_stat};
+use crate::sys::ioprio::{self, IoPrio};
 
 /// What `i` sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,13 +17,16 @@ pub enum IoPrioChoice {
 }
 
 impl IoPrioChoice {
+    pub fn prio(self) -> IoPrio {
+        match self {
+            IoPrioChoice::Idle => IoPrio::IDLE,
+            IoPrioChoice::BestEffort(l) => IoPrio::best_effort(l),
+        }
+    }
+
     /// The value ioprio_set(2) takes.
     pub fn raw(self) -> i32 {
-        const SHIFT: i32 = 13;
-        match self {
-            IoPrioChoice::Idle => 3 << SHIFT,
-            IoPrioChoice::BestEffort(l) => (2 << SHIFT) | i32::from(l.min(7)),
-        }
+        self.prio().raw()
     }
 
     pub fn label(self) -> String {
@@ -51,8 +55,7 @@ fn same_process(reader: &mut Reader, key: ProcKey) -> Result<(u32, String), Stri
 /// Refuse up front what the kernel would refuse: another user's process
 /// without root.
 fn check_owner(uid: u32, key: ProcKey) -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = crate::sys::euid();
     if me != 0 && me != uid {
         return Err(format!(
             "refused: PID {} belongs to uid {uid}; only root may change other users' processes",
@@ -119,7 +122,7 @@ pub fn set_ioprio(reader: &mut Reader, key: ProcKey, prio: IoPrioChoice) -> Resu
     }
     let (mut done, mut last_err) = (0usize, None);
     for &tid in &tids {
-        match ioprio_set_one(tid, prio) {
+        match ioprio::set(tid, prio.prio()) {
             Ok(()) => done += 1,
             Err(e) => last_err = Some(e),
         }
@@ -143,20 +146,6 @@ pub fn set_ioprio(reader: &mut Reader, key: ProcKey, prio: IoPrioChoice) -> Resu
             tids.len()
         )),
     }
-}
-
-fn ioprio_set_one(tid: i32, prio: IoPrioChoice) -> io::Result<()> {
-    const IOPRIO_WHO_PROCESS: libc::c_long = 1;
-    // SAFETY: ioprio_set takes three integers; no memory is passed.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_ioprio_set,
-            IOPRIO_WHO_PROCESS,
-            tid as libc::c_long,
-            prio.raw() as libc::c_long,
-        )
-    };
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
 #[cfg(test)]

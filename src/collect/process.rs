@@ -139,60 +139,7 @@ pub enum IoUnavailable {
     Unreadable(String),
 }
 
-/// I/O scheduling class (see ioprio_set(2)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IoClass {
-    /// No class set: best-effort with a level derived from nice.
-    None,
-    RealTime,
-    BestEffort,
-    Idle,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct IoPrio {
-    pub class: IoClass,
-    pub level: u8,
-}
-
-impl IoPrio {
-    pub const IOPRIO_CLASS_SHIFT: u32 = 13;
-
-    /// Decode the value returned by ioprio_get(2).
-    pub fn from_raw(v: i32) -> Self {
-        let class = match (v >> Self::IOPRIO_CLASS_SHIFT) & 0x7 {
-            1 => IoClass::RealTime,
-            2 => IoClass::BestEffort,
-            3 => IoClass::Idle,
-            _ => IoClass::None,
-        };
-        IoPrio {
-            class,
-            level: (v & 0x7) as u8,
-        }
-    }
-
-    /// As iotop shows it: "rt/0", "be/4", "idle"; an unset class is shown as
-    /// the best-effort level the kernel derives from nice.
-    pub fn label(&self, nice: i64) -> String {
-        match self.class {
-            IoClass::RealTime => format!("rt/{}", self.level),
-            IoClass::BestEffort => format!("be/{}", self.level),
-            IoClass::Idle => "idle".to_string(),
-            IoClass::None => format!("be/{}", ((nice.clamp(-20, 19) + 20) / 5)),
-        }
-    }
-}
-
-/// Read the I/O priority of a process with ioprio_get(2).
-pub fn ioprio_get(pid: i32) -> Option<IoPrio> {
-    const IOPRIO_WHO_PROCESS: libc::c_long = 1;
-    // SAFETY: ioprio_get takes two integers and returns an integer; no memory
-    // is passed.
-    let v = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, pid as libc::c_long) };
-    (v >= 0).then(|| IoPrio::from_raw(v as i32))
-}
+pub use crate::sys::ioprio::{IoClass, IoPrio, get as ioprio_get};
 
 /// One process as read in one sample.
 #[derive(Debug, Clone, PartialEq, Serialize)]

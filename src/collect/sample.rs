@@ -44,8 +44,7 @@ impl HostInfo {
         HostInfo {
             hostname: sysinfo::System::host_name().unwrap_or_else(|_| "?".to_string()),
             kernel: sysinfo::System::kernel_version().unwrap_or_else(|_| "?".to_string()),
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            is_root: unsafe { libc::geteuid() } == 0,
+            is_root: crate::sys::is_root(),
         }
     }
 

@@ -50,6 +50,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::sys::ioprio::IdleGuard;
+use crate::sys::is_root;
 use serde::Serialize;
 
 pub use check::DiskCheck;
@@ -307,60 +309,6 @@ fn block_size(cfg: &ProbeConfig, t: &Target) -> anyhow::Result<u64> {
     Ok(bs)
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-const IOPRIO_WHO_PROCESS: libc::c_long = 1;
-
-/// Puts the calling thread in the idle I/O class and restores its previous
-/// class on drop, so a reused thread (a `spawn_blocking` pool thread) does
-/// not stay idle after the probe.
-struct IdleClass {
-    previous: libc::c_long,
-}
-
-impl IdleClass {
-    fn enter() -> std::io::Result<Self> {
-        const IOPRIO_CLASS_IDLE: libc::c_long = 3;
-        const IOPRIO_CLASS_SHIFT: u32 = 13;
-        // SAFETY: ioprio_get/ioprio_set with who=0 read and change only the
-        // calling thread.
-        let previous = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0 as libc::c_long) };
-        if previous < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_ioprio_set,
-                IOPRIO_WHO_PROCESS,
-                0 as libc::c_long,
-                IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
-            )
-        };
-        if rc == 0 {
-            Ok(IdleClass { previous })
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    }
-}
-
-impl Drop for IdleClass {
-    fn drop(&mut self) {
-        // SAFETY: as in enter(); restores what ioprio_get returned.
-        unsafe {
-            libc::syscall(
-                libc::SYS_ioprio_set,
-                IOPRIO_WHO_PROCESS,
-                0 as libc::c_long,
-                self.previous,
-            );
-        }
-    }
-}
-
 fn drop_global_cache(root: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(
         is_root(),
@@ -414,7 +362,7 @@ pub fn run(
         notes.push("the global page cache was dropped before the probe (affects the whole machine)".into());
     }
     let mut idle_guard = None;
-    let idle_note = cfg.idle.then(|| match IdleClass::enter() {
+    let idle_note = cfg.idle.then(|| match IdleGuard::enter() {
         Ok(g) => {
             idle_guard = Some(g);
             let sched = t.device.as_ref().and_then(|d| d.scheduler.clone());
