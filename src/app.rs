@@ -892,11 +892,7 @@ mod tests {
         a.on_key(key(KeyCode::Char('k')));
         assert!(a.view.status.as_ref().is_some_and(|s| s.error));
         let raw = RawProc::example(42, 7, "evil\x1b[2J");
-        a.model.procs.push(crate::model::ProcRow {
-            raw,
-            rates: None,
-            since_start: None,
-        });
+        a.model.procs.push(crate::model::ProcRow::example(raw));
         a.fix_selection();
         let k = ProcKey { pid: 42, start_time: 7 };
         assert_eq!(a.view.proc_sel, Some(k));
@@ -1131,11 +1127,9 @@ mod tests {
         use crate::model::progress::{Label, example_job};
         let mut a = app();
         for (pid, comm) in [(10, "bash"), (4242, "pv")] {
-            a.model.procs.push(crate::model::ProcRow {
-                raw: RawProc::example(pid, 1, comm),
-                rates: None,
-                since_start: None,
-            });
+            a.model
+                .procs
+                .push(crate::model::ProcRow::example(RawProc::example(pid, 1, comm)));
         }
         a.model.progress.jobs = vec![
             example_job(4242, "pv", b"/tmp/f", 50, 100, 10.0, Label::Progress),

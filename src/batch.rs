@@ -205,33 +205,44 @@ pub fn text_report(model: &Model, top: usize) -> String {
     if let Some(t) = &model.total {
         device_line(&mut out, "total", t, "");
     }
+    totals_lines(&mut out, model);
     let _ = writeln!(
         out,
-        "\n{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6}  command",
-        "PID", "user", "prio", "disk rd/s", "disk wr/s", "read/s", "write/s", "sysc/s", "B/sysc", "cache"
+        "\n{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} command",
+        "PID",
+        "user",
+        "prio",
+        "disk rd/s",
+        "disk wr/s",
+        "cancel/s",
+        "read/s",
+        "write/s",
+        "sysc/s",
+        "B/sysc",
+        "cache",
+        "io%",
+        "devices"
     );
     for p in top_procs(model, top) {
         let Some(r) = p.rates else { continue };
-        let cmd = if p.raw.cmdline.is_empty() {
-            format!("[{}]", p.raw.comm)
-        } else {
-            p.raw.cmdline.clone()
-        };
         let _ = writeln!(
             out,
-            "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6}  {}",
+            "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",
             p.raw.key.pid,
             format::escape(p.raw.user.as_deref().unwrap_or("?")),
             p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
             format::rate(r.read_bps),
             format::rate(r.write_bps),
+            format::rate(r.cancelled_write_bps),
             format::rate(r.rchar_bps),
             format::rate(r.wchar_bps),
             format::num(r.syscr_per_s + r.syscw_per_s),
             avg_syscall(r.avg_read, r.avg_write),
             r.cache_share
                 .map_or(format::NA.to_string(), |c| format!("{:.0}%", c * 100.0)),
-            format::escape(&cmd),
+            r.io_wait_pct.map_or(format::NA.to_string(), |w| format!("{w:.0}")),
+            crate::ui::processes::devices_text(p),
+            crate::ui::processes::command(p),
         );
     }
     if !model.host.is_root && (model.hidden > 0 || model.denied > 0) {
@@ -246,6 +257,33 @@ pub fn text_report(model: &Model, top: usize) -> String {
     }
     out.push('\n');
     out
+}
+
+/// The header total (disks against process rows) and, when IO% cannot be
+/// known, why.
+fn totals_lines(out: &mut String, model: &Model) {
+    let t = &model.totals;
+    let rate = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), format::rate);
+    let _ = write!(
+        out,
+        "disks rd {} wr {}  processes rd {} ({} of disk reads)",
+        rate(t.device_read_bps),
+        rate(t.device_write_bps),
+        format::rate(t.process_read_bps),
+        t.read_share
+            .map_or_else(|| format::NA.to_string(), |s| format!("{:.0}%", s * 100.0)),
+    );
+    let _ = writeln!(
+        out,
+        "  last {:.0}s: processes dirtied {} (cancelled {}), disks wrote {}",
+        t.write_window_s,
+        format::decimal(t.dirtied_bytes),
+        format::decimal(t.cancelled_bytes),
+        t.written_bytes.map_or_else(|| format::NA.to_string(), format::decimal),
+    );
+    if model.delayacct == Some(false) {
+        out.push_str("io% n/a: delay accounting is off (sysctl kernel.task_delayacct=1 turns it on)\n");
+    }
 }
 
 fn avg_syscall(r: Option<f64>, w: Option<f64>) -> String {
@@ -270,6 +308,8 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
                 "uid": p.raw.uid,
                 "state": p.raw.state.to_string(),
                 "ioprio": p.raw.ioprio.map(|io| io.label(p.raw.nice)),
+                "worker": p.worker.as_ref().map(|w| w.label()),
+                "devices": p.devices,
                 "rates": p.rates,
             })
         })
@@ -284,6 +324,8 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         "memory": model.mem,
         "devices": model.devices,
         "total": model.total,
+        "io_totals": model.totals,
+        "delay_accounting": model.delayacct,
         "processes": procs,
         "processes_hidden": model.hidden,
         "processes_denied": model.denied,

@@ -4,7 +4,8 @@
 
 use iolens::collect::RawSample;
 use iolens::collect::diskstats::{DiskStat, parse_line};
-use iolens::collect::process::{ProcIo, ProcSnapshot, RawProc};
+use iolens::collect::fdinfo::{FdProc, FdSnapshot, FdTarget, RawFd, ScanReason};
+use iolens::collect::process::{ProcIo, ProcKey, ProcSnapshot, RawProc};
 use iolens::collect::sample::HostInfo;
 use iolens::collect::sysblock::{DevKind, DeviceInfo};
 use iolens::model::disk::Rebaseline;
@@ -184,11 +185,48 @@ fn proc(pid: i32, start_time: u64, rchar: u64, read_bytes: u64, syscr: u64) -> R
     }
 }
 
+/// A sample of these processes, each with a regular file open for reading
+/// on 8:1 (so a page-cache share can be claimed).
 fn proc_sample(t_s: u64, procs: Vec<RawProc>) -> RawSample {
+    let files = procs
+        .iter()
+        .map(|p| (p.key, vec![fd(FdTarget::File, 0, (8 << 8) | 1)]))
+        .collect();
+    sample_with_files(t_s, procs, files)
+}
+
+fn fd(target: FdTarget, flags: u32, dev: u64) -> RawFd {
+    RawFd {
+        fd: 3,
+        target,
+        pos: 0,
+        flags,
+        mnt_id: None,
+        ino: 12,
+        dev,
+        size: Some(1 << 30),
+        path: None,
+    }
+}
+
+fn sample_with_files(t_s: u64, procs: Vec<RawProc>, files: Vec<(ProcKey, Vec<RawFd>)>) -> RawSample {
     RawSample {
         mono_ns: t_s * SEC,
         procs: ProcSnapshot {
             procs,
+            ..Default::default()
+        },
+        fds: FdSnapshot {
+            procs: files
+                .into_iter()
+                .map(|(key, fds)| FdProc {
+                    key,
+                    comm: String::new(),
+                    io: None,
+                    reason: ScanReason::Active,
+                    fds,
+                })
+                .collect(),
             ..Default::default()
         },
         ..Default::default()
@@ -259,4 +297,127 @@ fn rebaseline_after_a_pause_never_averages_over_the_pause() {
     m.update(sample(113, &[("8 0 sda 10700 0 85600 9800 0 0 0 0 0 9800 9800", None)]));
     assert_eq!(m.interval_s, Some(2.0));
     assert_eq!(row(&m, "sda").rates.as_ref().unwrap().read.ios_per_s, 300.0);
+}
+
+/// A reader of `io` bytes through syscalls (`disk` of them from storage),
+/// `cancelled` bytes of writes cancelled, main-thread block delay `ticks`.
+fn reader(pid: i32, comm: &str, rchar: u64, disk: u64, cancelled: u64, ticks: u64) -> RawProc {
+    RawProc {
+        blkio_ticks: Some(ticks),
+        io: Ok(ProcIo {
+            rchar,
+            read_bytes: disk,
+            syscr: rchar / 4096,
+            cancelled_write_bytes: cancelled,
+            ..Default::default()
+        }),
+        ..RawProc::example(pid, 1, comm)
+    }
+}
+
+#[test]
+fn cache_share_only_with_files_open_for_reading() {
+    let mut m = model();
+    let key = |pid| ProcKey { pid, start_time: 1 };
+    let procs = |t: u64| {
+        vec![
+            reader(10, "cat", t << 20, 0, 0, 0),
+            reader(11, "grep", t << 20, 0, 0, 0),
+            reader(12, "dd", t << 20, 0, 0, 0),
+        ]
+    };
+    // cat reads a pipe (no file listed), grep a regular file, dd a block
+    // device; a file open write-only does not count.
+    let files = || {
+        vec![
+            (key(10), vec![fd(FdTarget::File, libc::O_WRONLY as u32, (8 << 8) | 1)]),
+            (key(11), vec![fd(FdTarget::File, 0, (8 << 8) | 1)]),
+            (key(12), vec![fd(FdTarget::BlockDevice, 0, 7 << 8)]),
+        ]
+    };
+    m.update(sample_with_files(1, procs(1), files()));
+    m.update(sample_with_files(2, procs(3), files()));
+    let row = |pid| m.procs.iter().find(|p| p.raw.key.pid == pid).unwrap();
+    assert_eq!(row(10).rates.unwrap().cache_share, None);
+    assert!(!row(10).reads_files);
+    assert_eq!(row(11).rates.unwrap().cache_share, Some(1.0));
+    assert_eq!(row(12).rates.unwrap().cache_share, Some(1.0));
+    assert_eq!(row(12).devices.len(), 0, "7:0 is not in this sample's diskstats");
+}
+
+#[test]
+fn io_wait_is_unknown_while_delay_accounting_is_off() {
+    let mut m = model();
+    let s = |t: u64, ticks: u64, on: bool| RawSample {
+        delayacct: Some(on),
+        ..proc_sample(t, vec![reader(10, "dd", t << 20, t << 20, 0, ticks)])
+    };
+    m.update(s(1, 10, false));
+    m.update(s(2, 60, false));
+    assert_eq!(m.procs[0].rates.unwrap().io_wait_pct, None);
+    // Turned on between samples: the interval is not fully accounted.
+    m.update(s(3, 90, true));
+    assert_eq!(m.procs[0].rates.unwrap().io_wait_pct, None);
+    // On at both ends: 40 ticks of 100 Hz in 1 s.
+    m.update(s(4, 130, true));
+    assert_eq!(m.procs[0].rates.unwrap().io_wait_pct, Some(40.0));
+    assert_eq!(m.delayacct, Some(true));
+}
+
+#[test]
+fn totals_leave_out_loop_workers_and_compare_writes_over_a_minute() {
+    let mut m = model();
+    let sda = |r_sectors: u64, w_sectors: u64| format!("8 0 sda 100 0 {r_sectors} 10 100 0 {w_sectors} 10 0 20 20");
+    let worker = |t: u64| RawProc {
+        ppid: 2,
+        ..reader(3, "kworker/u8:3+loop0", 0, t << 20, 0, 0)
+    };
+    let st = |t: u64, procs: Vec<RawProc>| RawSample {
+        disks: vec![disk(&sda(t * 2048, t * 4096))],
+        devices: vec![info("sda", None)],
+        ..proc_sample(t, procs)
+    };
+    // dd reads 1 MiB/s (through loop0: the worker reads the same MiB from
+    // sda); rm cancels 2 MiB/s of dirty pages; sda reads 1 MiB/s and
+    // writes 2 MiB/s.
+    let procs = |t: u64| {
+        vec![
+            reader(10, "dd", t << 20, t << 20, 0, 0),
+            reader(11, "rm", 0, 0, t << 21, 0),
+            worker(t),
+        ]
+    };
+    m.update(st(1, procs(1)));
+    m.update(st(2, procs(2)));
+    let w = m.procs.iter().find(|p| p.raw.key.pid == 3).unwrap();
+    assert_eq!(
+        w.worker.as_ref().map(|w| w.label()).as_deref(),
+        Some("loop0 backing I/O")
+    );
+    let t = m.totals;
+    assert_eq!(t.device_read_bps, Some(1_048_576.0));
+    assert_eq!(t.process_read_bps, 1_048_576.0);
+    assert_eq!(t.read_share, Some(1.0));
+    assert_eq!((t.write_window_s, t.cancelled_bytes), (1.0, 2_097_152.0));
+    assert_eq!(t.written_bytes, Some(2_097_152.0));
+    let rm = m.procs.iter().find(|p| p.raw.key.pid == 11).unwrap();
+    assert_eq!(rm.rates.unwrap().cancelled_write_bps, 2_097_152.0);
+    // The worker's comm now names another workqueue: still loop0's.
+    let mut w = worker(3);
+    w.comm = "kworker/u8:3-events_unbound".into();
+    m.update(st(
+        3,
+        vec![
+            reader(10, "dd", 3 << 20, 3 << 20, 0, 0),
+            reader(11, "rm", 0, 0, 3 << 21, 0),
+            w,
+        ],
+    ));
+    let w = m.procs.iter().find(|p| p.raw.key.pid == 3).unwrap();
+    assert_eq!(
+        w.worker.as_ref().map(|w| w.label()).as_deref(),
+        Some("loop0 backing I/O")
+    );
+    assert_eq!(m.totals.read_share, Some(1.0));
+    assert_eq!(m.totals.write_window_s, 2.0);
 }

@@ -47,11 +47,24 @@ fn values_on_screen_are_the_hand_computed_ones() {
     assert!(lo.contains("500") && lo.contains("2.05") && lo.contains("RAND"), "{lo}");
     // The misaligned partition folds under sda with a tree glyph.
     assert!(s.contains("├sda1") && s.contains("└sda2"), "{s}");
-    // dd reads 20 MiB/s from the disk, 40 MiB/s logically: cache 50%.
+    // dd reads 12.5 MiB/s from the disk (all of sda's reads), 40 MiB/s
+    // logically: cache 1 - 12.5/40 = 68.75%; its open file is on sda.
     let dd = s.lines().find(|l| l.contains("dd if=/dev/sda")).unwrap();
     assert!(
-        dd.contains("21.0 MB/s") && dd.contains("41.9 MB/s") && dd.contains("50%"),
+        dd.contains("13.1 MB/s") && dd.contains("41.9 MB/s") && dd.contains("69%") && dd.contains(" sda "),
         "{dd}"
+    );
+    // The loop worker is named by what it serves; it is left out of the
+    // process total, so the processes account for all of the disk reads.
+    assert!(s.contains("[loop0 backing I/O] kworker/u8:3-loop0"), "{s}");
+    assert!(
+        s.contains("Disks rd 13.1 MB/s wr 164 kB/s · processes rd 13.1 MB/s (100% of disk reads)"),
+        "{s}"
+    );
+    // mallory dirtied 40 kB/s and cancelled 20 kB/s: 40 s of it.
+    assert!(
+        s.contains("last 40s: dirtied 1.64 MB (cancelled 819 kB), disks wrote 6.55 MB"),
+        "{s}"
     );
     // Header: CPU shares over 200 ticks, PSI and memory from the fixture.
     assert!(s.contains("iowait 15.0% user 10.0% sys 5.0% steal 0.0%"), "{s}");
@@ -121,8 +134,9 @@ fn sorted_filtered_accumulated_and_hidden_idle() {
     let t = draw(&m, &v, 120, 40);
     insta::assert_snapshot!("filtered_totals_120x40", t.backend());
     let s = text(&t);
-    // 40 s of 20 MiB/s from the disk.
-    assert!(s.contains("839 MB"), "{s}");
+    // 40 s of sda's reads (20 x wave requests of 128 KiB, the waves
+    // summing to 390): 7800 x 128 KiB = 1.02 GB from the disk; 39% cached.
+    assert!(s.contains("1.02 GB") && s.contains("39%"), "{s}");
     assert!(!s.contains("evil"), "{s}");
     assert!(!s.contains("│sdb "), "idle sdb still shown: {s}");
 }
@@ -234,7 +248,7 @@ fn the_selected_process_is_scrolled_into_view() {
     assert!(s.contains(" 50150 "), "{s}");
     assert!(!s.contains(" 50000 "), "{s}");
     let rows = ui::processes::visible(&m, &v);
-    assert_eq!(rows.len(), 203);
+    assert_eq!(rows.len(), 204);
 }
 
 #[test]
@@ -291,7 +305,7 @@ fn home_end_and_page_keys_clamp() {
         .iter()
         .map(|p| p.raw.key.pid)
         .collect();
-    assert_eq!(order, [4242, 31337, 1]);
+    assert_eq!(order, [4242, 90, 31337, 1]);
     app.on_key(key(KeyCode::End));
     assert_eq!(app.view.proc_sel.map(|k| k.pid), Some(1));
     app.on_key(key(KeyCode::PageDown));
@@ -457,7 +471,7 @@ fn every_pane_at_once_keeps_the_processes_visible() {
     let t = draw(&m, &v, 80, 24);
     let s = text(&t);
     assert!(
-        s.contains("Transfers (2)") && s.contains("Probe: /dev/sda") && s.contains("Processes 3/3"),
+        s.contains("Transfers (2)") && s.contains("Probe: /dev/sda") && s.contains("Processes 4/4"),
         "{s}"
     );
     assert!(s.contains("dd if=/dev/sda"), "{s}");

@@ -141,6 +141,10 @@ pub struct RawFd {
     pub mnt_id: Option<u64>,
     /// Inode of the open file (from fdinfo, else from fstat).
     pub ino: u64,
+    /// The device the data lives on: `st_dev` of a regular file (its
+    /// filesystem's device; major 0 for an anonymous one such as overlay or
+    /// btrfs), `st_rdev` of a block device (the device itself).
+    pub dev: u64,
     /// Size in bytes: `st_size` of the open file, or the block device's size.
     /// `None` when a block device's size could not be read.
     pub size: Option<u64>,
@@ -504,6 +508,10 @@ impl FdScanner {
                 flags: info.flags,
                 mnt_id: info.mnt_id,
                 ino,
+                dev: match target {
+                    FdTarget::File => sb.st_dev,
+                    FdTarget::BlockDevice => sb.st_rdev,
+                },
                 size,
                 path,
             });

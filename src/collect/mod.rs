@@ -5,8 +5,10 @@
 //! captured tree, and which reads each file with one `read` into a reused
 //! buffer. Parsers are pure functions over `&[u8]`.
 
+pub mod delayacct;
 pub mod diskstats;
 pub mod fdinfo;
+pub mod mountinfo;
 pub mod mounts;
 pub mod process;
 pub mod sample;

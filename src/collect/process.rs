@@ -157,7 +157,14 @@ pub struct RawProc {
     pub ioprio: Option<IoPrio>,
     /// CPU ticks (user + system).
     pub cpu_ticks: u64,
+    /// Block I/O delay of the main thread (`stat` field 42), clock ticks.
     pub blkio_ticks: Option<u64>,
+    pub num_threads: u64,
+    /// (tid, block I/O delay in ticks) of every thread, read only for
+    /// multi-threaded processes that matter while delay accounting is on
+    /// (see `delayacct`).
+    #[serde(skip)]
+    pub thread_blkio: Option<Vec<(i32, u64)>>,
     pub io: Result<ProcIo, IoUnavailable>,
 }
 
@@ -177,6 +184,8 @@ impl RawProc {
             ioprio: None,
             cpu_ticks: 0,
             blkio_ticks: None,
+            num_threads: 1,
+            thread_blkio: None,
             io: Ok(ProcIo::default()),
         }
     }
@@ -436,6 +445,8 @@ impl ProcReader {
             ioprio: if live { ioprio_get(pid) } else { None },
             cpu_ticks: stat.utime + stat.stime,
             blkio_ticks: stat.blkio_ticks,
+            num_threads: stat.num_threads,
+            thread_blkio: None,
             io,
         })
     }

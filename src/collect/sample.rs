@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::delayacct::{self, ThreadDelays};
 use super::diskstats::{self, DiskStat};
 use super::fdinfo::{FdScanner, FdSnapshot, ScanProc};
+use super::mountinfo::{self, AnonMount};
 use super::mounts::{self, MountMap};
 use super::process::{ProcReader, ProcSnapshot};
 use super::sysblock::{self, DeviceInfo};
@@ -21,10 +23,15 @@ pub struct RawSample {
     /// sysfs facts, refreshed when the device set changes and every
     /// `DEVICE_REFRESH_SAMPLES` samples.
     pub devices: Vec<DeviceInfo>,
+    /// Filesystems on anonymous devices (refreshed with `devices`), to name
+    /// the device of an open file on overlay, btrfs, NFS, ...
+    pub anon_mounts: Vec<AnonMount>,
     pub cpu: Option<CpuTimes>,
     pub psi: Option<Pressure>,
     pub mem: Option<MemDirty>,
     pub procs: ProcSnapshot,
+    /// `kernel.task_delayacct` at this sample (`None`: no such sysctl).
+    pub delayacct: Option<bool>,
     /// Open files of the processes where progress can matter (see `fdinfo`).
     pub fds: FdSnapshot,
     /// What could not be read, each saying what was being read.
@@ -71,6 +78,7 @@ pub struct Collector {
     reader: Reader,
     procs: ProcReader,
     devices: Vec<DeviceInfo>,
+    anon_mounts: Vec<AnonMount>,
     mounts: MountMap,
     /// diskstats (name, major, minor) at the last device refresh.
     disk_ids: Vec<(String, u32, u32)>,
@@ -78,6 +86,7 @@ pub struct Collector {
     pub scope: ProcScope,
     /// Chooses and reads the fds tracked for progress.
     pub fds: FdScanner,
+    threads: ThreadDelays,
 }
 
 /// sysfs facts and mounts are re-read at least this often (in samples).
@@ -89,11 +98,13 @@ impl Collector {
             reader: Reader::new(root),
             procs: ProcReader::new(),
             devices: Vec::new(),
+            anon_mounts: Vec::new(),
             mounts: MountMap::new(),
             disk_ids: Vec::new(),
             samples: 0,
             scope: ProcScope::All,
             fds: FdScanner::default(),
+            threads: ThreadDelays::default(),
         }
     }
 
@@ -110,6 +121,7 @@ impl Collector {
             d.mounts = by_name.or(by_dm).cloned().unwrap_or_default();
         }
         self.devices = devices;
+        self.anon_mounts = mountinfo::read_anon(&mut self.reader);
     }
 
     /// True when a whole disk's `diskseq` differs from the one cached: the
@@ -153,23 +165,31 @@ impl Collector {
         }
         self.samples += 1;
         let (cpu, psi, mem) = system::read_system(&mut self.reader, &mut errors);
-        let procs = match self.scope {
+        let delayacct = delayacct::read_state(&mut self.reader);
+        let mut procs = match self.scope {
             ProcScope::All => self.procs.read_all(&mut self.reader).unwrap_or_else(|e| {
                 errors.push(e.to_string());
                 ProcSnapshot::default()
             }),
             ProcScope::None => ProcSnapshot::default(),
         };
+        // Per-thread delays only while they are accounted (a frozen
+        // counter is not worth reading).
+        if delayacct != Some(false) {
+            self.threads.read(&mut self.reader, &mut procs.procs);
+        }
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
         let fds = self.fds.scan(&self.reader, &listed);
         RawSample {
             mono_ns,
             disks,
             devices: self.devices.clone(),
+            anon_mounts: self.anon_mounts.clone(),
             cpu,
             psi,
             mem,
             procs,
+            delayacct,
             fds,
             errors,
         }

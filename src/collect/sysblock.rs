@@ -56,6 +56,33 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// A device with nothing known but its name and kind (from the name),
+    /// for tests and examples: the caller sets the fields that matter.
+    pub fn example(name: &str) -> Self {
+        DeviceInfo {
+            name: name.to_string(),
+            kind: kind_of(name),
+            parent: None,
+            start_sector: None,
+            size_bytes: None,
+            rotational: None,
+            logical_block_size: None,
+            physical_block_size: None,
+            model: None,
+            dm_name: None,
+            scheduler: None,
+            nr_requests: None,
+            max_sectors_kb: None,
+            read_ahead_kb: None,
+            queue_depth: None,
+            diskseq: None,
+            backing_file: None,
+            holders: Vec::new(),
+            slaves: Vec::new(),
+            mounts: Vec::new(),
+        }
+    }
+
     /// True for a partition that does not start on a physical-sector boundary.
     pub fn misaligned(&self) -> Option<bool> {
         let start = self.start_sector?;

@@ -5,8 +5,11 @@ pub mod counters;
 pub mod disk;
 pub mod history;
 pub mod pattern;
+pub mod procdev;
 pub mod process;
 pub mod progress;
+pub mod totals;
+pub mod worker;
 
 use std::collections::HashMap;
 
@@ -19,7 +22,10 @@ use crate::collect::sysblock::DeviceInfo;
 use crate::collect::system::{CpuTimes, MemDirty, Pressure};
 use disk::{DiskRates, Rebaseline};
 use history::Ring;
+use procdev::ProcDevice;
 use process::ProcRates;
+use totals::{IoTotals, WriteStep, WriteWindow};
+use worker::Worker;
 
 /// How many samples of history each device keeps (10 minutes at 1 s).
 pub const HISTORY_LEN: usize = 600;
@@ -87,6 +93,29 @@ pub struct ProcRow {
     pub rates: Option<ProcRates>,
     /// Counters accumulated since iolens first saw this process.
     pub since_start: Option<ProcIo>,
+    /// Devices of its open files (for processes whose files were read this
+    /// sample: those doing I/O, tracked or watched).
+    pub devices: Vec<ProcDevice>,
+    /// Its open files were read and include a regular file or block device
+    /// open for reading: only then is a page-cache share claimed (a pipe
+    /// or /dev/zero reader's rchar never touches the page cache).
+    pub reads_files: bool,
+    /// A kernel worker doing I/O for others (left out of totals).
+    pub worker: Option<Worker>,
+}
+
+impl ProcRow {
+    /// A row with nothing but the raw process, for tests and examples.
+    pub fn example(raw: RawProc) -> Self {
+        ProcRow {
+            raw,
+            rates: None,
+            since_start: None,
+            devices: Vec::new(),
+            reads_files: false,
+            worker: None,
+        }
+    }
 }
 
 /// CPU time shares over the interval, in percent (iostat's avg-cpu line).
@@ -134,6 +163,11 @@ pub struct Model {
     /// Sum over devices that count in totals (no partitions, stacked or loop devices).
     pub total: Option<DiskRates>,
     pub procs: Vec<ProcRow>,
+    /// Device and process totals for the header.
+    pub totals: IoTotals,
+    /// `kernel.task_delayacct` at the last sample (`None`: no such sysctl,
+    /// a kernel before 5.14 where accounting is on by default).
+    pub delayacct: Option<bool>,
     /// Processes we could not see at all, or whose I/O we may not read.
     pub hidden: u32,
     pub denied: usize,
@@ -148,6 +182,10 @@ pub struct Model {
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
     first_io: HashMap<ProcKey, ProcIo>,
+    /// Loop device a kworker served when its comm last named one: its comm
+    /// names only the workqueue it ran last.
+    loop_workers: HashMap<ProcKey, String>,
+    writes: WriteWindow,
     histories: HashMap<String, DevHistory>,
 }
 
@@ -172,6 +210,7 @@ impl Model {
     pub fn rebaseline(&mut self) {
         self.rebase = true;
         self.progress.rebaseline();
+        self.writes.clear();
     }
 
     /// Fold in a new sample: compute rates against the previous one, push
@@ -193,6 +232,8 @@ impl Model {
         self.samples += 1;
         self.update_devices(prev.as_ref(), &cur, dt_s);
         self.update_procs(prev.as_ref(), &cur, dt_s);
+        self.update_totals(dt_s);
+        self.delayacct = cur.delayacct;
         self.progress.update(&cur.fds, cur.mono_ns);
         self.cpu = match (prev.as_ref().and_then(|p| p.cpu.as_ref()), cur.cpu.as_ref()) {
             (Some(p), Some(c)) => cpu_pct(p, c),
@@ -253,28 +294,86 @@ impl Model {
     }
 
     fn update_procs(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
+        // IO% is known only when delay accounting was on at both samples
+        // (no sysctl: a kernel before 5.14, where it is on by default).
+        let delayacct = prev.is_some_and(|p| p.delayacct != Some(false)) && cur.delayacct != Some(false);
         let old: HashMap<ProcKey, &RawProc> = prev
             .map(|p| p.procs.procs.iter().map(|r| (r.key, r)).collect())
             .unwrap_or_default();
+        let files: HashMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
+            cur.fds.procs.iter().map(|f| (f.key, f.fds.as_slice())).collect();
         let mut rows = Vec::with_capacity(cur.procs.procs.len());
         for p in &cur.procs.procs {
-            let rates = match (old.get(&p.key), dt_s) {
-                (Some(o), Some(dt)) => process::proc_rates(o, p, dt, self.clk_tck),
+            let mut rates = match (old.get(&p.key), dt_s) {
+                (Some(o), Some(dt)) => process::proc_rates(o, p, dt, self.clk_tck, delayacct),
                 _ => None,
             };
+            let fds = files.get(&p.key).copied();
+            let reads_files = fds.is_some_and(|f| f.iter().any(|fd| fd.access().reads()));
+            if !reads_files && let Some(r) = rates.as_mut() {
+                r.cache_share = None;
+            }
+            let devices = fds.map_or_else(Vec::new, |f| {
+                procdev::devices_of(f, &cur.disks, &cur.devices, &cur.anon_mounts)
+            });
             let since_start = p.io.as_ref().ok().map(|io| {
                 let first = *self.first_io.entry(p.key).or_insert(*io);
                 since(&first, io)
             });
+            let worker = self.worker_of(p);
             rows.push(ProcRow {
                 raw: p.clone(),
                 rates,
                 since_start,
+                devices,
+                reads_files,
+                worker,
             });
         }
         let live: std::collections::HashSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();
         self.first_io.retain(|k, _| live.contains(k));
+        self.loop_workers.retain(|k, _| live.contains(k));
         self.procs = rows;
+    }
+
+    /// A kernel worker's role; a kworker that served a loop device keeps
+    /// that label while its comm names another workqueue.
+    fn worker_of(&mut self, p: &RawProc) -> Option<Worker> {
+        let kthread = p.key.pid == 2 || p.ppid == 2;
+        match worker::classify(&p.comm, kthread)? {
+            Worker::Loop(dev) => {
+                self.loop_workers.insert(p.key, dev.clone());
+                Some(Worker::Loop(dev))
+            }
+            Worker::Kworker => Some(
+                self.loop_workers
+                    .get(&p.key)
+                    .map_or(Worker::Kworker, |d| Worker::Loop(d.clone())),
+            ),
+        }
+    }
+
+    /// Header totals: device bytes against the process rows' (kernel
+    /// workers left out), writes over the last minute.
+    fn update_totals(&mut self, dt_s: Option<f64>) {
+        let rows = || {
+            self.procs
+                .iter()
+                .filter(|p| p.worker.is_none())
+                .filter_map(|p| p.rates.as_ref())
+        };
+        let read: f64 = rows().map(|r| r.read_bps).sum();
+        let dev = self.total.as_ref().map(|t| (t.read.bytes_per_s, t.write.bytes_per_s));
+        if let Some(dt) = dt_s {
+            let step = WriteStep {
+                dt_s: dt,
+                dirtied: rows().map(|r| r.write_bps * dt).sum(),
+                cancelled: rows().map(|r| r.cancelled_write_bps * dt).sum(),
+                written: dev.map(|d| d.1 * dt),
+            };
+            self.writes.push(step);
+        }
+        self.totals = totals::totals(dev, read, &self.writes);
     }
 }
 

@@ -12,8 +12,13 @@ pub const CACHE_SHARE_MIN_BYTES: u64 = 64 * 1024;
 pub struct ProcRates {
     /// Bytes/s this process caused to be read from storage (read_bytes).
     pub read_bps: f64,
-    /// Bytes/s this process dirtied for storage (write_bytes).
+    /// Bytes/s this process dirtied for writeback (write_bytes): charged
+    /// when a page is dirtied, not when the device writes it.
     pub write_bps: f64,
+    /// Bytes/s of dirty page cache this process cancelled by truncating or
+    /// deleting a file before writeback (cancelled_write_bytes), charged to
+    /// whoever truncated, whoever dirtied the pages.
+    pub cancelled_write_bps: f64,
     /// Bytes/s through read-like syscalls, cache hits included (rchar).
     pub rchar_bps: f64,
     /// Bytes/s through write-like syscalls (wchar).
@@ -37,7 +42,11 @@ impl ProcRates {
     }
 
     pub fn is_active(&self) -> bool {
-        self.read_bps > 0.0 || self.write_bps > 0.0 || self.rchar_bps > 0.0 || self.wchar_bps > 0.0
+        self.read_bps > 0.0
+            || self.write_bps > 0.0
+            || self.cancelled_write_bps > 0.0
+            || self.rchar_bps > 0.0
+            || self.wchar_bps > 0.0
     }
 }
 
@@ -53,10 +62,12 @@ pub fn io_rates(prev: &ProcIo, cur: &ProcIo, dt_s: f64) -> Option<ProcRates> {
         d(prev.write_bytes, cur.write_bytes)?,
     );
     let (rc, wc) = (d(prev.rchar, cur.rchar)?, d(prev.wchar, cur.wchar)?);
+    let cw = d(prev.cancelled_write_bytes, cur.cancelled_write_bytes)?;
     let (sr, sw) = (d(prev.syscr, cur.syscr)?, d(prev.syscw, cur.syscw)?);
     Some(ProcRates {
         read_bps: rb as f64 / dt_s,
         write_bps: wb as f64 / dt_s,
+        cancelled_write_bps: cw as f64 / dt_s,
         rchar_bps: rc as f64 / dt_s,
         wchar_bps: wc as f64 / dt_s,
         syscr_per_s: sr as f64 / dt_s,
@@ -71,8 +82,9 @@ pub fn io_rates(prev: &ProcIo, cur: &ProcIo, dt_s: f64) -> Option<ProcRates> {
 
 /// Rates between two samples of the same process. `None` when they are not
 /// the same process (pid reuse: another start time), or either side's
-/// counters are unavailable.
-pub fn proc_rates(prev: &RawProc, cur: &RawProc, dt_s: f64, ticks_per_s: f64) -> Option<ProcRates> {
+/// counters are unavailable. `delayacct`: block I/O delay was accounted at
+/// both samples (else IO% is unknown, whatever the frozen values say).
+pub fn proc_rates(prev: &RawProc, cur: &RawProc, dt_s: f64, ticks_per_s: f64, delayacct: bool) -> Option<ProcRates> {
     if prev.key != cur.key {
         return None;
     }
@@ -80,11 +92,45 @@ pub fn proc_rates(prev: &RawProc, cur: &RawProc, dt_s: f64, ticks_per_s: f64) ->
         return None;
     };
     let mut r = io_rates(p, c, dt_s)?;
-    r.io_wait_pct = match (prev.blkio_ticks, cur.blkio_ticks) {
-        (Some(a), Some(b)) => delta64(a, b).map(|t| (t as f64 / ticks_per_s / dt_s * 100.0).min(100.0)),
-        _ => None,
+    r.io_wait_pct = if delayacct {
+        blkio_delta(prev, cur).map(|t| io_wait_pct(t, cur.num_threads.max(1), ticks_per_s, dt_s))
+    } else {
+        None
     };
     Some(r)
+}
+
+/// Block I/O delay ticks of all the process's threads over the interval.
+/// A single-threaded process at both ends: field 42 of its stat. Else the
+/// per-thread values at both ends are needed: each thread's own delta, a
+/// thread started within the interval counting from 0 (the delay of a
+/// thread that ended within the interval is lost). `None` when it cannot
+/// be known.
+pub fn blkio_delta(prev: &RawProc, cur: &RawProc) -> Option<u64> {
+    let single = |p: &RawProc| -> Option<Vec<(i32, u64)>> {
+        if p.num_threads == 1 {
+            Some(vec![(p.key.pid, p.blkio_ticks?)])
+        } else {
+            p.thread_blkio.clone()
+        }
+    };
+    let (a, b) = (single(prev)?, single(cur)?);
+    let mut sum = 0u64;
+    for (tid, t) in &b {
+        let before = match a.binary_search_by_key(tid, |(id, _)| *id) {
+            Ok(i) => a[i].1,
+            Err(_) => 0,
+        };
+        sum = sum.saturating_add(t.saturating_sub(before));
+    }
+    Some(sum)
+}
+
+/// Percent of the interval spent waiting for block I/O, summed over threads
+/// like top's CPU%: at most 100 per thread (delays are counted in whole
+/// ticks, so one thread can round above the interval).
+pub fn io_wait_pct(ticks: u64, threads: u64, ticks_per_s: f64, dt_s: f64) -> f64 {
+    (ticks as f64 / ticks_per_s / dt_s * 100.0).min(100.0 * threads as f64)
 }
 
 #[cfg(test)]
@@ -115,9 +161,10 @@ mod tests {
             syscw: 2,
             read_bytes: 1_000_000,
             write_bytes: 40960,
-            cancelled_write_bytes: 0,
+            cancelled_write_bytes: 8192,
         };
         let r = io_rates(&a, &b, 2.0).unwrap();
+        assert_eq!(r.cancelled_write_bps, 4096.0);
         assert_eq!(r.rchar_bps, 2_000_000.0);
         assert_eq!(r.read_bps, 500_000.0);
         assert_eq!(r.write_bps, 20_480.0);
@@ -165,7 +212,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        assert_eq!(proc_rates(&a, &b, 1.0, 100.0), None);
+        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, true), None);
         let c = proc(
             42,
             1000,
@@ -174,7 +221,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        assert_eq!(proc_rates(&a, &c, 1.0, 100.0).unwrap().rchar_bps, 1_000_000.0);
+        assert_eq!(proc_rates(&a, &c, 1.0, 100.0, true).unwrap().rchar_bps, 1_000_000.0);
     }
 
     #[test]
@@ -182,7 +229,7 @@ mod tests {
         let a = proc(42, 1000, ProcIo::default());
         let mut b = a.clone();
         b.io = Err(IoUnavailable::PermissionDenied);
-        assert_eq!(proc_rates(&a, &b, 1.0, 100.0), None);
+        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, true), None);
     }
 
     #[test]
@@ -190,6 +237,36 @@ mod tests {
         let a = proc(1, 1, ProcIo::default());
         let mut b = a.clone();
         b.blkio_ticks = Some(50);
-        assert_eq!(proc_rates(&a, &b, 1.0, 100.0).unwrap().io_wait_pct, Some(50.0));
+        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, true).unwrap().io_wait_pct, Some(50.0));
+        // Accounting off: unknown, whatever the (frozen) values say.
+        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, false).unwrap().io_wait_pct, None);
+        // Rounded up to a tick beyond the interval: capped at 100.
+        b.blkio_ticks = Some(104);
+        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, true).unwrap().io_wait_pct, Some(100.0));
+    }
+
+    #[test]
+    fn io_wait_of_all_threads() {
+        let mut a = proc(10, 1, ProcIo::default());
+        a.num_threads = 3;
+        a.blkio_ticks = Some(0);
+        let mut b = a.clone();
+        // Without per-thread values a multi-threaded process's IO% is unknown:
+        // field 42 is the main thread's alone.
+        b.blkio_ticks = Some(5);
+        assert_eq!(proc_rates(&a, &b, 2.0, 100.0, true).unwrap().io_wait_pct, None);
+        // Thread 11 waited 60 ticks, 12 ended (lost), 13 is new with 20.
+        a.thread_blkio = Some(vec![(10, 0), (11, 40), (12, 7)]);
+        b.thread_blkio = Some(vec![(10, 5), (11, 100), (13, 20)]);
+        assert_eq!(blkio_delta(&a, &b), Some(85));
+        assert_eq!(proc_rates(&a, &b, 2.0, 100.0, true).unwrap().io_wait_pct, Some(42.5));
+        // A process that was single-threaded at the start: its main thread
+        // is the only one to subtract.
+        let mut c = proc(10, 1, ProcIo::default());
+        c.blkio_ticks = Some(3);
+        assert_eq!(blkio_delta(&c, &b), Some(2 + 100 + 20));
+        // Several threads each waiting the whole interval: above 100.
+        assert_eq!(io_wait_pct(200, 2, 100.0, 1.0), 200.0);
+        assert_eq!(io_wait_pct(250, 2, 100.0, 1.0), 200.0);
     }
 }

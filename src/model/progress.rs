@@ -505,6 +505,7 @@ mod tests {
             flags,
             mnt_id: Some(1),
             ino,
+            dev: (254 << 8) | 1,
             size: Some(size),
             path: Some(Arc::from(&b"/data/f"[..])),
         }

@@ -8,9 +8,10 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph};
 
-use super::{Theme, ViewState, pane_block};
+use super::{Theme, ViewState, pane_block, processes};
 use crate::format;
 use crate::model::history::Ring;
+use crate::model::procdev::on_device;
 use crate::model::{DeviceRow, Model};
 
 fn opt_u(v: Option<u64>) -> String {
@@ -134,7 +135,43 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
         }
         more.push(kv("in flight", r.in_flight.to_string()));
     }
+    more.extend(processes_on(d, model, t));
     (out, more)
+}
+
+/// How many processes the detail lists under "processes with files here".
+const PROCS_SHOWN: usize = 8;
+
+/// Processes with open files on this device (or, for a partition, on its
+/// disk), busiest on the disk first.
+fn processes_on<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
+    let parent = d.info.as_ref().and_then(|i| i.parent.as_deref());
+    let mut procs: Vec<&crate::model::ProcRow> = model
+        .procs
+        .iter()
+        .filter(|p| on_device(&p.devices, &d.name, parent))
+        .collect();
+    let busy = |p: &crate::model::ProcRow| p.rates.map_or(0.0, |r| r.read_bps + r.write_bps);
+    procs.sort_by(|a, b| busy(b).total_cmp(&busy(a)).then(a.raw.key.cmp(&b.raw.key)));
+    let mut out = vec![
+        Line::raw(""),
+        Line::styled(format!("processes with files here ({})", procs.len()), t.title()),
+    ];
+    for p in procs.iter().take(PROCS_SHOWN) {
+        let rw = p.rates.map_or_else(
+            || format::NA.to_string(),
+            |r| format!("rd {} wr {}", format::rate(r.read_bps), format::rate(r.write_bps)),
+        );
+        out.push(Line::from(vec![
+            Span::raw(format!("{:>7} ", p.raw.key.pid)),
+            Span::raw(format!("{rw} ")),
+            Span::styled(super::devices::truncate(&processes::command(p), 40), t.dim()),
+        ]));
+    }
+    if procs.len() > PROCS_SHOWN {
+        out.push(Line::styled(format!("  +{} more", procs.len() - PROCS_SHOWN), t.dim()));
+    }
+    out
 }
 
 /// Chart markers of the series of one chart, with the glyph naming each.

@@ -1,5 +1,6 @@
 //! Header: host, kernel, uptime, interval; CPU shares; I/O pressure; dirty
-//! memory; whether running as root and what is hidden.
+//! memory; whether running as root and what is hidden; the disks' read and
+//! write rates against what process rows account for; delay accounting.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -12,7 +13,7 @@ use super::theme::Severity;
 use crate::format;
 use crate::model::Model;
 
-pub const HEIGHT: u16 = 3;
+pub const HEIGHT: u16 = 4;
 
 fn sev(v: f64, warn: f64, crit: f64) -> Severity {
     if v >= crit {
@@ -132,6 +133,65 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
             t.severity(Severity::Warn),
         ));
     }
-    let text = vec![Line::from(l1), Line::from(l2), Line::from(l3)];
+    let text = vec![
+        Line::from(l1),
+        Line::from(l2),
+        Line::from(l3),
+        Line::from(totals_line(model, view)),
+    ];
     frame.render_widget(Paragraph::new(text), area);
+}
+
+/// Line 4: disk totals against the process rows (reads per interval,
+/// writes over the last minute) and whether IO% can be known; what matters
+/// most first, since a narrow terminal cuts the end.
+fn totals_line(model: &Model, view: &ViewState) -> Vec<Span<'static>> {
+    let t = &view.theme;
+    let tot = &model.totals;
+    let rate = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), format::rate);
+    let mut l = vec![
+        Span::styled("Disks ", t.title()),
+        Span::raw(format!(
+            "rd {} wr {}",
+            rate(tot.device_read_bps),
+            rate(tot.device_write_bps)
+        )),
+        Span::styled(" · processes rd ", t.dim()),
+        Span::raw(format::rate(tot.process_read_bps)),
+    ];
+    if let Some(s) = tot.read_share {
+        l.push(Span::raw(format!(" ({:.0}% of disk reads)", s * 100.0)));
+    }
+    l.push(Span::styled(" │ ", t.dim()));
+    match model.delayacct {
+        Some(false) if model.host.is_root => l.push(Span::styled(
+            "IO% n/a: delay accounting off (D turns it on)",
+            t.severity(Severity::Warn),
+        )),
+        Some(false) => l.push(Span::styled(
+            "IO% n/a: delay accounting off (root: sysctl kernel.task_delayacct=1)",
+            t.severity(Severity::Warn),
+        )),
+        _ if crate::collect::delayacct::changed_by_us() => {
+            l.push(Span::styled("delay accounting on (restored at exit)", t.dim()))
+        }
+        _ => l.push(Span::styled("delay accounting on", t.dim())),
+    }
+    if tot.write_window_s > 0.0 {
+        l.push(Span::styled(" │ ", t.dim()));
+        l.push(Span::styled(format!("last {:.0}s: ", tot.write_window_s), t.dim()));
+        l.push(Span::raw(format!("dirtied {}", format::decimal(tot.dirtied_bytes))));
+        if tot.cancelled_bytes > 0.0 {
+            l.push(Span::raw(format!(
+                " (cancelled {})",
+                format::decimal(tot.cancelled_bytes)
+            )));
+        }
+        l.push(Span::raw(format!(
+            ", disks wrote {}",
+            tot.written_bytes
+                .map_or_else(|| format::NA.to_string(), format::decimal)
+        )));
+    }
+    l
 }

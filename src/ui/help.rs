@@ -30,6 +30,16 @@ pub const KEYS: &[(&str, &str)] = &[
     ("+ -", "longer / shorter sample interval"),
 ];
 
+/// What the less obvious numbers mean, under the keys.
+const NOTES: &[&str] = &[
+    " \"-\": no request completed in the interval; n/a: cannot be known",
+    " DISK WR: bytes dirtied for writeback (charged when written into the",
+    "   page cache; the disk writes them later). CANCEL: dirtied bytes dropped",
+    "   before writeback by this process's truncate or delete",
+    " IO%: time waiting for block I/O, all threads (needs delay accounting)",
+    " CACHE: reads served from the page cache (only with files open to read)",
+];
+
 pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
     let t = &view.theme;
     let key_w = KEYS.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
@@ -43,10 +53,9 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
         })
         .collect();
     lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        " \"-\": no request completed in the interval; n/a: cannot be known",
-        t.dim(),
-    ));
+    for note in NOTES {
+        lines.push(Line::styled(*note, t.dim()));
+    }
     let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 2;
     let popup = centered(area, w + 1, lines.len() as u16 + 2);
     frame.render_widget(Clear, popup);

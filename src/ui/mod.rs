@@ -51,29 +51,33 @@ pub enum ProcCol {
     Prio,
     DiskRead,
     DiskWrite,
+    Cancelled,
     Read,
     Write,
     Syscalls,
     AvgSyscall,
     Cache,
     IoWait,
+    Devices,
     Command,
 }
 
 impl ProcCol {
     /// Display order.
-    pub const ALL: [ProcCol; 12] = [
+    pub const ALL: [ProcCol; 14] = [
         ProcCol::Pid,
         ProcCol::User,
         ProcCol::Prio,
         ProcCol::DiskRead,
         ProcCol::DiskWrite,
+        ProcCol::Cancelled,
         ProcCol::Read,
         ProcCol::Write,
         ProcCol::Syscalls,
         ProcCol::AvgSyscall,
         ProcCol::Cache,
         ProcCol::IoWait,
+        ProcCol::Devices,
         ProcCol::Command,
     ];
 
@@ -85,12 +89,14 @@ impl ProcCol {
             ProcCol::Prio => "prio",
             ProcCol::DiskRead => "disk_read",
             ProcCol::DiskWrite => "disk_write",
+            ProcCol::Cancelled => "cancelled_write",
             ProcCol::Read => "read",
             ProcCol::Write => "write",
             ProcCol::Syscalls => "syscalls",
             ProcCol::AvgSyscall => "avg_syscall",
             ProcCol::Cache => "cache",
             ProcCol::IoWait => "io_wait",
+            ProcCol::Devices => "devices",
             ProcCol::Command => "command",
         }
     }

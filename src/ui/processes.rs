@@ -21,6 +21,7 @@ use crate::model::{Model, ProcRow};
 pub struct ProcNums {
     pub disk_read: f64,
     pub disk_write: f64,
+    pub cancelled: f64,
     pub read: f64,
     pub write: f64,
     pub syscalls: f64,
@@ -29,16 +30,17 @@ pub struct ProcNums {
     pub io_wait: Option<f64>,
 }
 
-fn totals(io: &ProcIo) -> ProcNums {
+fn totals(io: &ProcIo, reads_files: bool) -> ProcNums {
     let sys = io.syscr + io.syscw;
     ProcNums {
         disk_read: io.read_bytes as f64,
         disk_write: io.write_bytes as f64,
+        cancelled: io.cancelled_write_bytes as f64,
         read: io.rchar as f64,
         write: io.wchar as f64,
         syscalls: sys as f64,
         avg_syscall: (sys > 0).then(|| (io.rchar + io.wchar) as f64 / sys as f64),
-        cache: (io.rchar >= CACHE_SHARE_MIN_BYTES)
+        cache: (reads_files && io.rchar >= CACHE_SHARE_MIN_BYTES)
             .then(|| (1.0 - io.read_bytes as f64 / io.rchar as f64).clamp(0.0, 1.0)),
         io_wait: None,
     }
@@ -48,13 +50,14 @@ fn totals(io: &ProcIo) -> ProcNums {
 /// counters not readable).
 pub fn nums(p: &ProcRow, accumulated: bool) -> Option<ProcNums> {
     if accumulated {
-        return p.since_start.as_ref().map(totals);
+        return p.since_start.as_ref().map(|io| totals(io, p.reads_files));
     }
     let r = p.rates?;
     let sys = r.syscr_per_s + r.syscw_per_s;
     Some(ProcNums {
         disk_read: r.read_bps,
         disk_write: r.write_bps,
+        cancelled: r.cancelled_write_bps,
         read: r.rchar_bps,
         write: r.wchar_bps,
         syscalls: sys,
@@ -65,14 +68,18 @@ pub fn nums(p: &ProcRow, accumulated: bool) -> Option<ProcNums> {
 }
 
 fn active(p: &ProcRow, accumulated: bool) -> bool {
-    nums(p, accumulated).is_some_and(|n| n.disk_read + n.disk_write + n.read + n.write > 0.0)
+    nums(p, accumulated).is_some_and(|n| n.disk_read + n.disk_write + n.cancelled + n.read + n.write > 0.0)
 }
 
-/// The command line; "[comm]" for kernel threads; "(comm) cmdline" when the
+/// The command line; "[comm]" for kernel threads ("[loop0 backing I/O]
+/// kworker/u8:3-loop0" for a loop worker); "(comm) cmdline" when the
 /// process renamed itself (comm is not where argv[0] points), so a changed
 /// comm is never invisible.
 pub fn command(p: &ProcRow) -> String {
     let (comm, cmd) = (&p.raw.comm, &p.raw.cmdline);
+    if let Some(w) = &p.worker {
+        return format!("[{}] {}", w.label(), format::escape(comm));
+    }
     if cmd.is_empty() {
         return format!("[{}]", format::escape(comm));
     }
@@ -87,7 +94,10 @@ pub fn command(p: &ProcRow) -> String {
 
 /// Numbers sort largest first; PID and text sort ascending.
 fn natural_desc(c: ProcCol) -> bool {
-    !matches!(c, ProcCol::Pid | ProcCol::User | ProcCol::Prio | ProcCol::Command)
+    !matches!(
+        c,
+        ProcCol::Pid | ProcCol::User | ProcCol::Prio | ProcCol::Devices | ProcCol::Command
+    )
 }
 
 fn matches(p: &ProcRow, filter: &str) -> bool {
@@ -106,6 +116,7 @@ fn num_key(n: Option<ProcNums>, c: ProcCol) -> f64 {
     let v = match c {
         ProcCol::DiskRead => Some(n.disk_read),
         ProcCol::DiskWrite => Some(n.disk_write),
+        ProcCol::Cancelled => Some(n.cancelled),
         ProcCol::Read => Some(n.read),
         ProcCol::Write => Some(n.write),
         ProcCol::Syscalls => Some(n.syscalls),
@@ -126,6 +137,7 @@ fn compare(a: &ProcRow, b: &ProcRow, col: ProcCol, accumulated: bool) -> Orderin
         ProcCol::User => a.raw.user.cmp(&b.raw.user),
         ProcCol::Prio => prio_rank(a).cmp(&prio_rank(b)),
         ProcCol::Command => command(a).cmp(&command(b)),
+        ProcCol::Devices => a.devices.cmp(&b.devices),
         // Busiest first; for disk reads, busiest on the disk overall then.
         _ => {
             let ka = num_key(nums(a, accumulated), col);
@@ -168,7 +180,7 @@ pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<&'a ProcRow> {
 }
 
 /// Columns kept longest first; the command always gets what is left.
-const KEEP_ORDER: [ProcCol; 12] = [
+const KEEP_ORDER: [ProcCol; 14] = [
     ProcCol::Pid,
     ProcCol::Command,
     ProcCol::DiskRead,
@@ -177,8 +189,10 @@ const KEEP_ORDER: [ProcCol; 12] = [
     ProcCol::Write,
     ProcCol::User,
     ProcCol::Prio,
-    ProcCol::AvgSyscall,
+    ProcCol::Devices,
     ProcCol::Cache,
+    ProcCol::Cancelled,
+    ProcCol::AvgSyscall,
     ProcCol::Syscalls,
     ProcCol::IoWait,
 ];
@@ -191,7 +205,8 @@ fn width(c: ProcCol) -> u16 {
         ProcCol::Pid => 7,
         ProcCol::User => 9,
         ProcCol::Prio => 5,
-        ProcCol::DiskRead | ProcCol::DiskWrite | ProcCol::Read | ProcCol::Write => 10,
+        ProcCol::DiskRead | ProcCol::DiskWrite | ProcCol::Cancelled | ProcCol::Read | ProcCol::Write => 10,
+        ProcCol::Devices => 10,
         ProcCol::Syscalls => 7,
         ProcCol::AvgSyscall => 9,
         ProcCol::Cache => 5,
@@ -226,6 +241,9 @@ pub fn header(c: ProcCol, accumulated: bool) -> &'static str {
         (ProcCol::DiskRead, true) => "DISK RD",
         (ProcCol::DiskWrite, false) => "DISK WR/s",
         (ProcCol::DiskWrite, true) => "DISK WR",
+        (ProcCol::Cancelled, false) => "CANCEL/s",
+        (ProcCol::Cancelled, true) => "CANCELLED",
+        (ProcCol::Devices, _) => "DEVICES",
         (ProcCol::Read, false) => "READ/s",
         (ProcCol::Read, true) => "READ",
         (ProcCol::Write, false) => "WRITE/s",
@@ -261,6 +279,7 @@ fn cell_text(c: ProcCol, p: &ProcRow, n: Option<ProcNums>, accumulated: bool) ->
             .map_or_else(|| p.raw.uid.map_or("?".to_string(), |u| u.to_string()), format::escape),
         ProcCol::Prio => p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
         ProcCol::Command => command(p),
+        ProcCol::Devices => devices_text(p),
         _ => {
             // Unknown numbers: say why once, in the first number column.
             let Some(n) = n else {
@@ -273,11 +292,18 @@ fn cell_text(c: ProcCol, p: &ProcRow, n: Option<ProcNums>, accumulated: bool) ->
             match c {
                 ProcCol::DiskRead => bytes(n.disk_read, accumulated),
                 ProcCol::DiskWrite => bytes(n.disk_write, accumulated),
+                ProcCol::Cancelled => bytes(n.cancelled, accumulated),
                 ProcCol::Read => bytes(n.read, accumulated),
                 ProcCol::Write => bytes(n.write, accumulated),
                 ProcCol::Syscalls => format::num(n.syscalls),
                 ProcCol::AvgSyscall => n.avg_syscall.map_or("-".to_string(), format::binary),
-                ProcCol::Cache => n.cache.map_or("-".to_string(), |c| format!("{:.0}%", c * 100.0)),
+                ProcCol::Cache => match n.cache {
+                    Some(c) => format!("{:.0}%", c * 100.0),
+                    // Reading, but no file or block device open for
+                    // reading: pipes, sockets, /dev/zero (no page cache).
+                    None if !p.reads_files && n.read > 0.0 => format::NA.to_string(),
+                    None => "-".to_string(),
+                },
                 ProcCol::IoWait => n.io_wait.map_or(format::NA.to_string(), |w| format!("{w:.0}")),
                 _ => String::new(),
             }
@@ -286,7 +312,17 @@ fn cell_text(c: ProcCol, p: &ProcRow, n: Option<ProcNums>, accumulated: bool) ->
 }
 
 fn left_aligned(c: ProcCol) -> bool {
-    matches!(c, ProcCol::User | ProcCol::Prio | ProcCol::Command)
+    matches!(c, ProcCol::User | ProcCol::Prio | ProcCol::Devices | ProcCol::Command)
+}
+
+/// The devices of the process's open files, comma-separated ("-" when its
+/// files were not read or hold no storage).
+pub fn devices_text(p: &ProcRow) -> String {
+    if p.devices.is_empty() {
+        return "-".to_string();
+    }
+    let names: Vec<String> = p.devices.iter().map(|d| format::escape(&d.name)).collect();
+    names.join(",")
 }
 
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
@@ -386,7 +422,7 @@ mod tests {
         // 120 columns: the command keeps room, IO% and syscalls/s go first.
         let at120 = fit_columns(&all, 118);
         assert!(
-            !at120.contains(&ProcCol::IoWait) && at120.contains(&ProcCol::Cache),
+            !at120.contains(&ProcCol::IoWait) && at120.contains(&ProcCol::Devices),
             "{at120:?}"
         );
         assert_eq!(fit_columns(&all, 300), all);
@@ -403,7 +439,8 @@ mod tests {
             write_bytes: 0,
             cancelled_write_bytes: 0,
         };
-        let n = totals(&io);
+        let n = totals(&io, true);
+        assert_eq!(totals(&io, false).cache, None);
         assert_eq!(n.avg_syscall, Some(4000.0));
         assert_eq!(n.cache, Some(0.75));
         assert_eq!(n.syscalls, 250.0);

@@ -4,6 +4,7 @@
 //! values.
 #![allow(dead_code)]
 
+use iolens::collect::fdinfo::{FdProc, FdSnapshot, FdTarget, RawFd, ScanReason};
 use iolens::collect::process::{IoPrio, RawProc};
 use iolens::collect::sample::HostInfo;
 use iolens::collect::{Collector, RawSample};
@@ -24,6 +25,44 @@ fn evil_proc() -> RawProc {
     }
 }
 
+/// The kworker serving loop0's backing file (a kernel thread).
+fn loop_worker() -> RawProc {
+    RawProc {
+        ppid: 2,
+        ioprio: Some(IoPrio::from_raw((2 << 13) | 4)),
+        ..RawProc::example(90, 12, "kworker/u8:3-loop0")
+    }
+}
+
+/// dd's open files: /dev/sda read-only (8:0), and its terminal (not listed:
+/// only regular files and block devices are).
+fn dd_files() -> FdSnapshot {
+    let sda = RawFd {
+        fd: 0,
+        target: FdTarget::BlockDevice,
+        pos: 1 << 30,
+        flags: 0o100000,
+        mnt_id: Some(22),
+        ino: 301,
+        dev: 8 << 8,
+        size: Some(500_107_862_016),
+        path: Some(std::sync::Arc::from(&b"/dev/sda"[..])),
+    };
+    FdSnapshot {
+        procs: vec![FdProc {
+            key: iolens::collect::process::ProcKey {
+                pid: 4242,
+                start_time: 987_654,
+            },
+            comm: "dd".into(),
+            io: None,
+            reason: ScanReason::Active,
+            fds: vec![sda],
+        }],
+        ..Default::default()
+    }
+}
+
 fn first_sample() -> RawSample {
     let mut c = Collector::new(FIXTURE);
     let mut s = c.sample();
@@ -35,6 +74,8 @@ fn first_sample() -> RawSample {
         p.ioprio = Some(IoPrio::from_raw((2 << 13) | 4));
     }
     s.procs.procs.push(evil_proc());
+    s.procs.procs.push(loop_worker());
+    s.fds = dd_files();
     s
 }
 
@@ -84,17 +125,23 @@ fn advance(s: &mut RawSample, i: u64) {
     for p in &mut s.procs.procs {
         if let Ok(io) = &mut p.io {
             if p.key.pid == 4242 {
-                // dd: 1 MiB reads, half from the disk.
+                // dd: 1 MiB reads; what sda reads (20 x wave requests of
+                // 128 KiB) comes from the disk, the rest from the cache.
                 io.rchar += 40 << 20;
-                io.read_bytes += 20 << 20;
+                io.read_bytes += 20 * wave * (128 << 10);
                 io.syscr += 40;
                 io.wchar += 40 << 20;
                 io.syscw += 40;
             } else if p.key.pid == 31337 {
-                // Many tiny writes.
+                // Many tiny writes, to a file it then deletes: half of what
+                // it dirtied is cancelled.
                 io.wchar += 64 * 1000;
                 io.syscw += 1000;
                 io.write_bytes += 4096 * 10;
+                io.cancelled_write_bytes += 4096 * 5;
+            } else if p.key.pid == 90 {
+                // loop0's backing-file reads: 500 x 4 KiB.
+                io.read_bytes += 500 * 4096;
             }
         }
     }
