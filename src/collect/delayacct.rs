@@ -63,11 +63,8 @@ impl ThreadDelays {
                 (None, _) => 0,
                 (Some((_, idle)), None) => idle.saturating_add(1),
             };
-            if idle >= THREADS_KEEP_SAMPLES {
-                continue;
-            }
-            next.insert(p.key, (sum.unwrap_or(0), idle));
-            if p.num_threads > 1 {
+            next.insert(p.key, (sum.unwrap_or(0), idle.min(THREADS_KEEP_SAMPLES)));
+            if p.num_threads > 1 && idle < THREADS_KEEP_SAMPLES {
                 p.thread_blkio = read_threads(r, p.key.pid);
             }
         }
@@ -163,6 +160,33 @@ mod tests {
         let mut r = Reader::new(format!("{FIX}/root-6.8"));
         assert!(switch_on(&mut r).is_err());
         assert!(!changed_by_us());
+    }
+
+    #[test]
+    fn threads_are_read_while_the_process_moves_and_a_while_after() {
+        let mut r = Reader::new("/");
+        let me = std::process::id() as i32;
+        let t = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(500)));
+        let mut p = RawProc {
+            num_threads: 2,
+            ..RawProc::example(me, 1, "me")
+        };
+        let mut td = ThreadDelays::default();
+        let mut read = Vec::new();
+        for i in 0..(THREADS_KEEP_SAMPLES + 3) {
+            // Moves in the first two samples only.
+            if let Ok(io) = &mut p.io {
+                io.rchar = u64::from(i.min(1));
+            }
+            p.thread_blkio = None;
+            td.read(&mut r, std::slice::from_mut(&mut p));
+            read.push(p.thread_blkio.is_some());
+        }
+        t.join().unwrap();
+        let n = read.iter().filter(|x| **x).count();
+        // First sight, the move, then THREADS_KEEP_SAMPLES - 1 idle samples.
+        assert_eq!(n, 1 + THREADS_KEEP_SAMPLES as usize, "{read:?}");
+        assert!(!read[read.len() - 1]);
     }
 
     #[test]
