@@ -198,14 +198,15 @@ fn batch_binary_over_captured_tree() {
     insta::assert_snapshot!("batch_binary_json", serde_json::to_string_pretty(&v).unwrap());
 }
 
-/// Replace every `interval_s` (measured by the clock) in `v`; how many.
+/// Replace every `interval_s` and `write_window_s` (measured by the clock)
+/// in `v`; how many.
 fn redact_intervals(v: &mut serde_json::Value) -> usize {
     match v {
         serde_json::Value::Object(m) => m
             .iter_mut()
             .map(|(k, v)| {
-                if k == "interval_s" {
-                    *v = serde_json::Value::String("[interval_s]".into());
+                if k == "interval_s" || k == "write_window_s" {
+                    *v = serde_json::Value::String(format!("[{k}]"));
                     1
                 } else {
                     redact_intervals(v)
