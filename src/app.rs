@@ -450,6 +450,7 @@ impl App {
             KeyCode::Char('r') => m.tests = probe::Tests::Random,
             KeyCode::Char('z') => m.tests = probe::Tests::Sweep,
             KeyCode::Char('b') => m.tests = probe::Tests::Both,
+            KeyCode::Char('p') => m.tests = probe::Tests::QueueDepth,
             KeyCode::Char('d') => {
                 m.depth = match m.depth {
                     probe::Depth::Quick => probe::Depth::Thorough,
@@ -1014,6 +1015,8 @@ mod tests {
         a.on_key(key(KeyCode::Char('c')));
         a.on_key(key(KeyCode::Char('y')));
         assert!(menu(&a).drop_cache);
+        a.on_key(key(KeyCode::Char('p')));
+        assert_eq!(menu(&a).tests, probe::Tests::QueueDepth);
         a.on_key(key(KeyCode::Char('b')));
         let Some(Command::StartProbe(cfg)) = a.on_key(key(KeyCode::Enter)) else {
             panic!("no probe started")

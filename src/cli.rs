@@ -94,6 +94,8 @@ pub enum ProbeKind {
     Sweep,
     /// Both
     All,
+    /// Queue-depth sweep: random reads at QD 1, 2, 4, … 64 (io_uring)
+    Depth,
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +126,18 @@ pub struct ProbeArgs {
     /// Machine-readable output
     #[arg(long)]
     pub json: bool,
+    /// Depth sweep: these queue depths only (e.g. 1,4,16), without the stop rule
+    #[arg(long, value_name = "LIST")]
+    pub qd: Option<String>,
+    /// Depth sweep: minimum seconds per depth (default 1 quick, 3 thorough)
+    #[arg(long, value_name = "SECS")]
+    pub qd_time: Option<f64>,
+    /// Depth sweep: p99 bound for the latency-bounded IOPS, in ms
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub p99_target: f64,
+    /// Depth sweep: use a pread thread pool instead of io_uring
+    #[arg(long)]
+    pub pread: bool,
 }
 
 #[derive(Debug, Args)]

@@ -205,17 +205,114 @@ fn sparse_file_is_flagged_as_not_reaching_the_device() {
     assert_eq!(r.method.allocated_bytes, Some(0));
     assert!(!r.verdict.impossible.is_empty(), "{:?}", r.verdict);
     assert_eq!(r.verdict.class, Class::Inconclusive, "{:?}", r.verdict);
+    // FIEMAP names the holes as the reason (st_blocks where it is missing).
+    let named = match &r.method.file_layout {
+        Some(l) => {
+            assert_eq!((l.hole_bytes, l.written_bytes, l.extents), (64 << 20, 0, 0), "{l:?}");
+            "100% of the file is holes (sparse, FIEMAP)"
+        }
+        None => "0% of the file is allocated",
+    };
+    assert!(r.verdict.evidence.iter().any(|e| e.contains(named)), "{:?}", r.verdict);
+    if let Some(c) = &r.random.as_ref().unwrap().disk_check {
+        assert_eq!(c.reach, Reach::NotReached, "{c:?}");
+    }
+}
+
+#[test]
+fn fallocated_file_is_named_unwritten_not_fast() {
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let path = dir.path().join("prealloc.bin");
+    let ok = Command::new("fallocate")
+        .args(["-l", "64MiB"])
+        .arg(&path)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: fallocate is not supported under {}", dir.path().display());
+        return;
+    }
+    let r = run(&small(&path, Tests::Both)).unwrap();
+    // Fully allocated, so st_blocks alone would not tell.
+    assert_eq!(r.method.allocated_bytes, Some(64 << 20));
+    let Some(l) = &r.method.file_layout else {
+        eprintln!("skipped: no FIEMAP under {}", dir.path().display());
+        return;
+    };
+    assert_eq!(
+        (l.unwritten_bytes, l.written_bytes, l.hole_bytes),
+        (64 << 20, 0, 0),
+        "{l:?}"
+    );
+    assert!(!r.verdict.impossible.is_empty(), "{:?}", r.verdict);
+    assert_eq!(r.verdict.class, Class::Inconclusive, "{:?}", r.verdict);
     assert!(
         r.verdict
             .evidence
             .iter()
-            .any(|e| e.contains("0% of the file is allocated")),
+            .any(|e| e.contains("100% of the file is unwritten extents")),
         "{:?}",
         r.verdict
     );
-    if let Some(c) = &r.random.as_ref().unwrap().disk_check {
-        assert_eq!(c.reach, Reach::NotReached, "{c:?}");
+    let sw = r.sweep.as_ref().unwrap();
+    assert_eq!(
+        sw.first_last_ratio, None,
+        "no zone profile from a file that was never written"
+    );
+    assert!(sw.zones.iter().all(|z| z.disk_position.is_none()));
+}
+
+/// A tmpfs mount of our own (or /dev/shm), unmounted on drop when ours.
+struct Tmpfs(tempfile::TempDir, bool);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        if self.1 {
+            let _ = Command::new("umount").arg(self.0.path()).status();
+        }
     }
+}
+
+#[test]
+fn tmpfs_has_no_device_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mounted = is_root()
+        && Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=16m", "iolens-test"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+    let fs = if mounted {
+        Tmpfs(dir, true)
+    } else if Path::new("/dev/shm").is_dir() {
+        Tmpfs(tempfile::tempdir_in("/dev/shm").unwrap(), false)
+    } else {
+        eprintln!("skipped: no tmpfs to test on");
+        return;
+    };
+    let f = random_file(fs.0.path(), "data.bin", 8);
+    let r = run(&small(&f, Tests::Both)).unwrap();
+    if r.method.backing == iolens::probe::layout::Backing::Device {
+        eprintln!("skipped: {} is not tmpfs", fs.0.path().display());
+        return;
+    }
+    assert_eq!(r.device, None);
+    assert_eq!(
+        r.method.backing,
+        iolens::probe::layout::Backing::NoDevice {
+            filesystem: "tmpfs".into()
+        }
+    );
+    assert_eq!(r.verdict.class, Class::NoDevice, "{:?}", r.verdict);
+    assert_eq!(r.verdict.class.label(), "no device under this target");
+    assert!(
+        r.verdict.evidence[0].starts_with("tmpfs has no block device under it"),
+        "{:?}",
+        r.verdict
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["method"]["backing"]["kind"], "no_device");
+    assert_eq!(json["verdict"]["class"], "no_device");
 }
 
 #[test]
@@ -317,11 +414,14 @@ fn strace_calls(log: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn the_cli_opens_its_target_read_only_and_never_writes_it() {
+/// Run `iolens probe <args> TARGET --json` under strace on an 8 MiB file
+/// and check that the target is opened O_RDONLY only, that no write-like
+/// call touches it (or a duplicate of its descriptor), and that one result
+/// was saved. Returns the JSON printed, or `None` when skipped.
+fn traced_read_only(kind: &str, extra: &[&str]) -> Option<serde_json::Value> {
     if !have("strace") {
         eprintln!("skipped: strace is not installed");
-        return;
+        return None;
     }
     let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
     let target = random_file(dir.path(), "target.bin", 8);
@@ -331,21 +431,22 @@ fn the_cli_opens_its_target_read_only_and_never_writes_it() {
             "-f",
             "-qq",
             "-e",
-            "trace=openat,open,write,pwrite64,pwritev,pwritev2,close",
+            "trace=openat,open,write,pwrite64,pwritev,pwritev2,close,fcntl,dup,dup2,dup3,io_uring_setup,io_uring_enter",
             "-o",
         ])
         .arg(&log)
         .arg(env!("CARGO_BIN_EXE_iolens"))
-        .args(["probe", "all"])
+        .args(["probe", kind])
         .arg(&target)
-        .args(["--duration", "0.3", "--json"])
+        .args(extra)
+        .arg("--json")
         .env("XDG_STATE_HOME", dir.path().join("state"))
         .output()
         .unwrap();
     let log = std::fs::read_to_string(&log).unwrap_or_default();
     if !out.status.success() && log.contains("PTRACE") {
         eprintln!("skipped: strace cannot trace here");
-        return;
+        return None;
     }
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let tpath = format!("\"{}\"", target.display());
@@ -357,6 +458,7 @@ fn the_cli_opens_its_target_read_only_and_never_writes_it() {
             .rsplit_once(" = ")
             .map(|x| x.1.split(' ').next().unwrap_or("").to_string());
         let args = call.split_once('(').map_or("", |x| x.1);
+        let first_arg = args.split([',', ')']).next().unwrap_or("").to_string();
         match name {
             "openat" | "open" => {
                 let path = args.split(", ").find(|a| a.starts_with('"')).unwrap_or("");
@@ -379,13 +481,19 @@ fn the_cli_opens_its_target_read_only_and_never_writes_it() {
                     fds.insert(fd, path.to_string());
                 }
             }
+            // A duplicate of the target's descriptor (the io_uring ring's)
+            // is the target too.
+            "fcntl" | "dup" | "dup2" | "dup3" if name != "fcntl" || args.contains("F_DUPFD") => {
+                if let (Some(p), Some(fd)) = (fds.get(&first_arg).cloned(), ret.filter(|r| !r.starts_with('-'))) {
+                    fds.insert(fd, p);
+                }
+            }
             "close" => {
-                fds.remove(args.split(')').next().unwrap_or(""));
+                fds.remove(&first_arg);
             }
             "write" | "pwrite64" | "pwritev" | "pwritev2" => {
                 writes_seen += 1;
-                let fd = args.split(',').next().unwrap_or("");
-                assert_ne!(fds.get(fd), Some(&tpath), "write to the target: {call}");
+                assert_ne!(fds.get(&first_arg), Some(&tpath), "write to the target: {call}");
             }
             _ => {}
         }
@@ -399,10 +507,43 @@ fn the_cli_opens_its_target_read_only_and_never_writes_it() {
     let saved = std::fs::read_to_string(dir.path().join("state/iolens/probes.jsonl")).unwrap();
     assert_eq!(saved.lines().count(), 1);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["method"]["queue_depth"], 1);
     assert_eq!(v["method"]["cache"] == "direct", direct_open, "{}", v["method"]);
-    assert!(v["random"]["histogram"].as_array().is_some_and(|h| !h.is_empty()));
     let _ = std::io::stderr().flush();
+    Some(v)
+}
+
+#[test]
+fn the_cli_opens_its_target_read_only_and_never_writes_it() {
+    let Some(v) = traced_read_only("all", &["--duration", "0.3"]) else {
+        return;
+    };
+    assert_eq!(v["method"]["queue_depth"], 1);
+    assert!(v["random"]["histogram"].as_array().is_some_and(|h| !h.is_empty()));
+}
+
+#[test]
+fn the_depth_sweep_opens_its_target_read_only_with_both_engines() {
+    for (extra, engine) in [(None, "io_uring"), (Some("--pread"), "pread_pool")] {
+        let mut args = vec!["--qd", "1,4", "--qd-time", "0.2"];
+        args.extend(extra);
+        let Some(v) = traced_read_only("depth", &args) else {
+            return;
+        };
+        let q = &v["queue_depth_sweep"];
+        if engine == "io_uring" && q["engine"] == "pread_pool" {
+            eprintln!("skipped (io_uring part): {}", q["engine_note"]);
+            continue;
+        }
+        assert_eq!(q["engine"], engine, "{q}");
+        let depths: Vec<u64> = q["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["queue_depth"].as_u64().unwrap())
+            .collect();
+        assert_eq!(depths, [1, 4]);
+        assert_eq!(v["method"]["queue_depth"], 4);
+    }
 }
 
 /// A ramfs mount (no O_DIRECT support), unmounted on drop.
@@ -437,11 +578,16 @@ fn refused_o_direct_falls_back_to_buffered_and_says_so() {
     let r = run(&cfg).unwrap();
     assert_eq!(r.method.cache, CacheMode::BufferedFadvise);
     assert!(r.notes.iter().any(|n| n.contains("O_DIRECT refused")), "{:?}", r.notes);
-    assert!(r.method.impact_limited);
-    assert!(r.notes.iter().any(|n| n.contains("impact-limited")), "{:?}", r.notes);
+    // ramfs has no block device, so no scheduler that could honour the class.
+    assert!(!r.method.impact_limited);
+    assert!(
+        r.notes.iter().any(|n| n.contains("no scheduler is known")),
+        "{:?}",
+        r.notes
+    );
     // Memory speed, no block device: called what it is.
     assert_eq!(r.device, None);
-    assert_eq!(r.verdict.class, Class::VirtualOrCached, "{:?}", r.verdict);
+    assert_eq!(r.verdict.class, Class::NoDevice, "{:?}", r.verdict);
 }
 
 #[test]
@@ -478,11 +624,43 @@ fn idle_class_is_labelled_and_restored_afterwards() {
     let r = probe::run(&cfg, &CancelToken::new(), &mut |_| during = Some(thread_ioprio())).unwrap();
     assert_eq!(during, Some(3 << 13), "IOPRIO_CLASS_IDLE while reading");
     assert_eq!(thread_ioprio(), before, "the thread keeps the idle class");
-    assert!(r.method.impact_limited);
+    // Impact-limited only where the scheduler honours I/O classes (bfq).
+    let sched = r.device.as_ref().and_then(|d| d.scheduler.clone());
     let note = r.method.idle_note.as_deref().unwrap();
-    assert!(note.starts_with("impact-limited"), "{note}");
+    assert_eq!(
+        r.method.impact_limited,
+        sched.as_deref() == Some("bfq"),
+        "{sched:?}: {note}"
+    );
+    if !r.method.impact_limited {
+        assert!(note.contains("not impact-limited"), "{note}");
+    }
     let json = serde_json::to_value(&r).unwrap();
-    assert_eq!(json["method"]["impact_limited"], true);
+    assert_eq!(json["method"]["impact_limited"], r.method.impact_limited);
+}
+
+#[test]
+fn idle_class_on_bfq_is_impact_limited_and_on_none_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(dev) = loop_or_skip(dir.path(), 16, true) else {
+        return;
+    };
+    let name = dev.0.file_name().unwrap().to_string_lossy().into_owned();
+    let sched = PathBuf::from(format!("/sys/block/{name}/queue/scheduler"));
+    for (want, limited) in [("bfq", true), ("none", false)] {
+        // The loop device is this test's own: its scheduler goes with it.
+        if std::fs::write(&sched, want).is_err() {
+            eprintln!("skipped: cannot set the {want} scheduler on {name}");
+            continue;
+        }
+        let mut cfg = small(&dev.0, Tests::Random);
+        cfg.max_reads = Some(100);
+        cfg.idle = true;
+        let r = run(&cfg).unwrap();
+        let note = r.method.idle_note.clone().unwrap_or_default();
+        assert_eq!(r.method.impact_limited, limited, "{want}: {note}");
+        assert_eq!(note.starts_with("impact-limited"), limited, "{note}");
+    }
 }
 
 #[test]

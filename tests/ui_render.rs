@@ -412,6 +412,8 @@ fn dashboard_with_the_results_pane_running_and_finished() {
         iops: None,
         zones: zones(9),
         size_bytes: 1_000_204_886_016,
+        queue_depth: None,
+        depths: Vec::new(),
     }));
     assert_eq!(v.panes(&m), [Pane::Devices, Pane::Results, Pane::Processes]);
     let running = draw(&m, &v, 120, 40);

@@ -37,6 +37,7 @@ pub fn config(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ProbeConfig> {
         ProbeKind::Rand => Tests::Random,
         ProbeKind::Sweep => Tests::Sweep,
         ProbeKind::All => Tests::Both,
+        ProbeKind::Depth => Tests::QueueDepth,
     };
     let depth = if args.thorough { Depth::Thorough } else { Depth::Quick };
     let mut cfg = ProbeConfig::new(&args.target, tests, depth);
@@ -51,6 +52,24 @@ pub fn config(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ProbeConfig> {
             Ok(Duration::from_secs_f64(d))
         })
         .transpose()?;
+    let secs = |flag: &str, d: f64| {
+        anyhow::ensure!(
+            d.is_finite() && d > 0.0 && d <= 3600.0,
+            "{flag} must be between 0 and 3600 seconds, got {d}"
+        );
+        Ok(Duration::from_secs_f64(d))
+    };
+    cfg.qd = super::QdConfig {
+        depths: args.qd.as_deref().map(super::qd::parse_depths).transpose()?,
+        step: args.qd_time.map(|d| secs("--qd-time", d)).transpose()?,
+        p99_target_ms: Some(args.p99_target),
+        force_pread: args.pread,
+    };
+    anyhow::ensure!(
+        args.p99_target.is_finite() && args.p99_target > 0.0,
+        "--p99-target must be a positive number of ms, got {}",
+        args.p99_target
+    );
     cfg.idle = args.idle;
     cfg.drop_caches = args.drop_caches;
     // Probes read the live /proc and /sys (and may drop the live page
@@ -103,6 +122,12 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
                 let what = match p.phase {
                     Phase::Random => format!("random read: {} reads, p50 {} ms", p.reads, format::opt_ms(p.p50_ms)),
                     Phase::Sweep => format!("zone sweep: {} zones done", p.zones.len()),
+                    Phase::QueueDepth => format!(
+                        "queue-depth sweep: QD{} {} reads, {} IOPS",
+                        p.queue_depth.unwrap_or(1),
+                        p.reads,
+                        p.iops.map_or_else(|| format::NA.into(), |v| format!("{v:.0}"))
+                    ),
                 };
                 let _ = write!(err, "\r\x1b[K{:3.0}%  {what}  (Ctrl-C cancels)", p.fraction * 100.0);
             }
@@ -170,6 +195,30 @@ pub fn report(r: &ProbeResult) -> String {
     );
     if let Some(d) = &r.device {
         let _ = writeln!(s, "device: {} (disk {})", d.name, d.disk);
+    }
+    match &m.backing {
+        super::layout::Backing::Device => {}
+        super::layout::Backing::NoDevice { filesystem } => {
+            let _ = writeln!(s, "device: none ({filesystem} has no block device under it)");
+        }
+        super::layout::Backing::Unmappable { filesystem } => {
+            let _ = writeln!(
+                s,
+                "device: cannot be mapped ({filesystem} gives files an anonymous device number)"
+            );
+        }
+    }
+    if let Some(l) = &m.file_layout {
+        let _ = writeln!(
+            s,
+            "file extents (FIEMAP): {}{}, written {}, unwritten {}, holes {}, not yet on disk {}",
+            l.extents,
+            if l.truncated { "+ (list cut)" } else { "" },
+            format::decimal(l.written_bytes as f64),
+            format::decimal(l.unwritten_bytes as f64),
+            format::decimal(l.hole_bytes as f64),
+            format::decimal(l.pending_bytes as f64)
+        );
     }
     let _ = writeln!(
         s,
@@ -284,9 +333,15 @@ pub fn report(r: &ProbeResult) -> String {
                 format::rate(z.mb_per_s * 1e6)
             );
         }
+        if let Some(p) = &sw.positions {
+            let _ = writeln!(s, "  {p}");
+        }
         if let Some(c) = &sw.disk_check {
             let _ = writeln!(s, "  {}", c.describe());
         }
+    }
+    if let Some(q) = &r.queue_depth_sweep {
+        qd_report(&mut s, q);
     }
     let _ = writeln!(s, "\nverdict: {}", r.verdict.class.label());
     for e in &r.verdict.impossible {
@@ -299,6 +354,69 @@ pub fn report(r: &ProbeResult) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+fn qd_report(s: &mut String, q: &super::QdResult) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        s,
+        "\nqueue-depth sweep: {} random reads, {}; each depth ≥ {} completions and ≥ {:.1} s (cap {:.0} s per depth, {:.0} s in all); {}",
+        format::binary(q.bs as f64),
+        q.engine_note,
+        super::qd::MIN_COMPLETIONS,
+        q.step_s,
+        q.depth_cap_s,
+        q.time_cap_s,
+        q.end
+    );
+    let _ = writeln!(
+        s,
+        "  {:>4} {:>9} {:>10} {:>9} {:>9} {:>7} {:>6}",
+        "QD", "IOPS", "MB/s", "p50", "p99", "gain", "×QD1"
+    );
+    let most = q.points.iter().filter_map(|p| p.iops).fold(0.0, f64::max);
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| format::NA.to_string(), f);
+    for p in &q.points {
+        let bar = p
+            .iops
+            .filter(|_| most > 0.0)
+            .map_or(0, |i| (i / most * 30.0).round() as usize);
+        let _ = writeln!(
+            s,
+            "  {:>4} {:>9} {:>10} {:>9} {:>9} {:>7} {:>6} {}{}",
+            p.queue_depth,
+            opt(p.iops, &|v| format!("{v:.0}")),
+            opt(p.mb_per_s, &|v| format::rate(v * 1e6)),
+            lat(p.latency.p50_ms),
+            lat(p.latency.p99_ms),
+            opt(p.gain, &|g| format!("{:+.0}%", g * 100.0)),
+            opt(p.speedup, &|x| format!("{x:.2}")),
+            "#".repeat(bar),
+            if p.short {
+                format!(" (only {} completions: {})", p.completions, stop_text(p.stopped))
+            } else {
+                String::new()
+            }
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  knee: {}   speed-up over QD1: {}",
+        q.knee.map_or_else(|| format::NA.into(), |k| format!("QD{k}")),
+        opt(q.speedup, &|x| format!("{x:.2}×"))
+    );
+    let _ = writeln!(
+        s,
+        "  latency-bounded IOPS (p99 ≤ {} ms): {}",
+        format::ms(q.p99_target_ms),
+        match q.latency_bounded {
+            Some(b) => format!("{:.0} at QD{} (p99 {})", b.iops, b.queue_depth, lat(Some(b.p99_ms))),
+            None => "none: no depth kept its p99 under the target".into(),
+        }
+    );
+    if let Some(c) = &q.disk_check {
+        let _ = writeln!(s, "  {}", c.describe());
+    }
 }
 
 #[cfg(test)]

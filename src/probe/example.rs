@@ -18,6 +18,7 @@ pub fn zones(n: usize) -> Vec<Zone> {
                 bytes: 63 << 20,
                 secs: (63u64 << 20) as f64 / (mbps * 1e6),
                 mb_per_s: mbps,
+                disk_position: None,
             }
         })
         .collect()
@@ -79,6 +80,7 @@ pub fn result(status: Status) -> ProbeResult {
         median_mb_per_s: median,
         max,
         first_last_ratio: ratio,
+        positions: None,
         overall_mb_per_s: Some(130.0),
         duration_s: 10.2,
         requests_issued: 1280,
@@ -127,13 +129,116 @@ pub fn result(status: Status) -> ProbeResult {
             align_bytes: 512,
             align_source: "statx STATX_DIOALIGN".into(),
             allocated_bytes: None,
+            backing: super::layout::Backing::Device,
+            file_layout: None,
             impact_limited: false,
             idle_note: None,
         },
         device: Some(hints),
         random: Some(random),
         sweep,
+        queue_depth_sweep: None,
         verdict,
         notes: vec![],
     }
+}
+
+/// A queue-depth sweep of a SATA-SSD-like disk: 9,000 IOPS at QD1 rising
+/// to a plateau of about 90,000 at QD32.
+pub fn qd_result(status: Status) -> ProbeResult {
+    use super::engine::{DepthRun, Engine};
+    use super::qd;
+    let curve: &[(u32, f64, f64)] = &[
+        (1, 9_000.0, 0.11),
+        (2, 17_500.0, 0.12),
+        (4, 33_000.0, 0.13),
+        (8, 58_000.0, 0.15),
+        (16, 80_000.0, 0.21),
+        (32, 88_000.0, 0.38),
+        (64, 90_000.0, 0.75),
+    ];
+    let take = if status == Status::Cancelled { 4 } else { curve.len() };
+    let mut points = Vec::new();
+    for &(depth, iops, p50) in &curve[..take] {
+        let mut hist = Histogram::new();
+        let n = (iops * 1.0) as u64;
+        for i in 0..n {
+            // p50 at `p50` ms, a tail to 8× at the top 2%.
+            let ms = if i % 50 == 0 {
+                p50 * 8.0
+            } else {
+                p50 * (0.8 + 0.4 * (i % 97) as f64 / 96.0)
+            };
+            hist.record((ms * 1e6) as u64);
+        }
+        let run = DepthRun {
+            completions: hist.count(),
+            secs: n as f64 / iops,
+            hist,
+            issued: n + u64::from(depth) + 8,
+            stopped: Stop::Done,
+        };
+        let p = qd::point(depth, 4096, &run, &points);
+        points.push(p);
+    }
+    let (knee, latency_bounded, speedup) = qd::summarize(&points, qd::P99_TARGET_MS);
+    let mut r = result(Status::Completed);
+    r.status = status;
+    r.method.tests = Tests::QueueDepth;
+    r.method.target = "/dev/sdb".into();
+    r.method.queue_depth = points.last().map_or(1, |p| p.queue_depth);
+    r.random = None;
+    r.sweep = None;
+    let hints = DeviceHints {
+        name: "sdb".into(),
+        disk: "sdb".into(),
+        major: 8,
+        minor: 16,
+        rotational: Some(false),
+        model: Some("Samsung SSD 870".into()),
+        driver: Some("sd".into()),
+        ..Default::default()
+    };
+    let q1 = &points[0].latency;
+    r.verdict = verdict::judge(&Evidence {
+        bs: 4096,
+        rand_count: q1.count,
+        p50_ms: q1.p50_ms,
+        p90_ms: q1.p90_ms,
+        qd_speedup: speedup.zip(knee).map(|(x, k)| (x, k, r.method.queue_depth)),
+        reached_device: Some(true),
+        has_device: true,
+        hints: Some(hints.clone()),
+        ..Default::default()
+    });
+    r.device = Some(hints);
+    r.queue_depth_sweep = Some(qd::QdResult {
+        engine: Engine::IoUring,
+        engine_note: "io_uring (one ring on the probe thread)".into(),
+        bs: 4096,
+        depths_planned: qd::DEPTHS.to_vec(),
+        stop_rule: true,
+        step_s: 1.0,
+        depth_cap_s: 15.0,
+        time_cap_s: 60.0,
+        p99_target_ms: qd::P99_TARGET_MS,
+        reads_issued: points.iter().map(|p| p.completions).sum(),
+        duration_s: points.iter().map(|p| p.duration_s).sum(),
+        points,
+        knee,
+        latency_bounded,
+        speedup,
+        end: if status == Status::Cancelled {
+            "cancelled".into()
+        } else {
+            "every planned depth was measured".into()
+        },
+        stopped: if status == Status::Cancelled {
+            Stop::Cancelled
+        } else {
+            Stop::Done
+        },
+        disk_check: None,
+    });
+    r
 }

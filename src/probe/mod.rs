@@ -35,8 +35,11 @@
 
 pub mod check;
 pub mod cmd;
+pub mod engine;
 #[doc(hidden)]
 pub mod example;
+pub mod layout;
+pub mod qd;
 pub mod random;
 pub mod stats;
 pub mod store;
@@ -55,6 +58,7 @@ use crate::sys::is_root;
 use serde::Serialize;
 
 pub use check::DiskCheck;
+pub use qd::{QdConfig, QdPoint, QdResult};
 pub use random::RandomResult;
 pub use sweep::{SweepResult, Zone};
 pub use target::{CacheMode, Target};
@@ -68,6 +72,8 @@ pub enum Tests {
     Random,
     Sweep,
     Both,
+    /// Queue-depth sweep (random reads at QD 1, 2, 4, … 64).
+    QueueDepth,
 }
 
 impl Tests {
@@ -82,6 +88,7 @@ impl Tests {
             Tests::Random => "random read",
             Tests::Sweep => "zone sweep",
             Tests::Both => "random read + zone sweep",
+            Tests::QueueDepth => "queue-depth sweep",
         }
     }
 }
@@ -118,6 +125,8 @@ pub struct ProbeConfig {
     pub drop_caches: bool,
     /// Where /proc and /sys are read (normally "/").
     pub root: PathBuf,
+    /// Queue-depth sweep options.
+    pub qd: QdConfig,
 }
 
 impl ProbeConfig {
@@ -135,6 +144,7 @@ impl ProbeConfig {
             idle: false,
             drop_caches: false,
             root: PathBuf::from("/"),
+            qd: QdConfig::default(),
         }
     }
 }
@@ -171,6 +181,7 @@ impl CancelToken {
 pub enum Phase {
     Random,
     Sweep,
+    QueueDepth,
 }
 
 /// Live progress of a running probe (sent at most every 100 ms per phase).
@@ -189,6 +200,10 @@ pub struct Progress {
     pub zones: Vec<Zone>,
     /// Size of the target in bytes (the sweep chart's x range).
     pub size_bytes: u64,
+    /// Queue-depth sweep: the depth being measured.
+    pub queue_depth: Option<u32>,
+    /// Queue-depth sweep: the depths finished so far.
+    pub depths: Vec<QdPoint>,
 }
 
 /// Why a test stopped.
@@ -218,6 +233,11 @@ pub struct Method {
     pub align_source: String,
     /// Regular files: allocated bytes on disk.
     pub allocated_bytes: Option<u64>,
+    /// What serves the reads: a block device, none, or one that cannot be named.
+    pub backing: layout::Backing,
+    /// Regular files: where their bytes are (FIEMAP); `None` for devices
+    /// and where FIEMAP is unavailable (said in the notes).
+    pub file_layout: Option<layout::FileLayout>,
     /// Idle I/O class was requested (results are impact-limited).
     pub impact_limited: bool,
     pub idle_note: Option<String>,
@@ -240,6 +260,7 @@ pub struct ProbeResult {
     pub device: Option<target::DeviceHints>,
     pub random: Option<RandomResult>,
     pub sweep: Option<SweepResult>,
+    pub queue_depth_sweep: Option<QdResult>,
     pub verdict: Verdict,
     /// Notes that change how far the numbers can be trusted: other I/O on
     /// the device, fallbacks, the idle class.
@@ -279,6 +300,8 @@ fn time_cap(cfg: &ProbeConfig, phase: Phase) -> Duration {
         (Phase::Random, Depth::Thorough) => Duration::from_secs(30),
         (Phase::Sweep, Depth::Quick) => Duration::from_secs(30),
         (Phase::Sweep, Depth::Thorough) => Duration::from_secs(120),
+        (Phase::QueueDepth, Depth::Quick) => Duration::from_secs(60),
+        (Phase::QueueDepth, Depth::Thorough) => Duration::from_secs(180),
     })
 }
 
@@ -307,6 +330,29 @@ fn block_size(cfg: &ProbeConfig, t: &Target) -> anyhow::Result<u64> {
     );
     anyhow::ensure!(bs <= 64 << 20, "--bs {bs} B is larger than the 64 MiB limit");
     Ok(bs)
+}
+
+/// Whether the idle I/O class limits the probe's impact on `sched` (the
+/// device's scheduler), and the note that says so. Only bfq serves the idle
+/// class after everything else; none, kyber and mq-deadline dispatch it
+/// like any other request.
+fn idle_label(sched: Option<&str>) -> (bool, String) {
+    match sched {
+        Some("bfq") => (
+            true,
+            "impact-limited: idle I/O class (bfq serves it only when the disk has nothing else to do)".into(),
+        ),
+        Some(s) => (
+            false,
+            format!(
+                "idle I/O class set, but the '{s}' scheduler does not honour I/O classes: not impact-limited, the probe competes with other I/O as usual"
+            ),
+        ),
+        None => (
+            false,
+            "idle I/O class set, but no scheduler is known for this target (no block device under it): not impact-limited".into(),
+        ),
+    }
 }
 
 fn drop_global_cache(root: &Path) -> anyhow::Result<()> {
@@ -362,25 +408,39 @@ pub fn run(
         notes.push("the global page cache was dropped before the probe (affects the whole machine)".into());
     }
     let mut idle_guard = None;
-    let idle_note = cfg.idle.then(|| match IdleGuard::enter() {
-        Ok(g) => {
-            idle_guard = Some(g);
-            let sched = t.device.as_ref().and_then(|d| d.scheduler.clone());
-            match sched.as_deref() {
-                Some("bfq" | "mq-deadline") => "impact-limited: idle I/O class".to_string(),
-                Some(s) => {
-                    format!("impact-limited: idle I/O class requested, but the '{s}' scheduler ignores I/O classes")
-                }
-                None => "impact-limited: idle I/O class (scheduler unknown)".to_string(),
+    let mut impact_limited = false;
+    let idle_note = if cfg.idle {
+        Some(match IdleGuard::enter() {
+            Ok(g) => {
+                idle_guard = Some(g);
+                let sched = t.device.as_ref().and_then(|d| d.scheduler.as_deref());
+                let (limited, note) = idle_label(sched);
+                impact_limited = limited;
+                note
             }
-        }
-        Err(e) => format!("idle I/O class could not be set: {e}"),
-    });
+            Err(e) => format!("idle I/O class could not be set: {e}"),
+        })
+    } else {
+        None
+    };
     notes.extend(idle_note.clone());
     if t.cache == CacheMode::BufferedFadvise {
         notes.push(format!("{}: {}", t.display, CacheMode::BufferedFadvise.describe()));
     }
 
+    let backing = layout::backing(&t.file, t.device.is_some());
+    let file_layout = match t.kind {
+        target::TargetKind::RegularFile if !matches!(backing, layout::Backing::NoDevice { .. }) => {
+            match layout::FileLayout::read(&t.file, t.size, t.device.as_ref(), &cfg.root) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    notes.push(format!("file extents unknown: {e}"));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let dev_name = t.device.as_ref().map(|d| d.name.clone());
     let snap = || dev_name.as_deref().and_then(|n| check::snapshot(&cfg.root, n));
 
@@ -402,11 +462,33 @@ pub fn run(
         }
         sweep_res = Some(s);
     }
+    let mut zones_note = None;
+    if let (Some(s), target::TargetKind::RegularFile) = (sweep_res.as_mut(), t.kind) {
+        let disk_bytes = t.device.as_ref().and_then(|d| {
+            crate::collect::Reader::new(&cfg.root)
+                .read_u64(format!("/sys/block/{}/size", d.disk))
+                .map(|n| n * 512)
+        });
+        let (ratio, note) = layout::place_zones(&mut s.zones, file_layout.as_ref(), disk_bytes);
+        s.first_last_ratio = ratio;
+        s.positions = Some(note.clone());
+        zones_note = Some(note);
+    }
+    let mut qd_res = None;
+    if cfg.tests == Tests::QueueDepth && !cancel.is_cancelled() {
+        let before = snap();
+        let mut q = qd::run(&t, cfg, bs, time_cap(cfg, Phase::QueueDepth), cancel, on_progress)?;
+        if let (Some(n), Some(b), Some(a)) = (&dev_name, before, snap()) {
+            q.disk_check = Some(DiskCheck::compare(n, b, a, q.reads_issued, q.reads_issued * bs));
+        }
+        qd_res = Some(q);
+    }
 
     let checks: Vec<&DiskCheck> = random
         .iter()
         .filter_map(|r| r.disk_check.as_ref())
         .chain(sweep_res.iter().filter_map(|s| s.disk_check.as_ref()))
+        .chain(qd_res.iter().filter_map(|q| q.disk_check.as_ref()))
         .collect();
     for c in &checks {
         notes.extend(c.disturbance.clone());
@@ -415,11 +497,23 @@ pub fn run(
         }
     }
     let not_reached = checks.iter().find(|c| c.reach == check::Reach::NotReached);
+    // Latency class: the QD1 random reads, from the random test or the
+    // first depth of the queue-depth sweep.
+    let qd1 = qd_res
+        .as_ref()
+        .and_then(|q| q.points.first())
+        .filter(|p| p.queue_depth == 1)
+        .map(|p| &p.latency);
+    let lat = random.as_ref().map(|r| &r.latency).or(qd1);
     let evidence = verdict::Evidence {
         bs,
-        rand_count: random.as_ref().map_or(0, |r| r.latency.count),
-        p50_ms: random.as_ref().and_then(|r| r.latency.p50_ms),
-        p90_ms: random.as_ref().and_then(|r| r.latency.p90_ms),
+        rand_count: lat.map_or(0, |l| l.count),
+        p50_ms: lat.and_then(|l| l.p50_ms),
+        p90_ms: lat.and_then(|l| l.p90_ms),
+        qd_speedup: qd_res.as_ref().and_then(|q| {
+            let deepest = q.points.iter().rfind(|p| p.iops.is_some())?;
+            Some((q.speedup?, q.knee?, deepest.queue_depth))
+        }),
         seek_correlation: random.as_ref().and_then(|r| r.seek_correlation),
         sweep_zones: sweep_res.as_ref().map_or(0, |s| s.zones.len()),
         sweep_median_mbps: sweep_res.as_ref().and_then(|s| s.median_mb_per_s),
@@ -428,6 +522,13 @@ pub fn run(
         reach_note: not_reached.map(|c| c.describe()),
         allocated_fraction: t.allocated_bytes.map(|a| (a as f64 / t.size as f64).min(1.0)),
         has_device: t.device.is_some(),
+        backing: (backing != layout::Backing::Device).then(|| backing.clone()),
+        unwritten_fraction: file_layout.as_ref().map(|l| l.fractions(t.size).0),
+        hole_fraction: file_layout
+            .as_ref()
+            .filter(|l| !l.truncated)
+            .map(|l| l.fractions(t.size).1),
+        zones_note,
         hints: t.device.clone(),
         buffered: t.cache == CacheMode::BufferedFadvise,
     };
@@ -447,20 +548,45 @@ pub fn run(
             size_bytes: t.size,
             tests: cfg.tests,
             depth: cfg.depth,
-            queue_depth: 1,
+            queue_depth: qd_res
+                .as_ref()
+                .and_then(|q| q.points.last().map(|p| p.queue_depth))
+                .unwrap_or(1),
             cache: t.cache,
             cache_note: t.cache.describe().to_string(),
             global_cache_dropped: cfg.drop_caches,
             align_bytes: t.align,
             align_source: t.align_source.clone(),
             allocated_bytes: t.allocated_bytes,
-            impact_limited: idle_guard.is_some(),
+            backing,
+            file_layout,
+            impact_limited: impact_limited && idle_guard.is_some(),
             idle_note,
         },
         device: t.device.clone(),
         random,
         sweep: sweep_res,
+        queue_depth_sweep: qd_res,
         verdict,
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_bfq_makes_the_idle_class_impact_limited() {
+        assert!(idle_label(Some("bfq")).0);
+        for s in ["none", "mq-deadline", "kyber"] {
+            let (limited, note) = idle_label(Some(s));
+            assert!(!limited, "{s}");
+            assert!(
+                note.contains(&format!("'{s}' scheduler does not honour I/O classes")),
+                "{note}"
+            );
+        }
+        assert!(!idle_label(None).0);
+    }
 }

@@ -49,6 +49,13 @@ impl Rng {
         let t = crate::collect::monotonic_ns();
         Rng(t ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15)
     }
+    /// A seeded generator for thread `i` of a pool (distinct streams even
+    /// when seeded in the same nanosecond).
+    pub fn seeded_stream(i: u64) -> Self {
+        let mut r = Self::seeded();
+        r.0 ^= i.wrapping_mul(0xd1b5_4a32_d192_ed03);
+        r
+    }
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -154,6 +161,8 @@ pub fn run(
                 iops: (elapsed.as_secs_f64() > 0.0).then(|| n as f64 / elapsed.as_secs_f64()),
                 zones: Vec::new(),
                 size_bytes: t.size,
+                queue_depth: None,
+                depths: Vec::new(),
             });
         }
     }

@@ -90,6 +90,18 @@ impl Histogram {
         self.n
     }
 
+    /// Add every value of `other` (as if recorded here).
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.n += other.n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+    }
+
     pub fn min(&self) -> Option<u64> {
         (self.n > 0).then_some(self.min)
     }
@@ -305,6 +317,25 @@ mod tests {
         assert_eq!(s.p99_ms, None, "500 samples leave 5 beyond p99");
         assert_eq!(s.p99_9_ms, None);
         assert_eq!(LatencySummary::of(&Histogram::new()).p50_ms, None);
+    }
+
+    #[test]
+    fn merged_histograms_equal_one_recording() {
+        let (mut a, mut b, mut all) = (Histogram::new(), Histogram::new(), Histogram::new());
+        for i in 0..1000u64 {
+            let v = 1000 + i * 37;
+            if i % 3 == 0 {
+                a.record(v)
+            } else {
+                b.record(v)
+            }
+            all.record(v);
+        }
+        a.merge(&b);
+        a.merge(&Histogram::new());
+        assert_eq!(a.buckets(), all.buckets());
+        assert_eq!((a.count(), a.min(), a.max()), (all.count(), all.min(), all.max()));
+        assert!((a.mean().unwrap() - all.mean().unwrap()).abs() < 1e-9);
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct Zone {
     pub bytes: u64,
     pub secs: f64,
     pub mb_per_s: f64,
+    /// Regular files: byte position of `offset` on the whole disk (FIEMAP
+    /// extent + partition start); `None` where unknown or for devices.
+    pub disk_position: Option<u64>,
 }
 
 /// One zone's rate and where it is.
@@ -48,8 +51,12 @@ pub struct SweepResult {
     pub min: Option<ZonePoint>,
     pub median_mb_per_s: Option<f64>,
     pub max: Option<ZonePoint>,
-    /// Mean rate of the first 10% of zones over the last 10%.
+    /// Mean rate of the first 10% of zones over the last 10% (for a
+    /// regular file: zones ordered by disk position, `None` when those are
+    /// unknown or span too little of the disk; see `positions`).
     pub first_last_ratio: Option<f64>,
+    /// Regular files: how zone offsets were placed on the disk, or why not.
+    pub positions: Option<String>,
     /// All timed bytes over all timed seconds.
     pub overall_mb_per_s: Option<f64>,
     pub duration_s: f64,
@@ -178,6 +185,8 @@ pub fn run(
                     iops: None,
                     zones: zones.clone(),
                     size_bytes: t.size,
+                    queue_depth: None,
+                    depths: Vec::new(),
                 });
             }
         }
@@ -189,6 +198,7 @@ pub fn run(
                 bytes: timed_bytes,
                 secs,
                 mb_per_s: timed_bytes as f64 / secs / 1e6,
+                disk_position: None,
             });
         }
     }
@@ -205,6 +215,7 @@ pub fn run(
         median_mb_per_s: median,
         max,
         first_last_ratio: ratio,
+        positions: None,
         overall_mb_per_s: (ts > 0.0).then(|| tb as f64 / ts / 1e6),
         duration_s: began.elapsed().as_secs_f64(),
         requests_issued: requests,
@@ -249,6 +260,7 @@ mod tests {
                 bytes: 1,
                 secs: 1.0,
                 mb_per_s: 200.0 - 5.0 * i as f64,
+                disk_position: None,
             })
             .collect();
         let (min, med, max, ratio) = summarize(&zones);

@@ -22,6 +22,7 @@
 
 use serde::Serialize;
 
+use super::layout::Backing;
 use super::target::DeviceHints;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -32,6 +33,10 @@ pub enum Class {
     Nvme,
     VirtualOrCached,
     Inconclusive,
+    /// tmpfs, FUSE, network filesystems: nothing to characterize.
+    NoDevice,
+    /// btrfs, overlayfs, ZFS: a device is there, but which one is unknown.
+    Unmappable,
 }
 
 impl Class {
@@ -42,6 +47,8 @@ impl Class {
             Class::Nvme => "NVMe-class",
             Class::VirtualOrCached => "virtual or cache-backed",
             Class::Inconclusive => "inconclusive",
+            Class::NoDevice => "no device under this target",
+            Class::Unmappable => "device cannot be mapped",
         }
     }
 }
@@ -63,6 +70,8 @@ pub struct Evidence {
     pub p50_ms: Option<f64>,
     pub p90_ms: Option<f64>,
     pub seek_correlation: Option<f64>,
+    /// Queue-depth sweep: (best IOPS over QD1, knee depth, deepest depth run).
+    pub qd_speedup: Option<(f64, u32, u32)>,
     pub sweep_zones: usize,
     pub sweep_median_mbps: Option<f64>,
     pub sweep_first_last_ratio: Option<f64>,
@@ -74,6 +83,16 @@ pub struct Evidence {
     /// Regular files: allocated / size.
     pub allocated_fraction: Option<f64>,
     pub has_device: bool,
+    /// What serves the target when no device was found (`None`: a device,
+    /// or not checked).
+    pub backing: Option<Backing>,
+    /// Regular files, from FIEMAP: fractions of the size in unwritten
+    /// (fallocated) extents and in holes.
+    pub unwritten_fraction: Option<f64>,
+    pub hole_fraction: Option<f64>,
+    /// A file's zone sweep whose positions on the disk are unknown or
+    /// cover too little of it (the zone ratio is then not given).
+    pub zones_note: Option<String>,
     pub hints: Option<DeviceHints>,
     pub buffered: bool,
 }
@@ -169,14 +188,48 @@ pub fn judge(e: &Evidence) -> Verdict {
                 .unwrap_or_else(|| "the device's read counter did not grow with the reads issued".into()),
         );
     }
-    let sparse = e.allocated_fraction.filter(|f| *f < 0.9);
-    if let Some(f) = sparse {
+    let mut sparse = None;
+    if let Some(f) = e.hole_fraction.filter(|f| *f >= 0.1) {
+        evidence.push(format!(
+            "{:.0}% of the file is holes (sparse, FIEMAP): they read as zeros without touching the device",
+            f * 100.0
+        ));
+        sparse = Some(f);
+    } else if let Some(f) = e.allocated_fraction.filter(|f| *f < 0.9 && e.hole_fraction.is_none()) {
         evidence.push(format!(
             "only {:.0}% of the file is allocated on disk: holes read as zeros without touching the device",
             f * 100.0
         ));
+        sparse = Some(f);
     }
-    if !e.has_device {
+    if let Some(f) = e.unwritten_fraction.filter(|f| *f >= 0.1) {
+        evidence.push(format!(
+            "{:.0}% of the file is unwritten extents (preallocated with fallocate, never written; FIEMAP): the filesystem returns zeros for them without reading the device",
+            f * 100.0
+        ));
+        sparse = Some(f);
+    }
+    if let Some(Backing::NoDevice { filesystem }) = &e.backing {
+        evidence.insert(
+            0,
+            format!(
+                "{filesystem} has no block device under it: the numbers describe memory, the network or a FUSE daemon, not a disk"
+            ),
+        );
+        if e.buffered {
+            evidence
+                .push("O_DIRECT was refused: buffered reads with posix_fadvise eviction, which is best-effort".into());
+        }
+        return Verdict {
+            class: Class::NoDevice,
+            evidence,
+            impossible,
+        };
+    }
+    if let Some(n) = &e.zones_note {
+        evidence.push(n.clone());
+    }
+    if !e.has_device && e.backing.is_none() {
         evidence.push("no block device serves this target (tmpfs, network filesystem, or an anonymous device number): reads cannot be checked against diskstats".into());
     }
     if e.buffered {
@@ -184,7 +237,7 @@ pub fn judge(e: &Evidence) -> Verdict {
     }
     if !impossible.is_empty() {
         let class = if sparse.is_some() {
-            evidence.insert(0, "the reads did not reach a device, so nothing can be said about it: probe a fully written file or the device itself".into());
+            evidence.insert(0, "the reads did not reach a device (holes or unwritten extents, listed below), so nothing can be said about it: probe a fully written file or the device itself".into());
             Class::Inconclusive
         } else {
             evidence.insert(0, "the reads were served from memory, not from a disk".into());
@@ -196,7 +249,7 @@ pub fn judge(e: &Evidence) -> Verdict {
             impossible,
         };
     }
-    if !e.has_device && e.p50_ms.is_some_and(|p| p < NVME_P50_MS) {
+    if !e.has_device && e.backing.is_none() && e.p50_ms.is_some_and(|p| p < NVME_P50_MS) {
         evidence.insert(
             0,
             "fast reads with no block device behind them: memory or a remote cache".into(),
@@ -265,6 +318,11 @@ pub fn judge(e: &Evidence) -> Verdict {
             evidence.push(format!("sequential median {med:.0} MB/s{shape}"));
         }
     }
+    if let Some((x, knee, deepest)) = e.qd_speedup {
+        evidence.push(format!(
+            "IOPS grew {x:.1}× from QD1 (knee QD{knee}, up to QD{deepest}): weak evidence of the device type only (spinning disks with command queueing gain 1.5–2.5×, IOPS-capped cloud volumes stay flat, flash gains more)"
+        ));
+    }
     let seek_bound = e.seek_correlation.is_some_and(|r| r > SEEK_CORR);
     let measured = match (lat_class, sweep_class) {
         (Some(l), Some(s)) if l == s => Some(l),
@@ -323,6 +381,19 @@ pub fn judge(e: &Evidence) -> Verdict {
                 evidence.push(format!("model: {m}"));
             }
         }
+    }
+    if let Some(Backing::Unmappable { filesystem }) = &e.backing {
+        let like = match measured {
+            Some(c) => format!("measured like: {}", c.label()),
+            None => "the measurements alone are inconclusive".into(),
+        };
+        evidence.insert(
+            0,
+            format!(
+                "{filesystem} gives its files an anonymous device number: which disk serves them cannot be known here, and the reads cannot be checked against diskstats; {like}"
+            ),
+        );
+        class = Class::Unmappable;
     }
     if class == Class::Inconclusive && evidence.is_empty() {
         evidence.push("no measurement was completed".into());
@@ -450,6 +521,78 @@ mod tests {
         assert_eq!(v.class, Class::Inconclusive);
         assert_eq!(v.impossible.len(), 2, "{v:?}");
         assert!(v.evidence.iter().any(|s| s.contains("0% of the file is allocated")));
+    }
+
+    #[test]
+    fn tmpfs_fuse_and_network_filesystems_have_no_device() {
+        // Memory speed on tmpfs: not "NVMe", not "virtual": no device at all.
+        for (p50, fs) in [(0.001, "tmpfs"), (0.2, "FUSE"), (0.9, "NFS")] {
+            let mut e = base(p50, p50 * 1.5);
+            e.has_device = false;
+            e.reached_device = None;
+            e.backing = Some(Backing::NoDevice { filesystem: fs.into() });
+            let v = judge(&e);
+            assert_eq!(v.class, Class::NoDevice, "{fs}: {v:?}");
+            assert_eq!(v.class.label(), "no device under this target");
+            assert!(
+                v.evidence[0].starts_with(&format!("{fs} has no block device under it")),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn btrfs_and_overlay_devices_cannot_be_mapped() {
+        let mut e = base(0.15, 0.2);
+        e.has_device = false;
+        e.reached_device = None;
+        e.backing = Some(Backing::Unmappable {
+            filesystem: "btrfs".into(),
+        });
+        let v = judge(&e);
+        assert_eq!(v.class, Class::Unmappable, "{v:?}");
+        assert_eq!(v.class.label(), "device cannot be mapped");
+        assert!(
+            v.evidence[0].contains("btrfs gives its files an anonymous device number"),
+            "{v:?}"
+        );
+        assert!(v.evidence[0].ends_with("measured like: SATA-class SSD"), "{v:?}");
+        // Fast reads on overlayfs are not called "memory" either.
+        e.p50_ms = Some(0.05);
+        e.backing = Some(Backing::Unmappable {
+            filesystem: "overlayfs".into(),
+        });
+        assert_eq!(judge(&e).class, Class::Unmappable);
+    }
+
+    #[test]
+    fn unwritten_extents_are_named_as_the_reason_for_impossible_speed() {
+        // A fallocated file: fully allocated (st_blocks), but unwritten.
+        let mut e = base(0.001, 0.0012);
+        e.allocated_fraction = Some(1.0);
+        e.unwritten_fraction = Some(1.0);
+        e.hole_fraction = Some(0.0);
+        e.reached_device = Some(false);
+        let v = judge(&e);
+        assert_eq!(v.class, Class::Inconclusive, "{v:?}");
+        assert!(v.evidence[0].contains("holes or unwritten extents"), "{v:?}");
+        assert!(
+            v.evidence
+                .iter()
+                .any(|s| s.starts_with("100% of the file is unwritten extents")),
+            "{v:?}"
+        );
+        // FIEMAP holes replace the st_blocks estimate.
+        let mut e = base(0.001, 0.0012);
+        e.allocated_fraction = Some(0.0);
+        e.hole_fraction = Some(1.0);
+        e.unwritten_fraction = Some(0.0);
+        let v = judge(&e);
+        assert!(
+            v.evidence.iter().any(|s| s.starts_with("100% of the file is holes")),
+            "{v:?}"
+        );
+        assert!(!v.evidence.iter().any(|s| s.contains("allocated on disk")), "{v:?}");
     }
 
     #[test]

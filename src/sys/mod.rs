@@ -14,7 +14,9 @@
 //! ([`is_root`], [`euid`], [`has_capability`]) and the I/O priority type and
 //! its encoding ([`ioprio::IoPrio`]).
 
+pub mod fiemap;
 pub mod ioprio;
+pub mod uring;
 
 pub use rustix::thread::CapabilitySet;
 

@@ -40,6 +40,13 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState, m: &ProbeMenu, is
             ),
             choice("b", format!("{} both", mark(m.tests == Tests::Both))),
             choice(
+                "p",
+                format!(
+                    "{} queue-depth sweep (IOPS at QD 1…64, io_uring)",
+                    mark(m.tests == Tests::QueueDepth)
+                ),
+            ),
+            choice(
                 "d",
                 format!(
                     "depth: {}",

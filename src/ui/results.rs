@@ -99,6 +99,7 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress) {
     let what = match p.phase {
         Phase::Random => "random read",
         Phase::Sweep => "zone sweep",
+        Phase::QueueDepth => "queue-depth sweep",
     };
     frame.render_widget(
         Gauge::default()
@@ -116,8 +117,20 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress) {
             p.iops.map_or_else(|| format::NA.into(), |v| format!("{v:.0}"))
         ),
         Phase::Sweep => format!("{:.1} s  {} zones done   (Esc cancels)", p.elapsed_s, p.zones.len()),
+        Phase::QueueDepth => format!(
+            "{:.1} s  QD{}: {} reads  p50 {}  IOPS {}   (Esc cancels)",
+            p.elapsed_s,
+            p.queue_depth.unwrap_or(1),
+            p.reads,
+            lat(p.p50_ms),
+            p.iops.map_or_else(|| format::NA.into(), |v| format!("{v:.0}"))
+        ),
     };
     frame.render_widget(Paragraph::new(line), info);
+    if !p.depths.is_empty() {
+        let h = chart.height.min(12);
+        crate::ui::depth::chart(frame, Rect { height: h, ..chart }, &p.depths);
+    }
     if !p.zones.is_empty() {
         sweep_chart(frame, chart, &p.zones, Some(p.size_bytes).filter(|s| *s > 0));
     }
@@ -125,10 +138,12 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress) {
 
 fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) {
     let has_sweep = r.sweep.as_ref().is_some_and(|s| !s.zones.is_empty());
-    let hist_rows = r
-        .random
-        .as_ref()
-        .map_or(0, |rr| coarse_histogram(&rr.histogram).len() as u16);
+    let qd = r.queue_depth_sweep.as_ref().filter(|q| !q.points.is_empty());
+    let hist_rows = match (&r.random, qd) {
+        (Some(rr), _) => coarse_histogram(&rr.histogram).len() as u16,
+        (None, Some(q)) => q.points.len() as u16,
+        (None, None) => 0,
+    };
     let top_h = numbers(r).len().max(hist_rows as usize + 1) as u16;
     let head_line = banner.unwrap_or_else(|| {
         Line::from(vec![
@@ -149,7 +164,7 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
         return;
     }
     let (mut top_h, mut chart_h) = (top_h.min(room), 0);
-    if has_sweep {
+    if has_sweep || qd.is_some() {
         top_h = top_h.min(room.saturating_sub(10).max(6));
         chart_h = (room - top_h).min(10);
         if chart_h < 5 {
@@ -187,9 +202,13 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
             ]));
         }
         frame.render_widget(Paragraph::new(lines), right);
+    } else if let Some(q) = qd {
+        frame.render_widget(Paragraph::new(crate::ui::depth::table(&q.points)), right);
     }
     if let Some(sw) = r.sweep.as_ref().filter(|_| chart_h > 0) {
         sweep_chart(frame, chart, &sw.zones, Some(r.method.size_bytes));
+    } else if let Some(q) = qd.filter(|_| chart_h > 0) {
+        crate::ui::depth::chart(frame, chart, &q.points);
     }
     frame.render_widget(Paragraph::new(evidence(r)).wrap(Wrap { trim: false }), verdict);
 }
@@ -289,6 +308,9 @@ fn numbers(r: &ProbeResult) -> Vec<Line<'static>> {
                 .map_or_else(|| format::NA.into(), |x| format!("{x:.2}"))
         )));
     }
+    if let Some(q) = &r.queue_depth_sweep {
+        v.extend(crate::ui::depth::summary(q, stop(q.stopped)));
+    }
     let cache = match m.cache {
         crate::probe::CacheMode::Direct => "O_DIRECT",
         crate::probe::CacheMode::BufferedFadvise => "buffered+fadvise",
@@ -366,6 +388,8 @@ mod tests {
             iops: Some(100.0),
             zones: vec![],
             size_bytes: 1_000_204_886_016,
+            queue_depth: None,
+            depths: Vec::new(),
         }));
         insta::assert_snapshot!("running_random", draw(&v));
         v.apply(ProbeMsg::Progress(Progress {
@@ -377,6 +401,8 @@ mod tests {
             iops: None,
             zones: zones(9),
             size_bytes: 1_000_204_886_016,
+            queue_depth: None,
+            depths: Vec::new(),
         }));
         insta::assert_snapshot!("running_sweep", draw(&v));
     }
@@ -418,10 +444,46 @@ mod tests {
             iops: None,
             zones: vec![],
             size_bytes: 1_000_204_886_016,
+            queue_depth: None,
+            depths: Vec::new(),
         }));
         assert!(matches!(v.state, RunState::Cancelled(None)));
         v.apply(ProbeMsg::Finished(Box::new(result(Status::Cancelled))));
         insta::assert_snapshot!("cancelled", draw(&v));
+    }
+
+    #[test]
+    fn queue_depth_sweep() {
+        use crate::probe::example::qd_result;
+        let mut v = ProbeView::default();
+        v.start("/dev/sdb".into(), "queue-depth sweep, quick".into());
+        let done = qd_result(Status::Completed);
+        let pts = done.queue_depth_sweep.as_ref().unwrap().points.clone();
+        v.apply(ProbeMsg::Progress(Progress {
+            phase: Phase::QueueDepth,
+            fraction: 0.5,
+            elapsed_s: 3.2,
+            reads: 640,
+            p50_ms: Some(0.15),
+            iops: Some(57_800.0),
+            zones: vec![],
+            size_bytes: 500_107_862_016,
+            queue_depth: Some(8),
+            depths: pts[..3].to_vec(),
+        }));
+        let s = draw(&v);
+        assert!(s.contains("QD8: 640 reads  p50 150 µs  IOPS 57800"), "{s}");
+        insta::assert_snapshot!("running_qd", s);
+        v.apply(ProbeMsg::Finished(Box::new(done)));
+        let s = draw(&v);
+        assert!(s.contains("knee QD32  speed-up 10.0× QD1"), "{s}");
+        assert!(s.contains("p99 ≤ 10.0 ms: 90000 IOPS at QD64"), "{s}");
+        insta::assert_snapshot!("finished_qd", s);
+        let mut v = ProbeView::default();
+        v.start("/dev/sdb".into(), "queue-depth sweep, quick".into());
+        v.cancel_requested();
+        v.apply(ProbeMsg::Finished(Box::new(qd_result(Status::Cancelled))));
+        insta::assert_snapshot!("cancelled_qd", draw(&v));
     }
 
     #[test]
