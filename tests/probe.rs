@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use iolens::probe::check::Reach;
+use iolens::probe::engine::Engine;
 use iolens::probe::{
     self, CacheMode, CancelToken, Class, Depth, ProbeConfig, ProbeMsg, ProbeResult, Status, Stop, Tests,
 };
@@ -149,6 +150,58 @@ fn loop_device_gives_plausible_numbers_and_matching_diskstats() {
     assert!(r.verdict.evidence[0].contains("loop device"), "{:?}", r.verdict);
     let text = iolens::probe::cmd::report(&r);
     assert!(text.contains("verdict: virtual or cache-backed"), "{text}");
+}
+
+#[test]
+fn depth_sweep_on_a_loop_device_with_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(dev) = loop_or_skip(dir.path(), 64, true) else {
+        return;
+    };
+    for pread in [false, true] {
+        let mut cfg = ProbeConfig::new(&dev.0, Tests::QueueDepth, Depth::Quick);
+        cfg.qd.depths = Some(vec![1, 2, 8]);
+        cfg.qd.step = Some(Duration::from_millis(200));
+        cfg.qd.force_pread = pread;
+        let r = run(&cfg).unwrap();
+        let q = r.queue_depth_sweep.as_ref().unwrap();
+        let engine = if pread { Engine::PreadPool } else { Engine::IoUring };
+        if q.engine != engine {
+            // io_uring refused here (seccomp, sysctl): the fallback said why.
+            assert!(
+                q.engine_note.contains("io_uring could not be set up"),
+                "{}",
+                q.engine_note
+            );
+            eprintln!("skipped (io_uring part): {}", q.engine_note);
+            continue;
+        }
+        assert_eq!(q.points.iter().map(|p| p.queue_depth).collect::<Vec<_>>(), [1, 2, 8]);
+        for p in &q.points {
+            assert!(p.completions >= 1000 && !p.short, "{p:?}");
+            assert_eq!(p.histogram.iter().map(|b| b.count).sum::<u64>(), p.completions);
+            // Little's law: IOPS × mean latency ≈ QD (between 0.6 and 1.05 QD:
+            // the loop thread and the reaping add a little idle time).
+            let busy = p.iops.unwrap() * p.latency.mean_ms.unwrap() / 1000.0;
+            let qd = f64::from(p.queue_depth);
+            assert!(busy > 0.6 * qd && busy < 1.05 * qd, "QD{qd}: IOPS × mean = {busy}");
+        }
+        assert_eq!(
+            q.speedup,
+            Some(q.points.iter().filter_map(|p| p.iops).fold(0.0, f64::max) / q.points[0].iops.unwrap())
+        );
+        let c = q.disk_check.as_ref().unwrap();
+        assert_eq!(c.reach, Reach::Reached, "{c:?}");
+        // Every read issued reached the loop device, drained ones included.
+        assert!(
+            c.device_reads >= q.reads_issued && c.device_reads <= q.reads_issued + 20,
+            "{c:?}"
+        );
+        assert_eq!(r.method.queue_depth, 8);
+        assert!(r.random.is_none() && r.sweep.is_none());
+        // QD1 latency classifies the device (a loop device: virtual).
+        assert_eq!(r.verdict.class, Class::VirtualOrCached, "{:?}", r.verdict);
+    }
 }
 
 #[test]
@@ -376,8 +429,16 @@ fn cancellation_stops_within_200_ms() {
         Some(l) => l.0.clone(),
         None => random_file(dir.path(), "data.bin", 64),
     };
-    for tests in [Tests::Random, Tests::Sweep] {
+    for (tests, pread) in [
+        (Tests::Random, false),
+        (Tests::Sweep, false),
+        (Tests::QueueDepth, false),
+        (Tests::QueueDepth, true),
+    ] {
         let mut cfg = ProbeConfig::new(&target, tests, Depth::Thorough);
+        cfg.qd.depths = Some(vec![16]);
+        cfg.qd.step = Some(Duration::from_secs(60));
+        cfg.qd.force_pread = pread;
         cfg.duration = Some(Duration::from_secs(60));
         cfg.max_reads = Some(u64::MAX);
         cfg.zones = Some(2);
@@ -388,6 +449,7 @@ fn cancellation_stops_within_200_ms() {
         assert_eq!(r.status, Status::Cancelled);
         let stopped = match tests {
             Tests::Random => r.random.as_ref().unwrap().stopped,
+            Tests::QueueDepth => r.queue_depth_sweep.as_ref().unwrap().stopped,
             _ => r.sweep.as_ref().unwrap().stopped,
         };
         assert_eq!(stopped, Stop::Cancelled);
