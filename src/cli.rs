@@ -117,7 +117,7 @@ pub struct ProbeArgs {
     /// Time cap in seconds per test
     #[arg(long)]
     pub duration: Option<f64>,
-    /// Run in the idle I/O class (results labelled impact-limited)
+    /// Run in the idle I/O class (labelled impact-limited only where the scheduler is bfq)
     #[arg(long)]
     pub idle: bool,
     /// Drop the global page cache first (root only; affects the whole machine)

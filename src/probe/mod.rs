@@ -119,7 +119,7 @@ pub struct ProbeConfig {
     pub zones: Option<usize>,
     /// Sweep: bytes read per zone (default 64 MiB, less on small targets).
     pub chunk: Option<u64>,
-    /// Run in the idle I/O class (results labelled impact-limited).
+    /// Run in the idle I/O class (labelled impact-limited only where the scheduler is bfq).
     pub idle: bool,
     /// Drop the global page cache first (root only; affects the whole box).
     pub drop_caches: bool,
@@ -238,7 +238,7 @@ pub struct Method {
     /// Regular files: where their bytes are (FIEMAP); `None` for devices
     /// and where FIEMAP is unavailable (said in the notes).
     pub file_layout: Option<layout::FileLayout>,
-    /// Idle I/O class was requested (results are impact-limited).
+    /// The idle I/O class was set and the scheduler (bfq) honours it.
     pub impact_limited: bool,
     pub idle_note: Option<String>,
 }

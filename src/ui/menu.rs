@@ -56,7 +56,10 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState, m: &ProbeMenu, is
                     }
                 ),
             ),
-            choice("i", format!("{} idle I/O class (impact-limited)", check(m.idle))),
+            choice(
+                "i",
+                format!("{} idle I/O class (limits impact with bfq only)", check(m.idle)),
+            ),
         ]
     };
     if !m.confirm_drop {
