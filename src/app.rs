@@ -9,6 +9,7 @@
 //! back as a [`Command`] for the loop to carry out.
 
 mod actions;
+mod delay;
 pub mod terminal;
 
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ use crate::batch::clk_tck;
 use crate::cli::Cli;
 use crate::collect::process::ProcKey;
 use crate::collect::sample::HostInfo;
-use crate::collect::{Collector, RawSample, Reader};
+use crate::collect::{Collector, RawSample, Reader, delayacct};
 use crate::config;
 use crate::model::Model;
 use crate::probe::{self, CancelToken, ProbeConfig, ProbeMsg, Status};
@@ -68,6 +69,8 @@ pub enum Command {
     Ionice(ProcKey, IoPrioChoice),
     /// Start this probe on its own thread; its token is [`App::probe_token`].
     StartProbe(Box<ProbeConfig>),
+    /// Set `kernel.task_delayacct` to 1 (restored at exit).
+    DelayAcctOn,
 }
 
 /// Messages to the sampler thread.
@@ -276,6 +279,7 @@ impl App {
             Popup::None => {}
             Popup::Confirm(c) => return self.on_confirm_key(&c, key.code),
             Popup::ProbeMenu(m) => return self.on_menu_key(m, key.code),
+            Popup::DelayAcct => return self.on_delayacct_key(key.code),
             Popup::Help | Popup::Detail(_) => {
                 let closes = match key.code {
                     KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') => true,
@@ -354,6 +358,7 @@ impl App {
             KeyCode::Char('+') | KeyCode::Char('=') => return self.step_interval(true),
             KeyCode::Char('-') => return self.step_interval(false),
             KeyCode::Char('t') => self.open_probe_menu(),
+            KeyCode::Char('D') => self.ask_delayacct(),
             KeyCode::Char(c @ ('i' | 'k')) => {
                 if !in_procs {
                     self.status("select a process first (Tab to the processes pane)", true);
@@ -651,9 +656,28 @@ fn sampler(
     }
 }
 
-/// Run the dashboard until quit. The terminal is restored on every path.
+/// Sets back what iolens changed on the machine (the delay accounting
+/// sysctl) when dropped: on quit, error, signal and unwinding panic (the
+/// panic hook covers the rest).
+struct RestoreSysctl;
+
+impl Drop for RestoreSysctl {
+    fn drop(&mut self) {
+        delayacct::restore();
+    }
+}
+
+/// What the panic hook puts back: the terminal, then the sysctl.
+fn restore_all() {
+    terminal::restore();
+    delayacct::restore();
+}
+
+/// Run the dashboard until quit. The terminal and any sysctl iolens changed
+/// are restored on every path.
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let settings = config::load(cli)?;
+    let _restore = RestoreSysctl;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(run_loop(cli, settings))
 }
@@ -682,7 +706,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigquit = signal(SignalKind::quit())?;
-    terminal::chain_panic_hook(terminal::restore);
+    terminal::chain_panic_hook(restore_all);
     let mut guard = terminal::enter()?;
     let mut events = EventStream::new();
     let mut model = Model::new(HostInfo::read(), clk_tck());
@@ -768,6 +792,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                     }
                     Some(Command::Kill(key)) => app.report(actions::terminate(&mut reader, key)),
                     Some(Command::Ionice(key, prio)) => app.report(actions::set_ioprio(&mut reader, key, prio)),
+                    Some(Command::DelayAcctOn) => app.report(delayacct::switch_on(&mut reader)),
                     Some(Command::StartProbe(cfg)) => {
                         let token = app.probe_token.clone().unwrap_or_default();
                         let sink = ProbeSink {

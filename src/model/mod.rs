@@ -96,9 +96,10 @@ pub struct ProcRow {
     /// Devices of its open files (for processes whose files were read this
     /// sample: those doing I/O, tracked or watched).
     pub devices: Vec<ProcDevice>,
-    /// Its open files were read and include a regular file or block device
-    /// open for reading: only then is a page-cache share claimed (a pipe
-    /// or /dev/zero reader's rchar never touches the page cache).
+    /// Its open files were read and include a regular file with data or a
+    /// block device open for reading: only then is a page-cache share
+    /// claimed (a pipe or /dev/zero reader's rchar never touches the page
+    /// cache, nor does an inherited empty lock file make it a file reader).
     pub reads_files: bool,
     /// A kernel worker doing I/O for others (left out of totals).
     pub worker: Option<Worker>,
@@ -309,7 +310,10 @@ impl Model {
                 _ => None,
             };
             let fds = files.get(&p.key).copied();
-            let reads_files = fds.is_some_and(|f| f.iter().any(|fd| fd.access().reads()));
+            // A file with data (an empty lock file open for reading has
+            // nothing to read) or a block device.
+            let reads_files =
+                fds.is_some_and(|f| f.iter().any(|fd| fd.access().reads() && fd.size.is_some_and(|s| s > 0)));
             if !reads_files && let Some(r) = rates.as_mut() {
                 r.cache_share = None;
             }

@@ -164,6 +164,10 @@ fn totals_line(model: &Model, view: &ViewState) -> Vec<Span<'static>> {
     }
     l.push(Span::styled(" │ ", t.dim()));
     match model.delayacct {
+        Some(false) if model.host.is_root => l.push(Span::styled(
+            "IO% n/a: delay accounting off (D turns it on)",
+            t.severity(Severity::Warn),
+        )),
         Some(false) => l.push(Span::styled(
             "IO% n/a: delay accounting off (root: sysctl kernel.task_delayacct=1)",
             t.severity(Severity::Warn),

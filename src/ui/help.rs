@@ -26,6 +26,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("c", "accumulated mode: totals since iolens started"),
     ("i", "set I/O priority of the process: idle or best-effort 0-7"),
     ("k", "send SIGTERM to the process (processes pane, asks first)"),
+    (
+        "D",
+        "turn delay accounting on for IO% (root, asks first; undone at exit)",
+    ),
     ("p", "pause / resume sampling (rates restart after a pause)"),
     ("+ -", "longer / shorter sample interval"),
 ];

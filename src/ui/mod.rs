@@ -189,6 +189,8 @@ pub enum Popup {
     Confirm(Confirm),
     /// The probe menu for a device.
     ProbeMenu(ProbeMenu),
+    /// "Turn delay accounting on?" (root).
+    DelayAcct,
 }
 
 /// The choices of the probe menu, before the probe starts.
@@ -349,6 +351,7 @@ pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
     match &view.popup {
         Popup::Help => help::render(frame, body, view),
         Popup::Confirm(c) => status::render_confirm(frame, body, view, c),
+        Popup::DelayAcct => status::render_delayacct(frame, body, view),
         Popup::ProbeMenu(m) => menu::render(frame, body, view, m, model.host.is_root),
         Popup::None | Popup::Detail(_) => {}
     }

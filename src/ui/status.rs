@@ -59,3 +59,21 @@ pub fn render_confirm(frame: &mut Frame, area: Rect, view: &ViewState, c: &Confi
     let block = pane_block(Line::styled(title, t.title()), true, t);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
 }
+
+/// The question before turning delay accounting on.
+pub fn render_delayacct(frame: &mut Frame, area: Rect, view: &ViewState) {
+    let t = &view.theme;
+    let lines = vec![
+        Line::raw("Turn block I/O delay accounting on for the whole machine?"),
+        Line::raw("Writes 1 to /proc/sys/kernel/task_delayacct (now 0): IO% becomes"),
+        Line::raw("known; every task pays a small cost in the scheduler."),
+        Line::raw("iolens writes 0 back when it exits."),
+        Line::raw(""),
+        Line::styled("y yes · n / Esc no", t.title()),
+    ];
+    let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;
+    let popup = centered(area, w, lines.len() as u16 + 2);
+    frame.render_widget(Clear, popup);
+    let block = pane_block(Line::styled(" Delay accounting ", t.title()), true, t);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}
