@@ -693,6 +693,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let (sample_tx, mut samples) = tokio::sync::mpsc::channel(2);
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
     let mut collector = Collector::new(&cli.root);
+    let activity = collector.activity.clone();
+    let start_ns = crate::collect::monotonic_ns();
+    let mut watchdog = tokio::time::interval(Duration::from_millis(500));
     // Watched processes have their fds read every sample (others only when
     // they did I/O), and their open files show before they move.
     collector.fds.watch = crate::collect::fdinfo::Watch {
@@ -743,6 +746,26 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             _ = sigterm.recv() => Msg::Terminate("SIGTERM"),
             _ = sigint.recv() => Msg::Terminate("SIGINT"),
             _ = sigquit.recv() => Msg::Terminate("SIGQUIT"),
+            _ = watchdog.tick() => {
+                // A sample later than stall_after(interval) is said in the
+                // header, with what the sampler waits on.
+                let stall = (!app.view.paused)
+                    .then(|| {
+                        crate::collect::activity::stall_text(
+                            crate::collect::monotonic_ns(),
+                            activity.last_done_ns(),
+                            start_ns,
+                            app.view.interval,
+                            &activity.describe(),
+                        )
+                    })
+                    .flatten();
+                if stall != app.view.stall {
+                    app.view.stall = stall;
+                    dirty = true;
+                }
+                continue;
+            }
             _ = tokio::time::sleep_until(next_frame), if dirty => {
                 if let Err(e) = guard.term.draw(|f| ui::render(f, &app.model, &app.view)) {
                     // Writing failed: the terminal is gone.

@@ -39,22 +39,52 @@ pub fn interval(v: Option<f64>) -> anyhow::Result<Duration> {
 
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let every = interval(cli.interval)?;
-    let mut collector = Collector::new(&cli.root);
+    let collector = Collector::new(&cli.root);
+    let activity = collector.activity.clone();
     let mut model = Model::new(HostInfo::read(), clk_tck());
-    model.update(collector.sample());
     let start = Instant::now();
+    let start_ns = crate::collect::monotonic_ns();
+    // The samples are taken on their own thread, so that a read that hangs
+    // (a process stuck in the kernel, a dying disk) never stops the
+    // reports: each one comes on time, saying that no sample came.
+    let (tx, rx) = std::sync::mpsc::sync_channel(2);
+    std::thread::Builder::new()
+        .name("iolens-sampler".into())
+        .spawn(move || sample_every(collector, start, every, tx))?;
     let stdout = std::io::stdout();
+    let mut last_ns = 0;
     for k in 1u32.. {
         if cli.count.is_some_and(|n| u64::from(k) > n) {
             break;
         }
-        let next = start + every * k;
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        model.update(collector.sample());
-        let text = if cli.json {
-            json_report(&model, cli.top).to_string() + "\n"
+        // The sample of tick k is due at start + k × every; a report waits
+        // for it at most a quarter of the interval (and 250 ms) more.
+        let deadline = start + every * k + (every / 4).min(Duration::from_millis(250));
+        let mut fresh = false;
+        while let Ok((tick, s)) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            last_ns = s.mono_ns;
+            model.update(s);
+            if tick >= k {
+                fresh = true;
+                break;
+            }
+        }
+        let text = if fresh {
+            if cli.json {
+                json_report(&model, cli.top).to_string() + "\n"
+            } else {
+                text_report(&model, cli.top)
+            }
         } else {
-            text_report(&model, cli.top)
+            let now = crate::collect::monotonic_ns();
+            let waiting = activity.describe();
+            let since = if last_ns == 0 { start_ns } else { last_ns };
+            let stall = crate::collect::activity::late_text(Duration::from_nanos(now.saturating_sub(since)), &waiting);
+            if cli.json {
+                json!({ "stall": stall, "waiting_on": (!waiting.is_empty()).then_some(waiting) }).to_string() + "\n"
+            } else {
+                format!("{stall}\n\n")
+            }
         };
         let mut out = stdout.lock();
         // A closed pipe (`iolens --batch | head`) ends the run quietly.
@@ -63,6 +93,29 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The batch sampler thread: a baseline sample at once, then one at every
+/// tick `start + k × every`, sent with its tick number. A tick missed while
+/// a sample took too long is skipped, not caught up.
+fn sample_every(
+    mut collector: Collector,
+    start: Instant,
+    every: Duration,
+    tx: std::sync::mpsc::SyncSender<(u32, crate::collect::RawSample)>,
+) {
+    if tx.send((0, collector.sample())).is_err() {
+        return;
+    }
+    let mut k = 1u32;
+    loop {
+        std::thread::sleep((start + every * k).saturating_duration_since(Instant::now()));
+        if tx.send((k, collector.sample())).is_err() {
+            return;
+        }
+        let behind = start.elapsed().as_secs_f64() / every.as_secs_f64();
+        k = (k + 1).max(behind.ceil() as u32);
+    }
 }
 
 /// Processes that did I/O in the interval, busiest on the disk first (then by

@@ -244,6 +244,7 @@ pub fn transfer_line(t: &Transfer) -> String {
         Label::Positional => format!("positional I/O (pread/mmap): progress unknowable, {rate}"),
         Label::Growing => format!("writing {pos} (size grows with it), {rate}"),
         Label::Truncated => format!("pos {pos} beyond size {size}: file truncated under the reader"),
+        Label::Remote => format!("at {pos}, {}, {rate}", crate::model::progress::REMOTE),
         _ => format!(
             "{} ({pos} / {size}) {rate}, eta {}",
             format::pct(t.percent),

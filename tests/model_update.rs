@@ -205,6 +205,7 @@ fn fd(target: FdTarget, flags: u32, dev: u64) -> RawFd {
         ino: 12,
         dev,
         size: Some(1 << 30),
+        remote: false,
         path: None,
     }
 }

@@ -14,14 +14,20 @@
 //!   without filters starts with one).
 //!
 //! And per fd it does as little as it can: the fd directory is opened once
-//! and listed with `getdents64`; each fd is `fstatat`ed relative to it
-//! (following the magic link, so the size is the open file's even when it
-//! was deleted or renamed); only regular files and block devices have their
-//! fdinfo read (`openat` relative to the fdinfo directory, one `read`), and
-//! not even that for a process that made no read/write syscall since the
-//! last scan (its positions are reused, refreshed every [`FDINFO_REFRESH`]
-//! scans); the link text (the path shown) is read with `readlinkat` once per
-//! open file, and only once it can be a transfer (see [`RawFd::path`]).
+//! and listed with `getdents64`; each fd's fdinfo is read (`openat` relative
+//! to the fdinfo directory, one `read`) for its position, flags and mount
+//! id. The mount id decides whether the file may be looked at any further:
+//! a file on a FUSE, network or automount filesystem (see
+//! [`super::mountinfo`], from the process's own mountinfo: mount namespaces
+//! differ) is never stat'ed — a `stat` there can hang for as long as the
+//! daemon or server does, uninterruptibly — and its size is unknown
+//! ([`RawFd::remote`]). Any other fd is `statx`ed (`AT_STATX_DONT_SYNC`)
+//! through the magic link, so the size is the open file's even when it was
+//! deleted or renamed; regular files and block devices are kept. The link
+//! text (the path shown: `readlinkat`, which never reaches the filesystem)
+//! is read once per open file, and only once it can be a transfer (see
+//! [`RawFd::path`]). Captured trees (`--root`) have no fds to scan: their fd
+//! links would point at this machine's files.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -33,15 +39,14 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use rustix::fs::{AtFlags, StatxFlags, statx};
+
+use super::mountinfo::MountTable;
 use super::process::{ProcIo, ProcKey, RawProc, parse_io, parse_stat};
 use super::{Reader, parse_u64};
 
 /// A process stays scanned this many scans after its last sign of activity.
 pub const TRACK_IDLE_SAMPLES: u32 = 60;
-
-/// fdinfo of a process without read/write syscalls is re-read at least
-/// this often (in scans).
-pub const FDINFO_REFRESH: u32 = 5;
 
 /// `/proc/<pid>/fdinfo/<fd>`: the fields iolens uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -54,6 +59,13 @@ pub struct FdInfo {
     pub mnt_id: Option<u64>,
     /// Inode number (5.14+); `None` on older kernels.
     pub ino: Option<u64>,
+}
+
+/// A directory or an `O_PATH` descriptor, by its open flags (`O_TMPFILE`
+/// includes the `O_DIRECTORY` bit but opens a regular file).
+fn is_dir_or_path(flags: u32) -> bool {
+    let tmpfile = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u32;
+    flags & libc::O_PATH as u32 != 0 || (flags & libc::O_DIRECTORY as u32 != 0 && flags & tmpfile == 0)
 }
 
 /// Parse an octal number (fdinfo's `flags`).
@@ -146,8 +158,12 @@ pub struct RawFd {
     /// btrfs), `st_rdev` of a block device (the device itself).
     pub dev: u64,
     /// Size in bytes: `st_size` of the open file, or the block device's size.
-    /// `None` when a block device's size could not be read.
+    /// `None` when a block device's size could not be read, and for a file
+    /// on a FUSE, network or automount filesystem (`remote`).
     pub size: Option<u64>,
+    /// On a FUSE, network or automount filesystem: never stat'ed (that can
+    /// hang), so its size is unknown and its target assumed a regular file.
+    pub remote: bool,
     /// The link text of `/proc/<pid>/fd/<fd>` (may end in " (deleted)"; not
     /// escaped: escape before display). `None` until the fd can be a
     /// transfer: read into, written, moving, or in a process doing I/O.
@@ -251,10 +267,7 @@ impl Watch {
 #[derive(Debug, Clone)]
 struct SeenFd {
     pos: u64,
-    flags: u32,
     ino: u64,
-    /// `st_dev` of the open file, with `ino` its identity without fdinfo.
-    dev: u64,
     mnt_id: Option<u64>,
     path: Option<Arc<[u8]>>,
 }
@@ -267,8 +280,6 @@ struct ProcState {
     idle: Option<u32>,
     /// What each fd was at the last scan.
     fds: HashMap<i32, SeenFd>,
-    /// Scans in a row that reused positions instead of reading fdinfo.
-    reused: u32,
 }
 
 /// Decides which processes to scan and reads their fds; keeps what it needs
@@ -282,6 +293,12 @@ pub struct FdScanner {
     buf: Vec<u8>,
     dents: Vec<u8>,
     numbers: Vec<i32>,
+    /// Mounts by id, emptied at every scan (a mount id is reused as soon
+    /// as its mount is gone) and filled from the mountinfo of the first
+    /// process that has a file on a mount not in it.
+    mounts: MountTable,
+    /// Where the watchdog learns which process is being read.
+    pub activity: std::sync::Arc<super::activity::Activity>,
 }
 
 fn io_moved(a: &ProcIo, b: &ProcIo) -> bool {
@@ -289,6 +306,14 @@ fn io_moved(a: &ProcIo, b: &ProcIo) -> bool {
 }
 
 impl FdScanner {
+    /// A scanner that reports the process being read to `activity`.
+    pub fn with_activity(activity: std::sync::Arc<super::activity::Activity>) -> Self {
+        FdScanner {
+            activity,
+            ..Default::default()
+        }
+    }
+
     pub fn new(watch: Watch) -> Self {
         FdScanner {
             watch,
@@ -300,6 +325,14 @@ impl FdScanner {
     /// in this sample.
     pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
         let full = std::mem::take(&mut self.full_next);
+        self.mounts.clear();
+        if !r.is_live() {
+            // A captured tree's fd links point at this machine's files.
+            return FdSnapshot {
+                listed: procs.len() as u32,
+                ..Default::default()
+            };
+        }
         let own_pid = if r.is_live() { std::process::id() as i32 } else { -1 };
         let mut snap = FdSnapshot {
             listed: procs.len() as u32,
@@ -348,7 +381,6 @@ impl FdScanner {
                 io: None,
                 idle: None,
                 fds: HashMap::new(),
-                reused: 0,
             });
             st.io = p.io;
             let Some(reason) = reason else {
@@ -357,6 +389,7 @@ impl FdScanner {
                 self.state.insert(p.key.pid, st);
                 continue;
             };
+            self.activity.set_pid(p.key.pid);
             match self.read_fds(r, p.key.pid, moved_io, &mut st, &mut snap.fds_seen) {
                 Ok((fds, moved)) => {
                     let busy = active || moved || reason == ScanReason::Watched;
@@ -410,6 +443,29 @@ impl FdScanner {
         snap
     }
 
+    /// Whether a file of `pid` on mount `id` may block when stat'ed. A mount
+    /// missing from the table has the process's own mountinfo read (it may
+    /// live in another mount namespace); one still missing, or a mountinfo
+    /// that cannot be read, counts as one that may block.
+    fn mount_may_block(&mut self, r: &Reader, pid: i32, id: u64) -> bool {
+        if let Some(b) = self.mounts.fd_may_block(id) {
+            return b;
+        }
+        let mut name = CName::default();
+        if let Ok(dir) = open_dir(&r.path("/proc"))
+            && let Ok(text) = read_at(
+                &dir,
+                name.set3(b"", pid, b"/mountinfo"),
+                &mut self.buf,
+                false,
+                MOUNTINFO_CAP,
+            )
+        {
+            self.mounts.extend(super::mountinfo::parse(text));
+        }
+        self.mounts.fd_may_block(id).unwrap_or(true)
+    }
+
     /// Read the regular files and block devices open in one process. Returns
     /// them and whether any position moved since the previous scan.
     fn read_fds(
@@ -432,50 +488,63 @@ impl FdScanner {
         let mut out = Vec::new();
         let mut moved = false;
         let mut old = std::mem::take(&mut st.fds);
-        // A process that made no read/write syscall since the last scan has
-        // not moved its positions (short of an lseek, or another process
-        // sharing the open file): reuse them, and read fdinfo only every
-        // FDINFO_REFRESH scans. Files that are the same (st_dev, st_ino) are
-        // the same entries; a new or changed fd is always read.
-        let reuse = moved_io == Some(false) && st.reused + 1 < FDINFO_REFRESH;
         let active = moved_io == Some(true);
-        st.reused = if reuse { st.reused + 1 } else { 0 };
         for &fd in &numbers {
-            // SAFETY: an all-zero `stat` is a valid value to be overwritten.
-            let mut sb: libc::stat = unsafe { std::mem::zeroed() };
-            let link = name.set(b"", fd);
-            // SAFETY: fd_dir is an open directory, link a NUL-terminated
-            // string, sb a valid out-pointer. Follows the magic link.
-            if unsafe { libc::fstatat(fd_dir.as_raw_fd(), link.as_ptr(), &mut sb, 0) } != 0 {
-                continue; // closed meanwhile, or a target we may not stat
+            // fdinfo first: its mnt_id says whether the file may be stat'ed.
+            let Some(info) = read_small(&info_dir, name.set(b"", fd), &mut self.buf)
+                .ok()
+                .and_then(parse_fdinfo)
+            else {
+                continue; // closed meanwhile
+            };
+            if is_dir_or_path(info.flags) {
+                continue;
             }
-            let target = match sb.st_mode & libc::S_IFMT {
-                libc::S_IFREG => FdTarget::File,
-                libc::S_IFBLK => FdTarget::BlockDevice,
-                _ => continue,
+            let remote = match info.mnt_id {
+                Some(id) => self.mount_may_block(r, pid, id),
+                // Before Linux 3.15 fdinfo has no mnt_id: nothing to go by.
+                None => false,
             };
             let prev = old.remove(&fd);
-            let info = match &prev {
-                Some(s) if reuse && s.ino == sb.st_ino && s.dev == sb.st_dev => FdInfo {
-                    pos: s.pos,
-                    flags: s.flags,
-                    mnt_id: s.mnt_id,
-                    ino: Some(s.ino),
-                },
-                _ => {
-                    let Some(info) = read_small(&info_dir, name.set(b"", fd), &mut self.buf)
-                        .ok()
-                        .and_then(parse_fdinfo)
-                    else {
-                        continue;
-                    };
-                    info
-                }
-            };
-            let ino = info.ino.unwrap_or(sb.st_ino);
-            let size = match target {
-                FdTarget::File => Some(u64::try_from(sb.st_size).unwrap_or(0)),
-                FdTarget::BlockDevice => block_size(r, &fd_dir, name.set(b"", fd), sb.st_rdev, &mut self.buf),
+            let (target, ino, dev, size) = if remote {
+                // Never stat a file on FUSE, network or automount
+                // filesystems: that can wait on the daemon or server for
+                // ever, uninterruptibly. Its size stays unknown; its device
+                // is the mount's (mountinfo's major:minor is its st_dev).
+                let dev = info
+                    .mnt_id
+                    .and_then(|id| self.mounts.get(id))
+                    .map_or(0, |m| libc::makedev(m.major, m.minor));
+                (FdTarget::File, info.ino.unwrap_or(0), dev, None)
+            } else {
+                let Ok(sx) = statx(
+                    &fd_dir,
+                    name.set(b"", fd),
+                    AtFlags::STATX_DONT_SYNC,
+                    StatxFlags::TYPE | StatxFlags::SIZE | StatxFlags::INO,
+                ) else {
+                    continue; // closed meanwhile, or a target we may not stat
+                };
+                let target = match u32::from(sx.stx_mode) & libc::S_IFMT {
+                    libc::S_IFREG => FdTarget::File,
+                    libc::S_IFBLK => FdTarget::BlockDevice,
+                    _ => continue,
+                };
+                let size = match target {
+                    FdTarget::File => Some(sx.stx_size),
+                    FdTarget::BlockDevice => block_size(
+                        r,
+                        &fd_dir,
+                        name.set(b"", fd),
+                        (sx.stx_rdev_major, sx.stx_rdev_minor),
+                        &mut self.buf,
+                    ),
+                };
+                let dev = match target {
+                    FdTarget::File => libc::makedev(sx.stx_dev_major, sx.stx_dev_minor),
+                    FdTarget::BlockDevice => libc::makedev(sx.stx_rdev_major, sx.stx_rdev_minor),
+                };
+                (target, info.ino.unwrap_or(sx.stx_ino), dev, size)
             };
             let access = Access::from_flags(info.flags);
             let (fd_moved, cached) = match prev {
@@ -494,9 +563,7 @@ impl FdScanner {
                 fd,
                 SeenFd {
                     pos: info.pos,
-                    flags: info.flags,
                     ino,
-                    dev: sb.st_dev,
                     mnt_id: info.mnt_id,
                     path: path.clone(),
                 },
@@ -508,11 +575,9 @@ impl FdScanner {
                 flags: info.flags,
                 mnt_id: info.mnt_id,
                 ino,
-                dev: match target {
-                    FdTarget::File => sb.st_dev,
-                    FdTarget::BlockDevice => sb.st_rdev,
-                },
+                dev,
                 size,
+                remote,
                 path,
             });
         }
@@ -599,8 +664,24 @@ fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::
 /// Read a small procfs file relative to `dir`. `buf` keeps its length
 /// between calls so nothing is zeroed per read. A single-record seq_file
 /// (stat, io, fdinfo) returns everything that fits in one `read`, so a short
-/// read is the end: the call that would return 0 is skipped.
+/// read is the end: the call that would return 0 is skipped. At most
+/// [`SMALL_CAP`] bytes are read (fdinfo of an epoll or inotify fd lists
+/// every watch; the fields iolens uses come first).
 fn read_small<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>) -> io::Result<&'b [u8]> {
+    read_at(dir, name, buf, true, SMALL_CAP)
+}
+
+/// Cap of [`read_small`].
+pub const SMALL_CAP: usize = 256 * 1024;
+
+/// Cap of a mountinfo read: ~50,000 mounts. What is cut off counts as
+/// mounts that may block.
+pub const MOUNTINFO_CAP: usize = 8 << 20;
+
+/// Read a procfs file relative to `dir` into `buf`, at most `cap` bytes;
+/// with `one_shot`, a short read ends it (see [`read_small`]), otherwise
+/// reads go on until end of file (multi-record files such as mountinfo).
+fn read_at<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>, one_shot: bool, cap: usize) -> io::Result<&'b [u8]> {
     if buf.len() < 4096 {
         buf.resize(4096, 0);
     }
@@ -613,8 +694,9 @@ fn read_small<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>) -> io::Resul
     let f = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut len = 0;
     loop {
-        // SAFETY: the destination is the unfilled tail of buf.
-        let n = unsafe { libc::read(f.as_raw_fd(), buf[len..].as_mut_ptr().cast(), buf.len() - len) };
+        let want = (buf.len() - len).min(cap - len);
+        // SAFETY: the destination is the unfilled tail of buf, `want` bytes long.
+        let n = unsafe { libc::read(f.as_raw_fd(), buf[len..].as_mut_ptr().cast(), want) };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -623,11 +705,13 @@ fn read_small<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>) -> io::Resul
             return Err(e);
         }
         len += n as usize;
-        if n == 0 || len < buf.len() {
+        if n == 0 || (one_shot && (n as usize) < want) || len >= cap {
             return Ok(&buf[..len]);
         }
-        let grown = buf.len() * 2;
-        buf.resize(grown, 0);
+        if len == buf.len() {
+            let grown = (buf.len() * 2).min(cap);
+            buf.resize(grown, 0);
+        }
     }
 }
 
@@ -644,8 +728,7 @@ fn read_link_at(dir: &OwnedFd, name: &CStr) -> Option<Vec<u8>> {
 /// Size of a block device: `/sys/dev/block/<maj>:<min>/size` (512-byte
 /// sectors), else `BLKGETSIZE64` on an O_RDONLY open of the fd link (which
 /// reopens the device read-only and never writes to it).
-fn block_size(r: &Reader, fd_dir: &OwnedFd, name: &CStr, rdev: libc::dev_t, buf: &mut Vec<u8>) -> Option<u64> {
-    let (maj, min) = (libc::major(rdev), libc::minor(rdev));
+fn block_size(r: &Reader, fd_dir: &OwnedFd, name: &CStr, (maj, min): (u32, u32), buf: &mut Vec<u8>) -> Option<u64> {
     let sys = r.path(format!("/sys/dev/block/{maj}:{min}/size"));
     if let Ok(mut f) = std::fs::File::open(&sys)
         && super::read_into(&mut f, buf).is_ok()
@@ -843,7 +926,7 @@ mod tests {
     }
 
     #[test]
-    fn positions_reused_only_for_known_idle_processes() {
+    fn positions_are_read_every_scan_even_for_idle_processes() {
         use std::io::{Seek, SeekFrom, Write};
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(&[1u8; 100]).unwrap();
@@ -857,28 +940,49 @@ mod tests {
             pids: vec![me.pid],
             names: vec![],
         });
-        let pos_with = |sc: &mut FdScanner, io: Option<ProcIo>| {
+        let scan = |sc: &mut FdScanner| {
             let snap = sc.scan(
                 &r,
                 &[ScanProc {
                     key: me,
                     comm: Cow::Borrowed("me"),
-                    io,
+                    io: Some(ProcIo::default()),
                 }],
             );
-            snap.procs[0].fds.iter().find(|e| e.fd == raw).unwrap().pos
+            snap.procs[0].fds.iter().find(|e| e.fd == raw).cloned().unwrap()
         };
-        let idle = Some(ProcIo::default());
-        assert_eq!(pos_with(&mut sc, idle), 100);
-        // Moved by lseek alone (no read/write syscall): reused while idle...
+        let e = scan(&mut sc);
+        assert_eq!((e.pos, e.size, e.remote), (100, Some(100), false));
+        // Moved by lseek alone (no read/write syscall): seen at once.
         f.seek(SeekFrom::Start(10)).unwrap();
-        assert_eq!(pos_with(&mut sc, idle), 100);
-        // ...but never when the counters are unknown,
-        assert_eq!(pos_with(&mut sc, None), 10);
-        f.seek(SeekFrom::Start(20)).unwrap();
-        // and at least every FDINFO_REFRESH scans.
-        let seen: Vec<u64> = (0..FDINFO_REFRESH).map(|_| pos_with(&mut sc, idle)).collect();
-        assert_eq!(seen.last(), Some(&20), "{seen:?}");
+        assert_eq!(scan(&mut sc).pos, 10);
+    }
+
+    #[test]
+    fn directories_and_o_path_are_skipped_but_not_o_tmpfile() {
+        // Flags as fdinfo prints them (this machine, x86-64).
+        assert!(is_dir_or_path(0o2200000)); // opendir: O_DIRECTORY|O_CLOEXEC
+        assert!(is_dir_or_path(0o12000000)); // O_PATH|O_CLOEXEC
+        assert!(!is_dir_or_path(0o22700002)); // tempfile(): O_TMPFILE|O_RDWR
+        assert!(!is_dir_or_path(0o2100000)); // a plain read
+    }
+
+    #[test]
+    fn captured_trees_have_no_fds_to_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = Reader::new(dir.path());
+        let mut sc = FdScanner {
+            full_next: true,
+            ..Default::default()
+        };
+        let p = ScanProc {
+            key: ProcKey { pid: 1, start_time: 1 },
+            comm: Cow::Borrowed("x"),
+            io: None,
+        };
+        let snap = sc.scan(&r, &[p]);
+        assert!(snap.procs.is_empty());
+        assert_eq!(snap.listed, 1);
     }
 
     #[test]

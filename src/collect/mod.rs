@@ -5,6 +5,7 @@
 //! captured tree, and which reads each file with one `read` into a reused
 //! buffer. Parsers are pure functions over `&[u8]`.
 
+pub mod activity;
 pub mod delayacct;
 pub mod diskstats;
 pub mod fdinfo;

@@ -1,9 +1,11 @@
 //! One full raw sample of the system, and the collector that takes it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::activity::{Activity, Step};
 use super::delayacct::{self, ThreadDelays};
 use super::diskstats::{self, DiskStat};
 use super::fdinfo::{FdScanner, FdSnapshot, ScanProc};
@@ -87,6 +89,11 @@ pub struct Collector {
     /// Chooses and reads the fds tracked for progress.
     pub fds: FdScanner,
     threads: ThreadDelays,
+    /// The step being taken, for the watchdog of another thread.
+    pub activity: Arc<Activity>,
+    /// `IOLENS_DEBUG_STALL=<seconds>`: the third sample sleeps that long,
+    /// so that tests can see the watchdog and a quit during a stuck sample.
+    debug_stall: Option<std::time::Duration>,
 }
 
 /// sysfs facts and mounts are re-read at least this often (in samples).
@@ -94,6 +101,7 @@ pub const DEVICE_REFRESH_SAMPLES: u64 = 30;
 
 impl Collector {
     pub fn new(root: impl Into<PathBuf>) -> Self {
+        let activity = Arc::new(Activity::default());
         Collector {
             reader: Reader::new(root),
             procs: ProcReader::new(),
@@ -103,8 +111,14 @@ impl Collector {
             disk_ids: Vec::new(),
             samples: 0,
             scope: ProcScope::All,
-            fds: FdScanner::default(),
             threads: ThreadDelays::default(),
+            fds: FdScanner::with_activity(activity.clone()),
+            activity,
+            debug_stall: std::env::var("IOLENS_DEBUG_STALL")
+                .ok()
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s > 0.0 && *s < 86_400.0)
+                .map(std::time::Duration::from_secs_f64),
         }
     }
 
@@ -113,7 +127,7 @@ impl Collector {
     }
 
     fn refresh_devices(&mut self) {
-        self.mounts = mounts::read_mounts(&mut self.reader);
+        self.mounts = mounts::read_mounts(&mut self.reader, &self.disk_ids);
         let mut devices = sysblock::read_devices(&mut self.reader);
         for d in &mut devices {
             let by_name = self.mounts.get(&d.name);
@@ -143,6 +157,7 @@ impl Collector {
     pub fn sample(&mut self) -> RawSample {
         let mut errors = Vec::new();
         let mono_ns = monotonic_ns();
+        self.activity.set(Step::Diskstats);
         let disks = match self.reader.read("/proc/diskstats") {
             Ok(b) => {
                 let p = diskstats::parse(b);
@@ -160,11 +175,18 @@ impl Collector {
                 .zip(&self.disk_ids)
                 .any(|(d, (name, major, minor))| d.name != *name || d.major != *major || d.minor != *minor);
         if self.samples.is_multiple_of(DEVICE_REFRESH_SAMPLES) || set_changed || self.diskseq_changed() {
-            self.refresh_devices();
+            self.activity.set(Step::Devices);
             self.disk_ids = disks.iter().map(|d| (d.name.clone(), d.major, d.minor)).collect();
+            self.refresh_devices();
         }
         self.samples += 1;
+        if let Some(d) = self.debug_stall.filter(|_| self.samples == 3) {
+            self.activity.set(Step::DebugStall);
+            std::thread::sleep(d);
+        }
+        self.activity.set(Step::System);
         let (cpu, psi, mem) = system::read_system(&mut self.reader, &mut errors);
+        self.activity.set(Step::Processes);
         let delayacct = delayacct::read_state(&mut self.reader);
         let mut procs = match self.scope {
             ProcScope::All => self.procs.read_all(&mut self.reader).unwrap_or_else(|e| {
@@ -179,7 +201,9 @@ impl Collector {
             self.threads.read(&mut self.reader, &mut procs.procs);
         }
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
+        self.activity.set(Step::OpenFiles);
         let fds = self.fds.scan(&self.reader, &listed);
+        self.activity.done(monotonic_ns());
         RawSample {
             mono_ns,
             disks,

@@ -139,6 +139,7 @@ mod tests {
             ino: 1,
             dev,
             size: Some(0),
+            remote: false,
             path: None,
         }
     }

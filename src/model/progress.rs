@@ -67,6 +67,9 @@ impl FdKey {
     }
 }
 
+/// The label of a file whose size iolens does not look up.
+pub const REMOTE: &str = "size unknown: network or FUSE filesystem";
+
 /// What can honestly be said about an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -79,6 +82,9 @@ pub enum Label {
     Positional,
     /// `pos` beyond the size: truncated under the reader.
     Truncated,
+    /// On a FUSE, network or automount filesystem, whose files are never
+    /// stat'ed (that can hang): position and rate, no size.
+    Remote,
     /// No movement for `samples` samples.
     Stalled { samples: u32 },
     /// Closed, or the process ended; `complete` when it had reached the end.
@@ -92,6 +98,7 @@ impl Label {
             Label::Growing => "writing (size grows)".into(),
             Label::Positional => "positional I/O: progress unknowable".into(),
             Label::Truncated => "pos beyond size: truncated".into(),
+            Label::Remote => REMOTE.into(),
             Label::Stalled { samples } => format!("stalled {samples} samples"),
             Label::Done { complete: true } => "done".into(),
             Label::Done { complete: false } => "ended".into(),
@@ -225,6 +232,9 @@ fn classify(
         && (size.is_some_and(|s| s <= raw.pos) || size > st.window.front().and_then(|w| w.2));
     if positional {
         return (Label::Positional, None, proc_rate, None);
+    }
+    if raw.remote {
+        return (Label::Remote, None, rate, None);
     }
     let percent = if grows {
         None
@@ -507,6 +517,7 @@ mod tests {
             ino,
             dev: (254 << 8) | 1,
             size: Some(size),
+            remote: false,
             path: Some(Arc::from(&b"/data/f"[..])),
         }
     }

@@ -53,6 +53,9 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     if view.paused {
         l1.push(Span::styled(" PAUSED", t.error()));
     }
+    if let Some(stall) = &view.stall {
+        l1.push(Span::styled(format!(" {stall}"), t.error()));
+    }
     if view.accumulated {
         l1.push(Span::styled(" TOTALS", t.title()));
     }

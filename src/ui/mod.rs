@@ -267,6 +267,8 @@ pub struct ViewState {
     pub accumulated: bool,
     pub hide_idle: bool,
     pub paused: bool,
+    /// "no sample for N s (...)" while the sampler is late (the watchdog).
+    pub stall: Option<String>,
     /// Disks whose partitions are folded away.
     pub folded: BTreeSet<String>,
     pub popup: Popup,
@@ -295,6 +297,7 @@ impl Default for ViewState {
             accumulated: false,
             hide_idle: false,
             paused: false,
+            stall: None,
             folded: BTreeSet::new(),
             popup: Popup::None,
             status: None,

@@ -41,6 +41,7 @@ fn state(j: &Job) -> String {
         Label::Positional => "positional (pread/mmap)".into(),
         Label::Growing => "writing, size grows".into(),
         Label::Truncated => "truncated under reader".into(),
+        Label::Remote => "size unknown: FUSE/net".into(),
         l => l.text(),
     };
     if j.files_done > 0 {
@@ -60,11 +61,12 @@ fn row(j: &Job, narrow: bool) -> Row<'static> {
     let m = &j.main;
     let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
     let pct = match m.label {
-        Label::Positional | Label::Growing | Label::Truncated => format::NA.to_string(),
+        Label::Positional | Label::Growing | Label::Truncated | Label::Remote => format::NA.to_string(),
         _ => format::pct(m.percent),
     };
     let bar_text = match m.label {
         Label::Growing => format!("{:<bar_w$}", format!("{} written", format::decimal(m.pos as f64))),
+        Label::Remote => format!("{:<bar_w$}", format!("{} at", format::decimal(m.pos as f64))),
         Label::Positional | Label::Truncated => bar(None, bar_w),
         _ => bar(m.percent, bar_w),
     };

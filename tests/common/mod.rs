@@ -46,6 +46,7 @@ fn dd_files() -> FdSnapshot {
         ino: 301,
         dev: 8 << 8,
         size: Some(500_107_862_016),
+        remote: false,
         path: Some(std::sync::Arc::from(&b"/dev/sda"[..])),
     };
     FdSnapshot {
