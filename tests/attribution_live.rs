@@ -356,6 +356,24 @@ fn io_wait_is_na_with_delay_accounting_off_and_measured_with_it_on() {
         lo.dev
     );
     assert!(reports.iter().all(|r| r["delay_accounting"] == true));
+    // The header total: the disk reads are dd's, once (the loop worker
+    // reading the backing file is charged the same bytes and left out).
+    let shares: Vec<Option<f64>> = reports.iter().map(|r| r["io_totals"]["read_share"].as_f64()).collect();
+    let workers: Vec<String> = reports
+        .iter()
+        .flat_map(|r| r["processes"].as_array().into_iter().flatten())
+        .filter_map(|p| p["worker"].as_str().map(str::to_string))
+        .collect();
+    println!("share of disk reads on process rows {shares:?}; worker rows {workers:?}");
+    let loop_name = lo.dev.trim_start_matches("/dev/");
+    assert!(
+        workers.iter().any(|w| *w == format!("{loop_name} backing I/O")),
+        "{workers:?}"
+    );
+    assert!(
+        shares.iter().flatten().filter(|s| (0.7..1.5).contains(*s)).count() >= 2,
+        "{shares:?}"
+    );
     assert!(pct.iter().flatten().all(|p| *p <= 100.0), "{pct:?}");
     assert!(pct.iter().flatten().filter(|p| **p >= 10.0).count() >= 2, "{pct:?}");
 }
@@ -519,5 +537,125 @@ fn the_d_key_turns_delay_accounting_on_and_exit_puts_it_back() {
         }
         assert!(wait_sysctl("0"), "not put back after {exit}");
         println!("D, y: kernel.task_delayacct 0 -> 1; after {exit}: back to 0");
+    }
+}
+
+/// Reads the file argv[1] once a second from its start, keeping it open.
+const SLOW_FILE_READER: &str = "
+import sys, time
+f = open(sys.argv[1], 'rb', buffering=0)
+while True:
+    f.seek(0)
+    f.read(1 << 20)
+    time.sleep(0.2)
+";
+
+fn devices_of(reports: &[Value], pid: i64) -> Vec<String> {
+    let mut v: Vec<String> = reports
+        .iter()
+        .filter_map(|r| row(r, pid))
+        .flat_map(|p| p["devices"].as_array().cloned().unwrap_or_default())
+        .map(|d| {
+            assert_eq!(d["source"], "open_files");
+            d["name"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn devices_of_open_files_and_the_processes_of_a_device() {
+    if !is_root() || !have("mkfs.ext4") || !have("python3") {
+        return skip("needs root, mkfs.ext4 and python3");
+    }
+    let lo = match Loop::attach(64, false) {
+        Ok(l) => l,
+        Err(e) => return skip(&e),
+    };
+    assert!(
+        Command::new("mkfs.ext4")
+            .args(["-q", "-F", &lo.dev])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    assert!(
+        Command::new("mount")
+            .arg(&lo.dev)
+            .arg(dir.path())
+            .status()
+            .unwrap()
+            .success()
+    );
+    let ext4 = Mount(dir);
+    let on_loop = ext4.0.path().join("f");
+    std::fs::write(&on_loop, vec![1u8; 1 << 20]).unwrap();
+    // An overlay filesystem (anonymous device) over directories on the disk.
+    let base = tempfile::tempdir_in("/var/tmp").unwrap();
+    for d in ["lower", "upper", "work", "merged"] {
+        std::fs::create_dir(base.path().join(d)).unwrap();
+    }
+    std::fs::write(base.path().join("lower/g"), vec![2u8; 1 << 20]).unwrap();
+    let opts = format!(
+        "lowerdir={0}/lower,upperdir={0}/upper,workdir={0}/work",
+        base.path().display()
+    );
+    let merged = base.path().join("merged");
+    let overlay = Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o", &opts])
+        .arg(&merged)
+        .status()
+        .is_ok_and(|s| s.success())
+        .then(|| OverlayMount(merged.clone()));
+    let disk_file = base.path().join("lower/g");
+    let a = python(false, SLOW_FILE_READER, &[on_loop.to_str().unwrap()]);
+    let b = python(false, SLOW_FILE_READER, &[disk_file.to_str().unwrap()]);
+    let c = overlay
+        .as_ref()
+        .map(|o| python(false, SLOW_FILE_READER, &[o.0.join("g").to_str().unwrap()]));
+    std::thread::sleep(Duration::from_millis(300));
+    let reports = iolens_json(false, 2, "1");
+    let loop_name = lo.dev.trim_start_matches("/dev/").to_string();
+    let (da, db) = (devices_of(&reports, a.pid()), devices_of(&reports, b.pid()));
+    println!("devices: reader on ext4 over {loop_name}: {da:?}; reader on the disk: {db:?}");
+    assert!(da.contains(&loop_name), "{da:?}");
+    assert!(!db.is_empty() && !db.contains(&loop_name), "{db:?}");
+    // Partitions fold to their disk: no name here is a partition.
+    let disks: Vec<String> = reports[0]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["info"]["kind"] == "partition")
+        .map(|d| d["name"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        db.iter().all(|d| !disks.contains(d)),
+        "{db:?} has a partition of {disks:?}"
+    );
+    match &c {
+        Some(c) => {
+            let dc = devices_of(&reports, c.pid());
+            println!("devices: reader on overlay: {dc:?}");
+            // (Files a test inherits, such as a lock file, add their disk.)
+            assert!(dc.iter().any(|d| d == "overlay") && !dc.contains(&loop_name), "{dc:?}");
+        }
+        None => skip("the overlay part: cannot mount overlay here"),
+    }
+    drop((a, b, c));
+    drop(overlay);
+    drop(ext4);
+    drop(lo);
+}
+
+/// An overlay mount, unmounted on drop.
+struct OverlayMount(std::path::PathBuf);
+
+impl Drop for OverlayMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
     }
 }

@@ -101,6 +101,11 @@ fn help_detail_confirm_and_tiny() {
     insta::assert_snapshot!("detail_sda_120x40", t.backend());
     let s = text(&t);
     assert!(s.contains("WDC WD10EZEX-08W") && s.contains("mq-deadline"), "{s}");
+    // dd has /dev/sda open: the detail lists it with its rates.
+    let dd = s
+        .lines()
+        .find(|l| l.contains("4242 rd 13.1 MB/s wr 0 B/s dd if=/dev/sda"));
+    assert!(s.contains("processes with files here (1)") && dd.is_some(), "{s}");
     assert!(
         s.contains("63  1000 GB ⚠ misaligned") && s.contains("2048   537 MB aligned"),
         "{s}"
