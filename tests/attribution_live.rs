@@ -345,8 +345,18 @@ fn io_wait_is_na_with_delay_accounting_off_and_measured_with_it_on() {
     dd.args([&format!("if={}", lo.dev), "of=/dev/null", "bs=1M", "iflag=direct"])
         .stderr(Stdio::null());
     let dd = Kid::spawn(dd);
+    // A process whose main thread only waits while a second thread reads:
+    // field 42 of its stat (the main thread's) stays 0, IO% must not.
+    let threaded = python(false, THREAD_READER, &[&lo.dev]);
     std::thread::sleep(Duration::from_millis(100));
     let reports = iolens_json(false, 3, "1");
+    let tpct: Vec<Option<f64>> = reports
+        .iter()
+        .map(|r| row(r, threaded.pid()).and_then(|p| p["rates"]["io_wait_pct"].as_f64()))
+        .collect();
+    println!("delay accounting on: a reading worker thread's process IO% per interval {tpct:?}");
+    assert!(tpct.iter().flatten().all(|p| *p <= 200.0), "{tpct:?}");
+    assert!(tpct.iter().flatten().filter(|p| **p >= 10.0).count() >= 2, "{tpct:?}");
     let pct: Vec<Option<f64>> = reports
         .iter()
         .map(|r| row(r, dd.pid()).and_then(|p| p["rates"]["io_wait_pct"].as_f64()))
@@ -377,6 +387,23 @@ fn io_wait_is_na_with_delay_accounting_off_and_measured_with_it_on() {
     assert!(pct.iter().flatten().all(|p| *p <= 100.0), "{pct:?}");
     assert!(pct.iter().flatten().filter(|p| **p >= 10.0).count() >= 2, "{pct:?}");
 }
+
+/// A second thread reads the device argv[1] with O_DIRECT, 1 MiB at a time
+/// over its first 256 MiB, for 8 s; the main thread waits for it.
+const THREAD_READER: &str = "
+import mmap, os, sys, threading, time
+def read():
+    fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, 1 << 20)
+    end = time.time() + 8
+    off = 0
+    while time.time() < end:
+        os.preadv(fd, [buf], off)
+        off = (off + (1 << 20)) % (256 << 20)
+t = threading.Thread(target=read)
+t.start()
+t.join()
+";
 
 /// Writes 64 MiB buffered to argv[1], closes it, waits 1.5 s, deletes it
 /// (long before writeback, 30 s by default), then waits.
