@@ -543,8 +543,9 @@ fn the_d_key_turns_delay_accounting_on_and_exit_puts_it_back() {
         return skip("needs root, tmux and kernel.task_delayacct");
     }
     let _guard = Sysctl::set("0").unwrap();
-    // Quit with q, and the terminal going away (SIGHUP: tmux killed).
-    for (i, exit) in ["q", "SIGHUP"].into_iter().enumerate() {
+    // Quit with q, SIGTERM, and the terminal going away (SIGHUP: tmux
+    // killed).
+    for (i, exit) in ["q", "SIGTERM", "SIGHUP"].into_iter().enumerate() {
         let t = Tmux(format!("iolens-attr-{}-{i}", std::process::id()));
         let ok = t
             .cmd(&["new-session", "-d", "-s", "main", "-x", "120", "-y", "40", BIN])
@@ -560,6 +561,15 @@ fn the_d_key_turns_delay_accounting_on_and_exit_puts_it_back() {
         t.wait_for("the on note", |s| s.contains("delay accounting on (restored at exit)"));
         match exit {
             "q" => t.key("q"),
+            "SIGTERM" => {
+                let out = t
+                    .cmd(&["display-message", "-p", "-t", "main", "#{pane_pid}"])
+                    .output()
+                    .unwrap();
+                let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+                // SAFETY: signalling the iolens this test started in tmux.
+                assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+            }
             _ => drop(t),
         }
         assert!(wait_sysctl("0"), "not put back after {exit}");
