@@ -20,6 +20,14 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 const SYSCTL: &str = "/proc/sys/kernel/task_delayacct";
 
+/// The tests of this file run one at a time: two of them set the
+/// machine-wide sysctl, and the others measure rates that a neighbour's
+/// load would disturb.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn skip(reason: &str) {
     eprintln!("skipped: {reason}");
 }
@@ -281,6 +289,7 @@ fn check_cache_share(nobody: bool) {
 
 #[test]
 fn cache_share_only_for_processes_reading_files() {
+    let _serial = serial();
     if !have("python3") {
         return skip("python3 is not installed");
     }
@@ -293,6 +302,7 @@ fn cache_share_only_for_processes_reading_files() {
 
 #[test]
 fn io_wait_is_na_with_delay_accounting_off_and_measured_with_it_on() {
+    let _serial = serial();
     if !have("python3") {
         return skip("python3 is not installed");
     }
@@ -473,6 +483,7 @@ fn check_cancelled(nobody: bool) -> Result<(), String> {
 
 #[test]
 fn a_file_deleted_before_writeback_shows_as_cancelled_writes() {
+    let _serial = serial();
     if let Err(e) = check_cancelled(false) {
         return skip(&e);
     }
@@ -539,6 +550,7 @@ fn wait_sysctl(want: &str) -> bool {
 
 #[test]
 fn the_d_key_turns_delay_accounting_on_and_exit_puts_it_back() {
+    let _serial = serial();
     if !is_root() || !have("tmux") || !Path::new(SYSCTL).exists() {
         return skip("needs root, tmux and kernel.task_delayacct");
     }
@@ -604,6 +616,7 @@ fn devices_of(reports: &[Value], pid: i64) -> Vec<String> {
 
 #[test]
 fn devices_of_open_files_and_the_processes_of_a_device() {
+    let _serial = serial();
     if !is_root() || !have("mkfs.ext4") || !have("python3") {
         return skip("needs root, mkfs.ext4 and python3");
     }
