@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::cli::{BenchArgs, Cli};
 use crate::collect::Collector;
+use crate::collect::cgroup::CgroupReader;
 use crate::collect::sample::HostInfo;
 use crate::format;
 use crate::model::disk::DiskRates;
@@ -39,7 +40,8 @@ pub fn interval(v: Option<f64>) -> anyhow::Result<Duration> {
 
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let every = interval(cli.interval)?;
-    let collector = Collector::new(&cli.root);
+    let mut collector = Collector::new(&cli.root);
+    collector.cgroups = Some(CgroupReader::new());
     let activity = collector.activity.clone();
     let mut model = Model::new(HostInfo::read(), clk_tck());
     let start = Instant::now();
@@ -298,6 +300,9 @@ pub fn text_report(model: &Model, top: usize) -> String {
             crate::ui::processes::command(p),
         );
     }
+    if let Some(cg) = &model.cgroups {
+        crate::batch_cgroups::text(&mut out, cg, top);
+    }
     if !model.host.is_root && (model.hidden > 0 || model.denied > 0) {
         let _ = writeln!(
             out,
@@ -382,6 +387,12 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         "processes": procs,
         "processes_hidden": model.hidden,
         "processes_denied": model.denied,
+        "cgroups": model.cgroups.as_ref().map(|c| &c.rows),
+        "cgroups_info": model.cgroups.as_ref().map(|c| json!({
+            "hierarchy": c.hierarchy,
+            "counted_devices": c.counted_devices,
+            "notes": c.notes,
+        })),
         "errors": model.errors,
     })
 }

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod batch;
+pub mod batch_cgroups;
 pub mod cli;
 pub mod collect;
 pub mod config;

@@ -20,6 +20,7 @@ pub enum Step {
     OpenFiles,
     /// The stall asked for by `IOLENS_DEBUG_STALL` (tests of the watchdog).
     DebugStall,
+    Cgroups,
 }
 
 impl Step {
@@ -31,6 +32,7 @@ impl Step {
             4 => Step::Processes,
             5 => Step::OpenFiles,
             6 => Step::DebugStall,
+            7 => Step::Cgroups,
             _ => Step::Idle,
         }
     }
@@ -44,6 +46,7 @@ impl Step {
             Step::Processes => "reading /proc/<pid> of every process",
             Step::OpenFiles => "reading the open files of pid",
             Step::DebugStall => "IOLENS_DEBUG_STALL",
+            Step::Cgroups => "reading the cgroup tree",
         }
     }
 }

@@ -6,6 +6,7 @@
 //! buffer. Parsers are pure functions over `&[u8]`.
 
 pub mod activity;
+pub mod cgroup;
 pub mod delayacct;
 pub mod diskstats;
 pub mod fdinfo;
@@ -86,6 +87,24 @@ impl Reader {
     fn read_abs(&mut self, path: &Path) -> io::Result<()> {
         let f = File::open(path)?;
         read_fd(f.as_raw_fd(), &mut self.buf, false, false)
+    }
+
+    /// Read a file under the root that must not be larger than `limit`
+    /// bytes (files whose size the system does not bound, such as a
+    /// cgroup's process list or a container's config): a larger file is an
+    /// error naming it, not an unbounded allocation.
+    pub fn read_limited(&mut self, rel: impl AsRef<Path>, limit: usize) -> Result<&[u8], ReadError> {
+        let path = self.path(rel);
+        let res = File::open(&path).and_then(|f| {
+            self.buf.clear();
+            let n = f.take(limit as u64 + 1).read_to_end(&mut self.buf)?;
+            if n > limit {
+                return Err(io::Error::other(format!("larger than {limit} bytes")));
+            }
+            Ok(())
+        });
+        res.map_err(|error| ReadError { path, error })?;
+        Ok(&self.buf)
     }
 
     /// Read `/proc/<pid>/<file>` under the root, for the per-process hot

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::activity::{Activity, Step};
+use super::cgroup::{CgroupReader, CgroupSnapshot};
 use super::delayacct::{self, ThreadDelays};
 use super::diskstats::{self, DiskStat};
 use super::fdinfo::{FdScanner, FdSnapshot, ScanProc};
@@ -36,6 +37,8 @@ pub struct RawSample {
     pub delayacct: Option<bool>,
     /// Open files of the processes where progress can matter (see `fdinfo`).
     pub fds: FdSnapshot,
+    /// Per-cgroup I/O, when the collector reads it (see [`Collector::cgroups`]).
+    pub cgroups: Option<CgroupSnapshot>,
     /// What could not be read, each saying what was being read.
     pub errors: Vec<String>,
 }
@@ -94,6 +97,9 @@ pub struct Collector {
     /// `IOLENS_DEBUG_STALL=<seconds>`: the third sample sleeps that long,
     /// so that tests can see the watchdog and a quit during a stuck sample.
     debug_stall: Option<std::time::Duration>,
+    /// Reads the cgroup tree every sample when set (it costs one small
+    /// read per process and one or two per cgroup).
+    pub cgroups: Option<CgroupReader>,
 }
 
 /// sysfs facts and mounts are re-read at least this often (in samples).
@@ -119,6 +125,7 @@ impl Collector {
                 .and_then(|v| v.parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s > 0.0 && *s < 86_400.0)
                 .map(std::time::Duration::from_secs_f64),
+            cgroups: None,
         }
     }
 
@@ -203,6 +210,10 @@ impl Collector {
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
         self.activity.set(Step::OpenFiles);
         let fds = self.fds.scan(&self.reader, &listed);
+        let cgroups = self.cgroups.as_mut().map(|c| {
+            self.activity.set(Step::Cgroups);
+            c.read(&mut self.reader, &procs)
+        });
         self.activity.done(monotonic_ns());
         RawSample {
             mono_ns,
@@ -215,6 +226,7 @@ impl Collector {
             procs,
             delayacct,
             fds,
+            cgroups,
             errors,
         }
     }

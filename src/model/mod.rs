@@ -1,6 +1,7 @@
 //! Pure model code: deltas between two raw samples → rates, per-process
 //! rates, history. No I/O and no clock: time comes from the samples.
 
+pub mod cgroup;
 pub mod counters;
 pub mod disk;
 pub mod history;
@@ -179,6 +180,9 @@ pub struct Model {
     pub errors: Vec<String>,
     /// Tracked transfers (progress, rate, ETA), from the fd part of samples.
     pub progress: progress::Tracker,
+    /// Per-cgroup rows, when the samples carry cgroups.
+    pub cgroups: Option<cgroup::CgroupView>,
+    cgroup_tracker: cgroup::CgroupTracker,
     prev: Option<RawSample>,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
@@ -236,6 +240,7 @@ impl Model {
         self.update_totals(dt_s);
         self.delayacct = cur.delayacct;
         self.progress.update(&cur.fds, cur.mono_ns);
+        self.update_cgroups(prev.as_ref(), &cur, dt_s);
         self.cpu = match (prev.as_ref().and_then(|p| p.cpu.as_ref()), cur.cpu.as_ref()) {
             (Some(p), Some(c)) => cpu_pct(p, c),
             _ => None,
@@ -378,6 +383,40 @@ impl Model {
             self.writes.push(step);
         }
         self.totals = totals::totals(dev, read, &self.writes);
+    }
+}
+
+impl Model {
+    fn update_cgroups(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
+        let Some(snap) = &cur.cgroups else {
+            self.cgroups = None;
+            return;
+        };
+        let devices: Vec<cgroup::DevName> = cur
+            .disks
+            .iter()
+            .map(|d| cgroup::DevName {
+                dev: crate::collect::cgroup::parse::DevId {
+                    major: d.major,
+                    minor: d.minor,
+                },
+                name: d.name.clone(),
+                in_total: cur
+                    .devices
+                    .iter()
+                    .find(|i| i.name == d.name)
+                    .is_some_and(DeviceInfo::counts_in_total),
+            })
+            .collect();
+        let procs: HashMap<i32, Option<ProcRates>> = self.procs.iter().map(|p| (p.raw.key.pid, p.rates)).collect();
+        let cx = cgroup::Context {
+            now_ns: cur.mono_ns,
+            dt_s,
+            devices: &devices,
+            procs: &procs,
+        };
+        let prev = prev.and_then(|p| p.cgroups.as_ref());
+        self.cgroups = Some(self.cgroup_tracker.update(prev, snap, &cx));
     }
 }
 

@@ -1,0 +1,126 @@
+//! The cgroups section of the batch text report.
+
+use std::fmt::Write as _;
+
+use crate::collect::cgroup::Hierarchy;
+use crate::collect::cgroup::parse::Limits;
+use crate::format;
+use crate::model::cgroup::{CgPressure, CgroupRow, CgroupView};
+
+fn opt_rate(v: Option<f64>) -> String {
+    v.map_or_else(|| format::NA.to_string(), format::rate)
+}
+
+fn opt_num(v: Option<f64>) -> String {
+    v.map_or_else(|| format::NA.to_string(), format::num)
+}
+
+fn psi(p: Option<&CgPressure>, full: bool) -> String {
+    let v = p.and_then(|p| if full { p.full_pct } else { p.some_pct });
+    v.map_or_else(|| format::NA.to_string(), |v| format!("{v:.1}%"))
+}
+
+/// "rbps 20.0 MB/s wiops 120" — the limits that are set.
+pub fn limits_text(l: &Limits) -> String {
+    let mut parts = Vec::new();
+    if let Some(v) = l.rbps {
+        parts.push(format!("rbps {}", format::rate(v as f64)));
+    }
+    if let Some(v) = l.wbps {
+        parts.push(format!("wbps {}", format::rate(v as f64)));
+    }
+    if let Some(v) = l.riops {
+        parts.push(format!("riops {v}"));
+    }
+    if let Some(v) = l.wiops {
+        parts.push(format!("wiops {v}"));
+    }
+    parts.join(" ")
+}
+
+fn hierarchy_text(v: &CgroupView) -> String {
+    match (v.hierarchy, &v.counted_devices) {
+        (Some(Hierarchy::V2), _) => "cgroup v2, kernel counters on every device".to_string(),
+        (Some(Hierarchy::V1Blkio), Some(d)) if d.is_empty() => {
+            "cgroup v1 blkio, no device has kernel counters (no throttle limit ever set)".to_string()
+        }
+        (Some(Hierarchy::V1Blkio), Some(d)) => format!(
+            "cgroup v1 blkio, kernel counters on {}",
+            d.iter().map(|n| format::escape(n)).collect::<Vec<_>>().join(" ")
+        ),
+        (Some(Hierarchy::V1Blkio), None) => "cgroup v1 blkio".to_string(),
+        (Some(Hierarchy::V2NoIo), _) => "cgroup v2 without the io controller".to_string(),
+        (None, _) => "no cgroup hierarchy".to_string(),
+    }
+}
+
+/// Rows worth a line: doing I/O, or limited; busiest first, at most `top`.
+pub fn shown_rows(v: &CgroupView, top: usize) -> Vec<&CgroupRow> {
+    let mut rows: Vec<&CgroupRow> = v
+        .rows
+        .iter()
+        .filter(|r| r.is_active() || r.devices.iter().any(|d| !d.effective_limits.is_empty()))
+        .collect();
+    rows.sort_by(|a, b| b.total_bps().total_cmp(&a.total_bps()).then_with(|| a.path.cmp(&b.path)));
+    rows.truncate(top);
+    rows
+}
+
+pub fn text(out: &mut String, v: &CgroupView, top: usize) {
+    let _ = writeln!(out, "\ncgroups ({})", hierarchy_text(v));
+    let _ = writeln!(
+        out,
+        "{:<32} {:<7} {:<6} {:>11} {:>11} {:>8} {:>8} {:>5} {:>6} {:>6} {:<5} path",
+        "cgroup", "kind", "source", "read/s", "write/s", "r/s", "w/s", "procs", "some", "full", "limit"
+    );
+    let shown = shown_rows(v, top);
+    for r in &shown {
+        let _ = writeln!(
+            out,
+            "{:<32} {:<7} {:<6} {:>11} {:>11} {:>8} {:>8} {:>5} {:>6} {:>6} {:<5} {}",
+            format::escape(&r.name),
+            r.kind.label(),
+            r.source.label(),
+            opt_rate(r.rates.map(|x| x.read_bps)),
+            opt_rate(r.rates.map(|x| x.write_bps)),
+            opt_num(r.rates.and_then(|x| x.read_iops)),
+            opt_num(r.rates.and_then(|x| x.write_iops)),
+            r.processes.count,
+            psi(r.pressure.as_ref(), false),
+            psi(r.pressure.as_ref(), true),
+            if r.at_limit { "AT" } else { "" },
+            format::escape(&r.path),
+        );
+        for d in &r.devices {
+            let limits = limits_text(&d.effective_limits);
+            let busy = d.rates.is_some_and(|x| x.total_bps() > 0.0);
+            if !busy && limits.is_empty() {
+                continue;
+            }
+            let mark = match d.at_limit {
+                Some(true) => format!("  AT LIMIT ({}, {}s window)", d.at_limits.join(","), crate::model::cgroup::AT_LIMIT_WINDOW_S),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<30} {:<7} {:<6} {:>11} {:>11} {:>8} {:>8}  {}{}",
+                format::escape(&d.device),
+                "device",
+                "kernel",
+                opt_rate(d.rates.map(|x| x.read_bps)),
+                opt_rate(d.rates.map(|x| x.write_bps)),
+                opt_num(d.rates.and_then(|x| x.read_iops)),
+                opt_num(d.rates.and_then(|x| x.write_iops)),
+                if limits.is_empty() { String::new() } else { format!("limit {limits}") },
+                mark,
+            );
+        }
+    }
+    let rest = v.rows.len() - shown.len();
+    if rest > 0 {
+        let _ = writeln!(out, "({rest} more cgroups idle or beyond --top)");
+    }
+    for n in &v.notes {
+        let _ = writeln!(out, "note: {}", format::escape(n));
+    }
+}

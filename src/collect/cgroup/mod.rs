@@ -1,0 +1,383 @@
+//! Per-cgroup I/O: which service, container or pod is doing the I/O.
+//!
+//! One hierarchy gives the rows: cgroup v2 when its root has the `io`
+//! controller (`io.stat` counts on every device), else the v1 `blkio`
+//! hierarchy (whose `blkio.throttle.io_service_bytes` / `io_serviced` only
+//! count on devices where a throttle limit was ever set: the devices listed
+//! in the root cgroup's file), else v2 without counters (pressure only).
+//! Processes are placed by `/proc/<pid>/cgroup` (the blkio line on v1, the
+//! `0::` line on v2; the `name=systemd` line for names). Cgroups with no
+//! process and no non-zero counter are skipped after one read.
+
+pub mod names;
+pub mod parse;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Reader;
+use super::process::ProcSnapshot;
+use super::system::{Pressure, parse_pressure};
+use names::CgroupKind;
+use parse::{DevCounters, DevId, Limits, V1Limit, Weight};
+
+/// Most cgroup directories walked per sample; beyond it the walk stops with a note.
+pub const MAX_CGROUPS: usize = 20_000;
+/// Deepest nesting walked.
+pub const MAX_DEPTH: usize = 32;
+/// Largest cgroup I/O file read (an `io.stat` line is ~150 bytes per device).
+const FILE_LIMIT: usize = 256 * 1024;
+/// Largest container config read for a name.
+const CONFIG_LIMIT: usize = 1024 * 1024;
+
+/// Which tree the rows come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hierarchy {
+    /// cgroup v2 with the io controller: `io.stat` on every device.
+    V2,
+    /// cgroup v2 without the io controller: no kernel counters.
+    V2NoIo,
+    /// cgroup v1 blkio: throttle counters on the devices that ever had a limit.
+    V1Blkio,
+}
+
+/// One cgroup as read in one sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RawCgroup {
+    /// Path relative to the hierarchy root, "/" for the root.
+    pub path: String,
+    /// Kernel counters per device (v2 `io.stat`, v1 throttle files).
+    pub counters: Vec<DevCounters>,
+    /// v1 BFQ counters per device (`blkio.bfq.io_service_bytes` / `io_serviced`).
+    pub bfq: Vec<DevCounters>,
+    /// This cgroup's own throttle limits (v2 `io.max`, v1 `*_device`).
+    pub limits: Vec<(DevId, Limits)>,
+    pub weight: Option<Weight>,
+    pub bfq_weight: Option<Weight>,
+    /// v2 `io.latency` targets in µs.
+    pub latency_target_us: Vec<(DevId, u64)>,
+    /// `io.pressure` of this cgroup (v2), or of the v2 cgroup at the same
+    /// path when every member process is in it (v1 rows of a hybrid layout).
+    pub pressure: Option<Pressure>,
+    /// Member processes (from `/proc/<pid>/cgroup`).
+    pub pids: Vec<i32>,
+    /// The `name=systemd` path shared by every member, where there is one.
+    pub systemd_path: Option<String>,
+    /// A container's name read locally (Docker `config.v2.json`).
+    pub container_name: Option<String>,
+}
+
+/// All cgroups of one sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CgroupSnapshot {
+    pub hierarchy: Option<Hierarchy>,
+    /// Devices on which the kernel counts per cgroup; `None` = all of them
+    /// (v2 with io) — with [`Hierarchy::V2NoIo`] it is an empty list.
+    pub counted_devices: Option<Vec<DevId>>,
+    pub cgroups: Vec<RawCgroup>,
+    /// Limits of the ancestors of listed cgroups that are not listed
+    /// themselves (v2, where limits are hierarchical), by path.
+    pub ancestor_limits: Vec<(String, Vec<(DevId, Limits)>)>,
+    /// What is missing and why (no controller, unreadable files, walk cut short).
+    pub notes: Vec<String>,
+}
+
+/// Where the cgroup hierarchies are mounted, from `/proc/self/mounts`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mounts {
+    pub v2: Option<String>,
+    pub blkio: Option<String>,
+}
+
+pub fn parse_mounts(buf: &[u8]) -> Mounts {
+    let mut m = Mounts::default();
+    for line in String::from_utf8_lossy(buf).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [_, dir, fstype, opts, ..] = f[..] else { continue };
+        if fstype == "cgroup2" && m.v2.is_none() {
+            m.v2 = Some(dir.to_string());
+        } else if fstype == "cgroup" && opts.split(',').any(|o| o == "blkio") && m.blkio.is_none() {
+            m.blkio = Some(dir.to_string());
+        }
+    }
+    m
+}
+
+/// Reads the cgroup tree each sample; caches container names.
+#[derive(Debug, Default)]
+pub struct CgroupReader {
+    container_names: HashMap<String, Option<String>>,
+}
+
+/// Per-process cgroup paths of one sample.
+#[derive(Default)]
+struct Members {
+    /// Row-hierarchy path → pids.
+    by_path: HashMap<String, Vec<i32>>,
+    /// pid → (v2 path, systemd path).
+    other: HashMap<i32, (Option<String>, Option<String>)>,
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+impl CgroupReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn members(r: &mut Reader, procs: &ProcSnapshot, hier: Hierarchy, notes: &mut Vec<String>) -> Members {
+        let mut m = Members::default();
+        let mut failed = 0usize;
+        for p in &procs.procs {
+            let pid = p.key.pid;
+            let Ok(buf) = r.read_pid_file(pid, "cgroup") else {
+                failed += 1;
+                continue;
+            };
+            let c = parse::parse_proc_cgroup(buf);
+            let row = match hier {
+                Hierarchy::V1Blkio => c.blkio,
+                Hierarchy::V2 | Hierarchy::V2NoIo => c.unified,
+            };
+            if let Some(path) = row {
+                m.by_path.entry(lossy(path)).or_default().push(pid);
+            }
+            m.other.insert(pid, (c.unified.map(lossy), c.systemd.map(lossy)));
+        }
+        if failed > 0 {
+            notes.push(format!("{failed} processes: /proc/<pid>/cgroup unreadable (ended or hidden)"));
+        }
+        m
+    }
+
+    /// Read every cgroup under the root's mounts. Never fails: what is
+    /// missing goes to `notes`.
+    pub fn read(&mut self, r: &mut Reader, procs: &ProcSnapshot) -> CgroupSnapshot {
+        let mut snap = CgroupSnapshot::default();
+        let mounts = match r.read_limited("/proc/self/mounts", 1 << 20) {
+            Ok(b) => parse_mounts(b),
+            Err(e) => {
+                snap.notes.push(e.to_string());
+                return snap;
+            }
+        };
+        let v2_io = mounts.v2.as_ref().is_some_and(|d| {
+            r.read_limited(Path::new(d).join("cgroup.controllers"), 4096)
+                .is_ok_and(|b| b.split(|c| c.is_ascii_whitespace()).any(|w| w == b"io"))
+        });
+        let (hier, dir) = match (&mounts.v2, &mounts.blkio) {
+            (Some(d), _) if v2_io => (Hierarchy::V2, d.clone()),
+            (_, Some(d)) => (Hierarchy::V1Blkio, d.clone()),
+            (Some(d), None) => (Hierarchy::V2NoIo, d.clone()),
+            (None, None) => {
+                snap.notes
+                    .push("no cgroup hierarchy mounted: per-cgroup I/O unavailable".to_string());
+                return snap;
+            }
+        };
+        snap.hierarchy = Some(hier);
+        match hier {
+            Hierarchy::V2 => {}
+            Hierarchy::V1Blkio => snap.notes.push(
+                "cgroup v1 blkio: kernel counters only on devices that ever had a throttle limit; elsewhere the sum of member processes' own I/O"
+                    .to_string(),
+            ),
+            Hierarchy::V2NoIo => snap.notes.push(
+                "cgroup v2 without the io controller (and no v1 blkio): I/O is the sum of member processes' own I/O"
+                    .to_string(),
+            ),
+        }
+        let members = Self::members(r, procs, hier, &mut snap.notes);
+        for rel in walk(&r.path(&dir), &mut snap.notes) {
+            let path = if rel.is_empty() { "/".to_string() } else { rel.clone() };
+            let abs = PathBuf::from(&dir).join(rel.trim_start_matches('/'));
+            let counters = read_counters(r, &abs, hier, &mut snap.notes);
+            let pids = members.by_path.get(&path).cloned().unwrap_or_default();
+            if path == "/" && hier == Hierarchy::V1Blkio {
+                snap.counted_devices = Some(counters.iter().map(|c| c.dev).collect());
+            }
+            let busy = counters.iter().any(|c| c.rbytes | c.wbytes | c.rios | c.wios != 0);
+            if pids.is_empty() && !busy {
+                continue;
+            }
+            let mut cg = RawCgroup {
+                path,
+                counters,
+                pids,
+                ..Default::default()
+            };
+            self.read_details(r, &abs, hier, &mut cg, &members, &mounts);
+            snap.cgroups.push(cg);
+        }
+        match hier {
+            Hierarchy::V2 => snap.counted_devices = None,
+            Hierarchy::V2NoIo => snap.counted_devices = Some(Vec::new()),
+            Hierarchy::V1Blkio => {}
+        }
+        if hier == Hierarchy::V2 {
+            snap.ancestor_limits = ancestor_limits(r, &dir, &snap.cgroups);
+        }
+        snap
+    }
+
+    fn read_details(
+        &mut self,
+        r: &mut Reader,
+        abs: &Path,
+        hier: Hierarchy,
+        cg: &mut RawCgroup,
+        members: &Members,
+        mounts: &Mounts,
+    ) {
+        let mut read = |name: &str| r.read_limited(abs.join(name), FILE_LIMIT).ok().map(<[u8]>::to_vec);
+        match hier {
+            Hierarchy::V2 | Hierarchy::V2NoIo => {
+                cg.limits = read("io.max").map(|b| parse::parse_io_max(&b)).unwrap_or_default();
+                cg.weight = read("io.weight").and_then(|b| parse::parse_weight(&b));
+                cg.bfq_weight = read("io.bfq.weight").and_then(|b| parse::parse_weight(&b));
+                cg.latency_target_us = read("io.latency")
+                    .map(|b| parse::parse_io_latency(&b))
+                    .unwrap_or_default();
+                cg.pressure = read("io.pressure").map(|b| parse_pressure(&b));
+            }
+            Hierarchy::V1Blkio => {
+                for (which, file) in V1Limit::ALL {
+                    if let Some(b) = read(file) {
+                        parse::add_v1_limits(&mut cg.limits, which, &b);
+                    }
+                }
+                if let (Some(b), Some(i)) = (read("blkio.bfq.io_service_bytes"), read("blkio.bfq.io_serviced")) {
+                    cg.bfq = parse::join_rwstat(&parse::parse_rwstat(&b), &parse::parse_rwstat(&i));
+                }
+                cg.bfq_weight = read("blkio.bfq.weight").and_then(|b| parse::parse_weight(&b));
+                // Pressure of the v2 cgroup at the same path, only when no
+                // member process is elsewhere in the v2 tree.
+                let same = cg
+                    .pids
+                    .iter()
+                    .all(|p| members.other.get(p).is_some_and(|(u, _)| u.as_deref() == Some(&cg.path)));
+                if let (true, Some(v2)) = (same, &mounts.v2) {
+                    let p = PathBuf::from(v2).join(cg.path.trim_start_matches('/')).join("io.pressure");
+                    cg.pressure = r.read_limited(p, 4096).ok().map(parse_pressure);
+                }
+            }
+        }
+        let mut systemd = cg.pids.iter().map(|p| members.other.get(p).and_then(|(_, s)| s.as_ref()));
+        if let Some(Some(first)) = systemd.next()
+            && systemd.all(|s| s == Some(first))
+        {
+            cg.systemd_path = Some(first.clone());
+        }
+        let n = names::name_of(&cg.path);
+        if let (CgroupKind::Docker, Some(id)) = (n.kind, n.container_id) {
+            cg.container_name = self
+                .container_names
+                .entry(id.clone())
+                .or_insert_with(|| docker_name(r, &id))
+                .clone();
+        }
+    }
+}
+
+/// Cgroup directories under `root` (paths relative to it, "" for the root
+/// itself), parents before children, at most [`MAX_CGROUPS`].
+fn walk(root: &Path, notes: &mut Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), 0usize)];
+    while let Some((rel, depth)) = stack.pop() {
+        if out.len() >= MAX_CGROUPS {
+            notes.push(format!("more than {MAX_CGROUPS} cgroups: the rest are not read"));
+            break;
+        }
+        let dir = root.join(rel.trim_start_matches('/'));
+        out.push(rel);
+        if depth >= MAX_DEPTH {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            notes.push(format!("reading {}: not listable", dir.display()));
+            continue;
+        };
+        let mut subs: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        // Reversed, so the stack pops them in name order.
+        subs.sort_unstable_by(|a, b| b.cmp(a));
+        let parent = out.last().cloned().unwrap_or_default();
+        stack.extend(subs.into_iter().map(|s| (format!("{parent}/{s}"), depth + 1)));
+    }
+    out
+}
+
+fn read_counters(r: &mut Reader, abs: &Path, hier: Hierarchy, notes: &mut Vec<String>) -> Vec<DevCounters> {
+    match hier {
+        Hierarchy::V2NoIo => Vec::new(),
+        Hierarchy::V2 => match r.read_limited(abs.join("io.stat"), FILE_LIMIT) {
+            Ok(b) => parse::parse_io_stat(b),
+            // The root has no io.stat on older kernels.
+            Err(e) if e.error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                notes.push(e.to_string());
+                Vec::new()
+            }
+        },
+        Hierarchy::V1Blkio => {
+            let bytes = match r.read_limited(abs.join("blkio.throttle.io_service_bytes"), FILE_LIMIT) {
+                Ok(b) => parse::parse_rwstat(b),
+                Err(e) => {
+                    notes.push(e.to_string());
+                    return Vec::new();
+                }
+            };
+            if bytes.is_empty() {
+                return Vec::new();
+            }
+            match r.read_limited(abs.join("blkio.throttle.io_serviced"), FILE_LIMIT) {
+                Ok(b) => parse::join_rwstat(&bytes, &parse::parse_rwstat(b)),
+                Err(e) => {
+                    notes.push(e.to_string());
+                    Vec::new()
+                }
+            }
+        }
+    }
+}
+
+/// v2 limits of every ancestor of a listed cgroup that is not listed.
+fn ancestor_limits(r: &mut Reader, dir: &str, listed: &[RawCgroup]) -> Vec<(String, Vec<(DevId, Limits)>)> {
+    let mut out: Vec<(String, Vec<(DevId, Limits)>)> = Vec::new();
+    for cg in listed {
+        let mut p = cg.path.as_str();
+        while let Some(i) = p.rfind('/') {
+            p = if i == 0 { "/" } else { &p[..i] };
+            if p == "/" || listed.iter().any(|c| c.path == p) || out.iter().any(|(q, _)| q == p) {
+                // The root has no io.max; listed ones carry their own.
+                if p == "/" {
+                    break;
+                }
+                continue;
+            }
+            let f = PathBuf::from(dir).join(p.trim_start_matches('/')).join("io.max");
+            let l = r.read_limited(f, FILE_LIMIT).map(parse::parse_io_max).unwrap_or_default();
+            out.push((p.to_string(), l));
+        }
+    }
+    out
+}
+
+/// A Docker container's name from `/var/lib/docker/containers/<id>/config.v2.json`.
+fn docker_name(r: &mut Reader, id: &str) -> Option<String> {
+    let b = r
+        .read_limited(format!("/var/lib/docker/containers/{id}/config.v2.json"), CONFIG_LIMIT)
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(b).ok()?;
+    let name = v.get("Name")?.as_str()?;
+    Some(name.trim_start_matches('/').to_string())
+}
