@@ -85,7 +85,7 @@ pub struct CgroupSnapshot {
     pub notes: Vec<String>,
 }
 
-/// Where the cgroup hierarchies are mounted, from `/proc/self/mounts`.
+/// Where the cgroup hierarchies are mounted, from `/proc/mounts`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Mounts {
     pub v2: Option<String>,
@@ -159,7 +159,7 @@ impl CgroupReader {
     /// missing goes to `notes`.
     pub fn read(&mut self, r: &mut Reader, procs: &ProcSnapshot) -> CgroupSnapshot {
         let mut snap = CgroupSnapshot::default();
-        let mounts = match r.read_limited("/proc/self/mounts", 1 << 20) {
+        let mounts = match r.read_limited("/proc/mounts", 1 << 20) {
             Ok(b) => parse_mounts(b),
             Err(e) => {
                 snap.notes.push(e.to_string());
