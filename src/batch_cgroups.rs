@@ -61,7 +61,11 @@ pub fn shown_rows(v: &CgroupView, top: usize) -> Vec<&CgroupRow> {
         .iter()
         .filter(|r| r.is_active() || r.devices.iter().any(|d| !d.effective_limits.is_empty()))
         .collect();
-    rows.sort_by(|a, b| b.total_bps().total_cmp(&a.total_bps()).then_with(|| a.path.cmp(&b.path)));
+    rows.sort_by(|a, b| {
+        b.total_bps()
+            .total_cmp(&a.total_bps())
+            .then_with(|| a.path.cmp(&b.path))
+    });
     rows.truncate(top);
     rows
 }
@@ -98,7 +102,11 @@ pub fn text(out: &mut String, v: &CgroupView, top: usize) {
                 continue;
             }
             let mark = match d.at_limit {
-                Some(true) => format!("  AT LIMIT ({}, {}s window)", d.at_limits.join(","), crate::model::cgroup::AT_LIMIT_WINDOW_S),
+                Some(true) => format!(
+                    "  AT LIMIT ({}, {}s window)",
+                    d.at_limits.join(","),
+                    crate::model::cgroup::AT_LIMIT_WINDOW_S
+                ),
                 _ => String::new(),
             };
             let _ = writeln!(
@@ -111,7 +119,11 @@ pub fn text(out: &mut String, v: &CgroupView, top: usize) {
                 opt_rate(d.rates.map(|x| x.write_bps)),
                 opt_num(d.rates.and_then(|x| x.read_iops)),
                 opt_num(d.rates.and_then(|x| x.write_iops)),
-                if limits.is_empty() { String::new() } else { format!("limit {limits}") },
+                if limits.is_empty() {
+                    String::new()
+                } else {
+                    format!("limit {limits}")
+                },
                 mark,
             );
         }

@@ -62,10 +62,12 @@ impl Tree {
 
     fn row(&self, path: &str) -> &CgroupRow {
         let v = self.model.cgroups.as_ref().expect("cgroups in the model");
-        v.rows
-            .iter()
-            .find(|r| r.path == path)
-            .unwrap_or_else(|| panic!("no row {path} in {:?}", v.rows.iter().map(|r| &r.path).collect::<Vec<_>>()))
+        v.rows.iter().find(|r| r.path == path).unwrap_or_else(|| {
+            panic!(
+                "no row {path} in {:?}",
+                v.rows.iter().map(|r| &r.path).collect::<Vec<_>>()
+            )
+        })
     }
 }
 
@@ -74,9 +76,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 fn io_proc(rb: u64) -> String {
-    format!(
-        "rchar: {rb}\nwchar: 0\nsyscr: 10\nsyscw: 10\nread_bytes: {rb}\nwrite_bytes: 0\ncancelled_write_bytes: 0\n"
-    )
+    format!("rchar: {rb}\nwchar: 0\nsyscr: 10\nsyscw: 10\nread_bytes: {rb}\nwrite_bytes: 0\ncancelled_write_bytes: 0\n")
 }
 
 fn psi(some: u64, full: u64) -> String {
@@ -107,7 +107,10 @@ fn v2_run() -> Tree {
             16 + k * 8
         );
         t.write(&format!("{cg}{NGINX}/io.stat"), &stat);
-        t.write(&format!("{cg}{NGINX}/io.pressure"), &psi(1000 + k * 250_000, 400 + k * 100_000));
+        t.write(
+            &format!("{cg}{NGINX}/io.pressure"),
+            &psi(1000 + k * 250_000, 400 + k * 100_000),
+        );
         t.write("proc/100/io", &io_proc(5_000_000 + k * 1_500_000));
         t.write(
             &format!("{cg}/system.slice/docker-{ID}.scope/io.stat"),
@@ -137,21 +140,33 @@ fn v2_rates_names_limits_pressure() {
     assert!(!paths.contains(&"/idle.slice") && !paths.contains(&"/"), "{paths:?}");
 
     let n = t.row(NGINX);
-    assert_eq!((n.kind, n.name.as_str(), n.source), (CgroupKind::Systemd, "nginx.service", Source::Kernel));
+    assert_eq!(
+        (n.kind, n.name.as_str(), n.source),
+        (CgroupKind::Systemd, "nginx.service", Source::Kernel)
+    );
     assert_eq!(n.pids, [100, 101]);
     let sdb = n.devices.iter().find(|d| d.device == "sdb").unwrap();
     let r = sdb.rates.unwrap();
     assert!(close(r.read_bps, 1_900_000.0) && close(r.write_bps, 500_000.0), "{r:?}");
-    assert!(close(r.read_iops.unwrap(), 30.0) && close(r.write_iops.unwrap(), 10.0), "{r:?}");
+    assert!(
+        close(r.read_iops.unwrap(), 30.0) && close(r.write_iops.unwrap(), 10.0),
+        "{r:?}"
+    );
     // Whole disks only: sdb + sda (idle); loop0's 1 MB/s is not added.
     let loop0 = n.devices.iter().find(|d| d.device == "loop0").unwrap();
     assert!(!loop0.in_total && close(loop0.rates.unwrap().read_bps, 1_000_000.0));
     let total = n.rates.unwrap();
-    assert!(close(total.read_bps, 1_900_000.0) && close(total.read_iops.unwrap(), 30.0), "{total:?}");
+    assert!(
+        close(total.read_bps, 1_900_000.0) && close(total.read_iops.unwrap(), 30.0),
+        "{total:?}"
+    );
     // Own rbps 2 MB/s; wbps 1 MB/s from system.slice (hierarchical on v2).
     assert_eq!(sdb.limits.rbps, Some(2_000_000));
     assert_eq!(sdb.limits.wbps, None);
-    assert_eq!((sdb.effective_limits.rbps, sdb.effective_limits.wbps), (Some(2_000_000), Some(1_000_000)));
+    assert_eq!(
+        (sdb.effective_limits.rbps, sdb.effective_limits.wbps),
+        (Some(2_000_000), Some(1_000_000))
+    );
     // 1.9 MB/s over 3 s ≥ 90 % of 2 MB/s; 0.5 MB/s < 90 % of 1 MB/s.
     assert_eq!(sdb.at_limit, Some(true));
     assert_eq!(sdb.at_limits, ["rbps"]);
@@ -159,7 +174,10 @@ fn v2_rates_names_limits_pressure() {
     assert_eq!(loop0.at_limit, None, "no limit on loop0");
     // Pressure: Δsome 250,000 µs per 1 s = 25 %, Δfull 100,000 µs = 10 %.
     let p = n.pressure.unwrap();
-    assert!(close(p.some_pct.unwrap(), 25.0) && close(p.full_pct.unwrap(), 10.0), "{p:?}");
+    assert!(
+        close(p.some_pct.unwrap(), 25.0) && close(p.full_pct.unwrap(), 10.0),
+        "{p:?}"
+    );
     assert_eq!(p.some.unwrap().avg10, 1.5);
     // The processes' own I/O is summed beside: pid 100 at 1.5 MB/s.
     assert_eq!((n.processes.count, n.processes.without_rates), (2, 0));
@@ -192,15 +210,26 @@ fn v1_throttle_counters_and_fallback() {
     let mut t = Tree::new("cgroup-v1");
     let k = "sys/fs/cgroup/blkio";
     let rw = |dev: &str, r: u64| {
-        format!("{dev} Read {r}\n{dev} Write 0\n{dev} Sync {r}\n{dev} Async 0\n{dev} Discard 0\n{dev} Total {r}\nTotal {r}\n")
+        format!(
+            "{dev} Read {r}\n{dev} Write 0\n{dev} Sync {r}\n{dev} Async 0\n{dev} Discard 0\n{dev} Total {r}\nTotal {r}\n"
+        )
     };
     for step in 0..3u64 {
         // 20,000,000 B/s and 305 req/s on loop0 for iolens-a; samples 2 s apart.
-        t.write(&format!("{k}/iolens-a/blkio.throttle.io_service_bytes"), &rw("7:0", 26_214_400 + step * 40_000_000));
-        t.write(&format!("{k}/iolens-a/blkio.throttle.io_serviced"), &rw("7:0", 400 + step * 610));
+        t.write(
+            &format!("{k}/iolens-a/blkio.throttle.io_service_bytes"),
+            &rw("7:0", 26_214_400 + step * 40_000_000),
+        );
+        t.write(
+            &format!("{k}/iolens-a/blkio.throttle.io_serviced"),
+            &rw("7:0", 400 + step * 610),
+        );
         t.write("proc/400/io", &io_proc(26_214_400 + step * 40_000_000));
         t.write("proc/401/io", &io_proc(1_000_000 + step * 10_000_000));
-        t.write("sys/fs/cgroup/unified/iolens-a/io.pressure", &psi(200_000 + step * 400_000, 100_000));
+        t.write(
+            "sys/fs/cgroup/unified/iolens-a/io.pressure",
+            &psi(200_000 + step * 400_000, 100_000),
+        );
         t.sample_at(step as f64 * 2.0);
     }
     let v = t.model.cgroups.as_ref().unwrap();
@@ -216,7 +245,10 @@ fn v1_throttle_counters_and_fallback() {
     let l = &a.devices[0];
     assert_eq!(l.device, "loop0");
     let r = l.rates.unwrap();
-    assert!(close(r.read_bps, 20_000_000.0) && close(r.read_iops.unwrap(), 305.0), "{r:?}");
+    assert!(
+        close(r.read_bps, 20_000_000.0) && close(r.read_iops.unwrap(), 305.0),
+        "{r:?}"
+    );
     assert_eq!(l.effective_limits.rbps, Some(20_000_000));
     assert_eq!(l.at_limit, Some(true));
     assert!(a.at_limit);
@@ -234,7 +266,10 @@ fn v1_throttle_counters_and_fallback() {
     assert_eq!(p.systemd_path.as_deref(), Some("/system.slice/backup.service"));
 
     let text = iolens::batch::text_report(&t.model, 10);
-    assert!(text.contains("cgroups (cgroup v1 blkio, kernel counters on loop0)"), "{text}");
+    assert!(
+        text.contains("cgroups (cgroup v1 blkio, kernel counters on loop0)"),
+        "{text}"
+    );
     assert!(text.contains("AT LIMIT (rbps, 3s window)"), "{text}");
     assert!(text.contains("limit rbps 20.0 MB/s"), "{text}");
     let json = iolens::batch::json_report(&t.model, 10);
@@ -271,7 +306,10 @@ fn counter_going_backwards_is_no_rate() {
     let mut t = Tree::new("cgroup-v1");
     t.sample_at(0.0);
     let k = "sys/fs/cgroup/blkio/iolens-a";
-    t.write(&format!("{k}/blkio.throttle.io_service_bytes"), "7:0 Read 5\n7:0 Write 0\nTotal 5\n");
+    t.write(
+        &format!("{k}/blkio.throttle.io_service_bytes"),
+        "7:0 Read 5\n7:0 Write 0\nTotal 5\n",
+    );
     t.sample_at(1.0);
     assert_eq!(t.row("/iolens-a").devices[0].rates, None);
 }

@@ -179,7 +179,11 @@ impl CgroupRow {
     }
 
     pub fn is_active(&self) -> bool {
-        self.total_bps() > 0.0 || self.devices.iter().any(|d| d.rates.is_some_and(|r| r.total_bps() > 0.0))
+        self.total_bps() > 0.0
+            || self
+                .devices
+                .iter()
+                .any(|d| d.rates.is_some_and(|r| r.total_bps() > 0.0))
     }
 }
 
@@ -266,7 +270,10 @@ impl CgroupTracker {
             let rates = prev.zip(cx.dt_s).and_then(|(p, dt)| counter_rates(p, c, dt));
             let hist = self.history.entry((cg.path.clone(), c.dev)).or_default();
             hist.push_back((cx.now_ns, *c));
-            while hist.front().is_some_and(|(t, _)| cx.now_ns.saturating_sub(*t) > KEEP_NS) {
+            while hist
+                .front()
+                .is_some_and(|(t, _)| cx.now_ns.saturating_sub(*t) > KEEP_NS)
+            {
                 hist.pop_front();
             }
             let window_rates = window(hist, cx.now_ns);

@@ -150,7 +150,9 @@ impl CgroupReader {
             m.other.insert(pid, (c.unified.map(lossy), c.systemd.map(lossy)));
         }
         if failed > 0 {
-            notes.push(format!("{failed} processes: /proc/<pid>/cgroup unreadable (ended or hidden)"));
+            notes.push(format!(
+                "{failed} processes: /proc/<pid>/cgroup unreadable (ended or hidden)"
+            ));
         }
         m
     }
@@ -257,17 +259,24 @@ impl CgroupReader {
                 cg.bfq_weight = read("blkio.bfq.weight").and_then(|b| parse::parse_weight(&b));
                 // Pressure of the v2 cgroup at the same path, only when no
                 // member process is elsewhere in the v2 tree.
-                let same = cg
-                    .pids
-                    .iter()
-                    .all(|p| members.other.get(p).is_some_and(|(u, _)| u.as_deref() == Some(&cg.path)));
+                let same = cg.pids.iter().all(|p| {
+                    members
+                        .other
+                        .get(p)
+                        .is_some_and(|(u, _)| u.as_deref() == Some(&cg.path))
+                });
                 if let (true, Some(v2)) = (same, &mounts.v2) {
-                    let p = PathBuf::from(v2).join(cg.path.trim_start_matches('/')).join("io.pressure");
+                    let p = PathBuf::from(v2)
+                        .join(cg.path.trim_start_matches('/'))
+                        .join("io.pressure");
                     cg.pressure = r.read_limited(p, 4096).ok().map(parse_pressure);
                 }
             }
         }
-        let mut systemd = cg.pids.iter().map(|p| members.other.get(p).and_then(|(_, s)| s.as_ref()));
+        let mut systemd = cg
+            .pids
+            .iter()
+            .map(|p| members.other.get(p).and_then(|(_, s)| s.as_ref()));
         if let Some(Some(first)) = systemd.next()
             && systemd.all(|s| s == Some(first))
         {
@@ -365,7 +374,10 @@ fn ancestor_limits(r: &mut Reader, dir: &str, listed: &[RawCgroup]) -> Vec<(Stri
                 continue;
             }
             let f = PathBuf::from(dir).join(p.trim_start_matches('/')).join("io.max");
-            let l = r.read_limited(f, FILE_LIMIT).map(parse::parse_io_max).unwrap_or_default();
+            let l = r
+                .read_limited(f, FILE_LIMIT)
+                .map(parse::parse_io_max)
+                .unwrap_or_default();
             out.push((p.to_string(), l));
         }
     }

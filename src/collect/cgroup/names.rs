@@ -86,7 +86,11 @@ pub fn name_of(path: &str) -> CgroupName {
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     let plain = |kind| CgroupName {
         kind,
-        name: if path.is_empty() { "/".to_string() } else { path.to_string() },
+        name: if path.is_empty() {
+            "/".to_string()
+        } else {
+            path.to_string()
+        },
         container_id: None,
         pod_uid: None,
     };
@@ -123,7 +127,11 @@ pub fn name_of(path: &str) -> CgroupName {
             _ => CgroupKind::Path,
         };
         if kind != CgroupKind::Path {
-            let what = if rt == "libpod-conmon" { "podman conmon" } else { kind.label() };
+            let what = if rt == "libpod-conmon" {
+                "podman conmon"
+            } else {
+                kind.label()
+            };
             return CgroupName {
                 kind,
                 name: format!("{what} {}", short(id)),
@@ -186,6 +194,9 @@ mod tests {
         assert_eq!(n.name, format!("pod {uid} / 3f2a9c1d8e7b"));
         let n = name_of(&format!("/kubepods/pod{uid}"));
         assert_eq!((n.name.as_str(), n.container_id), (&*format!("pod {uid}"), None));
-        assert_eq!(name_of("/kubepods.slice/kubepods-besteffort.slice").name, "kubepods-besteffort");
+        assert_eq!(
+            name_of("/kubepods.slice/kubepods-besteffort.slice").name,
+            "kubepods-besteffort"
+        );
     }
 }

@@ -142,7 +142,10 @@ pub fn parse_rwstat(buf: &[u8]) -> Vec<(DevId, u64, u64, Option<u64>)> {
 }
 
 /// Join a v1 bytes file and an ios file into per-device counters.
-pub fn join_rwstat(bytes: &[(DevId, u64, u64, Option<u64>)], ios: &[(DevId, u64, u64, Option<u64>)]) -> Vec<DevCounters> {
+pub fn join_rwstat(
+    bytes: &[(DevId, u64, u64, Option<u64>)],
+    ios: &[(DevId, u64, u64, Option<u64>)],
+) -> Vec<DevCounters> {
     bytes
         .iter()
         .filter_map(|&(dev, rb, wb, db)| {
@@ -351,7 +354,10 @@ mod tests {
         let v = parse_io_stat(s);
         assert_eq!(v.len(), 2, "{v:?}");
         assert_eq!(v[0].dev, dev(8, 16));
-        assert_eq!((v[0].rbytes, v[0].wbytes, v[0].rios, v[0].wios), (1_459_200, 314_773_504, 192, 353));
+        assert_eq!(
+            (v[0].rbytes, v[0].wbytes, v[0].rios, v[0].wios),
+            (1_459_200, 314_773_504, 192, 353)
+        );
         assert_eq!(v[0].iocost.vrate, Some(100.0));
         assert_eq!(v[0].iocost.usage_us, Some(1200));
         assert_eq!(v[1].dbytes, Some(50_331_648));
@@ -364,14 +370,19 @@ mod tests {
         let i = b"7:0 Read 400\n7:0 Write 1\n7:0 Sync 400\n7:0 Async 1\n7:0 Discard 0\n7:0 Total 401\nTotal 401\n";
         let c = join_rwstat(&parse_rwstat(b), &parse_rwstat(i));
         assert_eq!(c.len(), 1);
-        assert_eq!((c[0].rbytes, c[0].wbytes, c[0].rios, c[0].wios), (26_214_400, 4096, 400, 1));
+        assert_eq!(
+            (c[0].rbytes, c[0].wbytes, c[0].rios, c[0].wios),
+            (26_214_400, 4096, 400, 1)
+        );
         assert_eq!(c[0].dbytes, Some(0));
         assert!(parse_rwstat(b"Total 0\n").is_empty());
     }
 
     #[test]
     fn limits_v2_and_v1() {
-        let l = parse_io_max(b"8:16 rbps=2097152 wbps=max riops=max wiops=120\n8:0 rbps=max wbps=max riops=max wiops=max\n");
+        let l = parse_io_max(
+            b"8:16 rbps=2097152 wbps=max riops=max wiops=120\n8:0 rbps=max wbps=max riops=max wiops=max\n",
+        );
         assert_eq!(
             l,
             [(
@@ -426,7 +437,8 @@ mod tests {
         assert_eq!(parse_weight(b"500\n").unwrap().default, Some(500));
         assert_eq!(parse_weight(b""), None);
         assert_eq!(parse_io_latency(b"8:16 target=75000\n"), [(dev(8, 16), 75_000)]);
-        let p = parse_proc_cgroup(b"9:name=systemd:/system.slice/nginx.service\n7:blkio,net_cls:/system.slice\n0::/a:b\n");
+        let p =
+            parse_proc_cgroup(b"9:name=systemd:/system.slice/nginx.service\n7:blkio,net_cls:/system.slice\n0::/a:b\n");
         assert_eq!(p.systemd, Some(&b"/system.slice/nginx.service"[..]));
         assert_eq!(p.blkio, Some(&b"/system.slice"[..]));
         assert_eq!(p.unified, Some(&b"/a:b"[..]));
