@@ -71,6 +71,11 @@ pub fn shown_rows(v: &CgroupView, top: usize) -> Vec<&CgroupRow> {
 }
 
 pub fn text(out: &mut String, v: &CgroupView, top: usize) {
+    if v.hierarchy.is_none() {
+        let why = v.notes.iter().map(|n| format::escape(n)).collect::<Vec<_>>().join("; ");
+        let _ = writeln!(out, "\ncgroups: n/a ({why})");
+        return;
+    }
     let _ = writeln!(out, "\ncgroups ({})", hierarchy_text(v));
     let _ = writeln!(
         out,
