@@ -96,6 +96,8 @@ pub enum ProbeKind {
     All,
     /// Queue-depth sweep: random reads at QD 1, 2, 4, … 64 (io_uring)
     Depth,
+    /// Write + fdatasync latency in a DIRECTORY (writes only its own temporary file there)
+    Sync,
 }
 
 #[derive(Debug, Args)]
@@ -103,7 +105,7 @@ pub struct ProbeArgs {
     /// Which test to run
     #[arg(value_enum)]
     pub kind: ProbeKind,
-    /// Block device, partition or regular file
+    /// Block device, partition or regular file (for `sync`: a directory)
     pub target: PathBuf,
     /// Short run (default)
     #[arg(long, conflicts_with = "thorough")]

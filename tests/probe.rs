@@ -806,3 +806,135 @@ fn drop_caches_is_refused_without_root() {
     );
     assert!(err.contains("--drop-caches needs root"), "{err}");
 }
+
+#[test]
+fn sync_probe_creates_writes_and_removes_only_its_own_file() {
+    if !have("strace") {
+        eprintln!("skipped: strace is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let target = dir.path().join("db");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("keep.txt"), "not the probe's").unwrap();
+    let state = dir.path().join("state");
+    let log = dir.path().join("strace.log");
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=open,openat,creat,write,pwrite64,pwritev,pwritev2,unlink,unlinkat,rename,renameat,renameat2,link,linkat,truncate,ftruncate,fdatasync,fsync",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "sync"])
+        .arg(&target)
+        .args(["--duration", "0.2", "--json"])
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    if !out.status.success() && log.contains("PTRACE") {
+        eprintln!("skipped: strace cannot trace here");
+        return;
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let own_method = v["sync_write"]["file"].as_str().unwrap().to_string();
+    let tdir = format!("\"{}\"", target.display());
+    let state_file = format!("\"{}/iolens/probes.jsonl\"", state.display());
+    // fds of the probe's own files; the directory's fd.
+    let (mut own, mut dirfd) = (std::collections::HashSet::new(), None);
+    let (mut created, mut synced, mut written) = (0, 0, 0);
+    for call in strace_calls(&log) {
+        let name = call.split('(').next().unwrap_or("");
+        let args = call.split_once('(').map_or("", |x| x.1);
+        let ret = call
+            .rsplit_once(" = ")
+            .map(|x| x.1.split(' ').next().unwrap_or("").to_string())
+            .unwrap_or_default();
+        let first = args.split([',', ')']).next().unwrap_or("").to_string();
+        let writes = ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_TMPFILE", "O_APPEND"];
+        match name {
+            "open" | "openat" => {
+                let is_write = writes.iter().any(|w| args.contains(w));
+                if args.starts_with(&format!("{tdir},")) {
+                    dirfd = Some(ret.clone());
+                    assert!(!is_write, "the directory itself opened for writing: {call}");
+                } else if is_write {
+                    let ours = dirfd.as_deref().is_some_and(|d| first == d)
+                        && (args.contains("O_TMPFILE") || args.contains("O_CREAT|O_EXCL") || args.contains("O_EXCL"));
+                    let results = args.contains(&state_file);
+                    assert!(ours || results, "opened for writing: {call}");
+                    if ours {
+                        assert!(
+                            args.contains("O_TMPFILE") || args.contains("O_EXCL"),
+                            "never an existing file: {call}"
+                        );
+                        own.insert(ret.clone());
+                        created += 1;
+                    }
+                }
+            }
+            "pwrite64" | "pwritev" | "pwritev2" => {
+                assert!(own.contains(&first), "write to something else: {call}");
+                written += 1;
+            }
+            "fdatasync" | "fsync" => {
+                assert!(own.contains(&first), "sync of something else: {call}");
+                synced += 1;
+            }
+            "unlink" | "unlinkat" => {
+                assert!(args.contains(".iolens-sync-"), "removed something else: {call}");
+            }
+            "creat" | "rename" | "renameat" | "renameat2" | "link" | "linkat" | "truncate" | "ftruncate" => {
+                panic!("unexpected {call}")
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(created, 3, "one own file per size:\n{log}");
+    assert!(written >= 3 && synced == written, "{written} writes, {synced} syncs");
+    // Nothing left behind, the user's file untouched.
+    let left: Vec<_> = std::fs::read_dir(&target)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["keep.txt"], "{own_method}");
+    assert_eq!(
+        std::fs::read_to_string(target.join("keep.txt")).unwrap(),
+        "not the probe's"
+    );
+    assert_eq!(v["method"]["tests"], "sync_write");
+    let sizes: Vec<u64> = v["sync_write"]["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [4096, 16384, 2300]);
+    // Refused: an existing file and a block device.
+    for bad in [target.join("keep.txt"), PathBuf::from("/dev/loop0")] {
+        if !bad.exists() {
+            continue;
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+            .args(["probe", "sync"])
+            .arg(&bad)
+            .env("XDG_STATE_HOME", &state)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", bad.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("not a directory") || err.contains("is a block device"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(target.join("keep.txt")).unwrap(),
+        "not the probe's"
+    );
+}

@@ -38,6 +38,7 @@ pub fn config(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ProbeConfig> {
         ProbeKind::Sweep => Tests::Sweep,
         ProbeKind::All => Tests::Both,
         ProbeKind::Depth => Tests::QueueDepth,
+        ProbeKind::Sync => Tests::SyncWrite,
     };
     let depth = if args.thorough { Depth::Thorough } else { Depth::Quick };
     let mut cfg = ProbeConfig::new(&args.target, tests, depth);
@@ -122,6 +123,12 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
                 let what = match p.phase {
                     Phase::Random => format!("random read: {} reads, p50 {} ms", p.reads, format::opt_ms(p.p50_ms)),
                     Phase::Sweep => format!("zone sweep: {} zones done", p.zones.len()),
+                    Phase::SyncWrite => format!(
+                        "sync writes of {} B: {} writes, fdatasync p50 {} ms",
+                        p.size_bytes,
+                        p.reads,
+                        format::opt_ms(p.p50_ms)
+                    ),
                     Phase::QueueDepth => format!(
                         "queue-depth sweep: QD{} {} reads, {} IOPS",
                         p.queue_depth.unwrap_or(1),
@@ -181,12 +188,16 @@ pub fn report(r: &ProbeResult) -> String {
     let kind = match m.target_kind {
         super::target::TargetKind::BlockDevice => "block device",
         super::target::TargetKind::RegularFile => "regular file",
+        super::target::TargetKind::Directory => "directory",
+    };
+    let size = match m.target_kind {
+        super::target::TargetKind::Directory => format!("{} written", format::decimal(m.size_bytes as f64)),
+        _ => format::decimal(m.size_bytes as f64),
     };
     let _ = writeln!(
         s,
-        "probe of {} ({kind}, {}){}",
+        "probe of {} ({kind}, {size}){}",
         m.target,
-        format::decimal(m.size_bytes as f64),
         if r.status == Status::Cancelled {
             " — CANCELLED, partial results"
         } else {
@@ -224,7 +235,8 @@ pub fn report(r: &ProbeResult) -> String {
         s,
         "method: {}, alignment {} ({}), queue depth {}{}",
         m.cache_note,
-        format::binary(m.align_bytes as f64),
+        m.align_bytes
+            .map_or_else(|| format::NA.into(), |a| format::binary(a as f64)),
         m.align_source,
         m.queue_depth,
         if m.impact_limited {

@@ -126,7 +126,7 @@ pub fn result(status: Status) -> ProbeResult {
             cache: CacheMode::Direct,
             cache_note: CacheMode::Direct.describe().into(),
             global_cache_dropped: false,
-            align_bytes: 512,
+            align_bytes: Some(512),
             align_source: "statx STATX_DIOALIGN".into(),
             allocated_bytes: None,
             backing: super::layout::Backing::Device,
@@ -138,6 +138,7 @@ pub fn result(status: Status) -> ProbeResult {
         random: Some(random),
         sweep,
         queue_depth_sweep: None,
+        sync_write: None,
         verdict,
         notes: vec![],
     }
@@ -240,5 +241,61 @@ pub fn qd_result(status: Status) -> ProbeResult {
         },
         disk_check: None,
     });
+    r
+}
+
+/// A sync-write probe on a disk whose flushes take 2–4 ms, with a 16 KiB
+/// tail over the 10 ms target.
+pub fn sync_result() -> ProbeResult {
+    use super::sync::{self, FileMethod, SyncResult, SyncSize};
+    let sizes = sync::SIZES
+        .iter()
+        .map(|&bytes| {
+            let (mut w, mut f) = (Histogram::new(), Histogram::new());
+            for i in 0..1000u64 {
+                w.record(20_000 + bytes * 2 + i * 10);
+                let tail = if bytes == 16384 && i % 50 == 0 { 12_000_000 } else { 0 };
+                f.record(2_000_000 + (i * 7919 % 2000) * 1000 + tail);
+            }
+            let fdatasync = LatencySummary::of(&f);
+            SyncSize {
+                bytes,
+                writes: 1000,
+                duration_s: 3.2,
+                write: LatencySummary::of(&w),
+                meets_target: fdatasync.p99_ms.map(|p| p <= sync::TARGET_MS),
+                fdatasync,
+                stopped: Stop::Done,
+                write_histogram: w.buckets(),
+                fdatasync_histogram: f.buckets(),
+            }
+        })
+        .collect();
+    let s = SyncResult {
+        dir: "/var/lib/etcd".into(),
+        file: FileMethod::Tmpfile,
+        sizes,
+        target_ms: sync::TARGET_MS,
+        max_writes_per_size: 1000,
+        time_cap_per_size_s: 15.0,
+        max_file_bytes: sync::MAX_FILE,
+        bytes_written: 22_696_000,
+        disk: Some("sda".into()),
+        write_cache: Some("write back".into()),
+        fua: Some(false),
+    };
+    let mut r = result(Status::Completed);
+    let hints = r.device.clone();
+    r.method.target = s.dir.clone();
+    r.method.target_kind = TargetKind::Directory;
+    r.method.tests = Tests::SyncWrite;
+    r.method.size_bytes = s.bytes_written;
+    r.method.cache = CacheMode::SyncWrites;
+    r.method.cache_note = CacheMode::SyncWrites.describe().into();
+    r.method.align_bytes = None;
+    r.random = None;
+    r.sweep = None;
+    r.verdict = sync::judge(&s, &r.method.backing, hints.as_ref());
+    r.sync_write = Some(s);
     r
 }

@@ -44,6 +44,7 @@ pub mod random;
 pub mod stats;
 pub mod store;
 pub mod sweep;
+pub mod sync;
 pub mod target;
 pub mod verdict;
 pub mod view;
@@ -74,6 +75,8 @@ pub enum Tests {
     Both,
     /// Queue-depth sweep (random reads at QD 1, 2, 4, … 64).
     QueueDepth,
+    /// Write + fdatasync latency in a directory (the one probe that writes).
+    SyncWrite,
 }
 
 impl Tests {
@@ -89,6 +92,7 @@ impl Tests {
             Tests::Sweep => "zone sweep",
             Tests::Both => "random read + zone sweep",
             Tests::QueueDepth => "queue-depth sweep",
+            Tests::SyncWrite => "sync-write latency",
         }
     }
 }
@@ -182,6 +186,7 @@ pub enum Phase {
     Random,
     Sweep,
     QueueDepth,
+    SyncWrite,
 }
 
 /// Live progress of a running probe (sent at most every 100 ms per phase).
@@ -229,7 +234,8 @@ pub struct Method {
     pub cache: CacheMode,
     pub cache_note: String,
     pub global_cache_dropped: bool,
-    pub align_bytes: u64,
+    /// `None` where it does not apply (the sync probe's buffered writes).
+    pub align_bytes: Option<u64>,
     pub align_source: String,
     /// Regular files: allocated bytes on disk.
     pub allocated_bytes: Option<u64>,
@@ -261,6 +267,7 @@ pub struct ProbeResult {
     pub random: Option<RandomResult>,
     pub sweep: Option<SweepResult>,
     pub queue_depth_sweep: Option<QdResult>,
+    pub sync_write: Option<sync::SyncResult>,
     pub verdict: Verdict,
     /// Notes that change how far the numbers can be trusted: other I/O on
     /// the device, fallbacks, the idle class.
@@ -302,6 +309,8 @@ fn time_cap(cfg: &ProbeConfig, phase: Phase) -> Duration {
         (Phase::Sweep, Depth::Thorough) => Duration::from_secs(120),
         (Phase::QueueDepth, Depth::Quick) => Duration::from_secs(60),
         (Phase::QueueDepth, Depth::Thorough) => Duration::from_secs(180),
+        (Phase::SyncWrite, Depth::Quick) => Duration::from_secs(15),
+        (Phase::SyncWrite, Depth::Thorough) => Duration::from_secs(90),
     })
 }
 
@@ -399,6 +408,9 @@ pub fn run(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    if cfg.tests == Tests::SyncWrite {
+        return sync::probe(cfg, started_unix, cancel, on_progress);
+    }
     let t = target::open(&cfg.target, &cfg.root)?;
     let bs = block_size(cfg, &t)?;
     let mut notes = Vec::new();
@@ -555,7 +567,7 @@ pub fn run(
             cache: t.cache,
             cache_note: t.cache.describe().to_string(),
             global_cache_dropped: cfg.drop_caches,
-            align_bytes: t.align,
+            align_bytes: Some(t.align),
             align_source: t.align_source.clone(),
             allocated_bytes: t.allocated_bytes,
             backing,
@@ -567,6 +579,7 @@ pub fn run(
         random,
         sweep: sweep_res,
         queue_depth_sweep: qd_res,
+        sync_write: None,
         verdict,
         notes,
     })

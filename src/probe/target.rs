@@ -28,6 +28,8 @@ use crate::format;
 pub enum TargetKind {
     BlockDevice,
     RegularFile,
+    /// The sync probe's directory (it writes its own file there).
+    Directory,
 }
 
 /// How the page cache is kept out of the measurement.
@@ -39,6 +41,8 @@ pub enum CacheMode {
     /// `O_DIRECT` refused: buffered reads, `posix_fadvise` RANDOM and
     /// DONTNEED on each range before reading it.
     BufferedFadvise,
+    /// The sync probe: buffered writes, each followed by `fdatasync`.
+    SyncWrites,
 }
 
 impl CacheMode {
@@ -48,6 +52,7 @@ impl CacheMode {
             CacheMode::BufferedFadvise => {
                 "buffered: O_DIRECT refused by the filesystem; posix_fadvise RANDOM + DONTNEED on each range"
             }
+            CacheMode::SyncWrites => "buffered writes, each followed by fdatasync",
         }
     }
 }
@@ -152,7 +157,7 @@ pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
         "{shown} changed while it was being opened: not probed"
     );
     let size = match kind {
-        TargetKind::RegularFile => meta.len(),
+        TargetKind::RegularFile | TargetKind::Directory => meta.len(),
         TargetKind::BlockDevice => {
             device_size(&file).map_err(|e| anyhow::anyhow!("cannot read the size of {shown}: {e}"))?
         }
@@ -161,7 +166,7 @@ pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
 
     let (maj, min) = match kind {
         TargetKind::BlockDevice => split_dev(meta.rdev()),
-        TargetKind::RegularFile => split_dev(meta.dev()),
+        TargetKind::RegularFile | TargetKind::Directory => split_dev(meta.dev()),
     };
     let device = device_hints(root, maj, min);
 
@@ -171,7 +176,7 @@ pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
         _ => {
             let lbs = match kind {
                 TargetKind::BlockDevice => ioctl_u32(&file, libc::BLKSSZGET).map(u64::from),
-                TargetKind::RegularFile => None,
+                TargetKind::RegularFile | TargetKind::Directory => None,
             };
             match lbs.or(device.as_ref().and_then(|d| d.logical_block_size)) {
                 Some(l) if l.is_power_of_two() => (l, 512, "logical block size".to_string()),

@@ -37,6 +37,10 @@ pub enum Class {
     NoDevice,
     /// btrfs, overlayfs, ZFS: a device is there, but which one is unknown.
     Unmappable,
+    /// Sync probe: fdatasync p99 within the 10 ms target at every size.
+    SyncFast,
+    /// Sync probe: fdatasync p99 over the target at some size.
+    SyncSlow,
 }
 
 impl Class {
@@ -49,6 +53,8 @@ impl Class {
             Class::Inconclusive => "inconclusive",
             Class::NoDevice => "no device under this target",
             Class::Unmappable => "device cannot be mapped",
+            Class::SyncFast => "fdatasync fast enough (p99 ≤ 10 ms)",
+            Class::SyncSlow => "fdatasync too slow for etcd and databases (p99 > 10 ms)",
         }
     }
 }

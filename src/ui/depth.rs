@@ -1,5 +1,6 @@
-//! The queue-depth sweep in the results pane: its summary lines, the
-//! per-depth table and a bar chart of IOPS against queue depth.
+//! The capacity probes in the results pane: the queue-depth sweep (summary
+//! lines, per-depth table, bar chart of IOPS against queue depth) and the
+//! sync-write probe (summary lines, per-size table).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,6 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Bar, BarChart, BarGroup};
 
 use crate::format;
+use crate::probe::sync::SyncResult;
 use crate::probe::view::lat;
 use crate::probe::{QdPoint, QdResult};
 
@@ -96,4 +98,56 @@ pub fn chart(frame: &mut Frame, area: Rect, points: &[QdPoint]) {
         .bar_style(Style::default().fg(Color::Green))
         .value_style(Style::default().fg(Color::Black).bg(Color::Green));
     frame.render_widget(chart, area);
+}
+
+/// Sync probe: where it wrote, the device's write cache and FUA.
+pub fn sync_summary(s: &SyncResult) -> Vec<Line<'static>> {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    vec![
+        Line::styled(
+            format!(
+                "write + fdatasync: {} sizes, {}",
+                s.sizes.len(),
+                format::decimal(s.bytes_written as f64)
+            ),
+            bold,
+        ),
+        Line::raw(format!("target: fdatasync p99 ≤ {} ms", format::ms(s.target_ms))),
+        Line::raw(format!(
+            "{}: write_cache {}, FUA {}",
+            s.disk.as_deref().unwrap_or("no disk"),
+            s.write_cache.as_deref().unwrap_or(format::NA),
+            s.fua.map_or(format::NA, |f| if f { "yes" } else { "no" })
+        )),
+    ]
+}
+
+/// One row per write size: fdatasync p50/p99/p99.9 and the write p50.
+pub fn sync_table(s: &SyncResult) -> Vec<Line<'static>> {
+    let mut v = vec![Line::styled(
+        format!(
+            "{:>6} {:>6} {:>8} {:>8} {:>8} {:>8}",
+            "size", "writes", "sync p50", "p99", "p99.9", "write"
+        ),
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    for z in &s.sizes {
+        let miss = z.meets_target == Some(false);
+        let line = format!(
+            "{:>6} {:>6} {:>8} {:>8} {:>8} {:>8}{}",
+            z.bytes,
+            z.writes,
+            lat(z.fdatasync.p50_ms),
+            lat(z.fdatasync.p99_ms),
+            lat(z.fdatasync.p99_9_ms),
+            lat(z.write.p50_ms),
+            if miss { " over" } else { "" }
+        );
+        v.push(if miss {
+            Line::styled(line, Style::default().fg(Color::Red))
+        } else {
+            Line::raw(line)
+        });
+    }
+    v
 }

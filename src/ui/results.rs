@@ -100,6 +100,7 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress) {
         Phase::Random => "random read",
         Phase::Sweep => "zone sweep",
         Phase::QueueDepth => "queue-depth sweep",
+        Phase::SyncWrite => "sync-write latency",
     };
     frame.render_widget(
         Gauge::default()
@@ -117,6 +118,13 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress) {
             p.iops.map_or_else(|| format::NA.into(), |v| format!("{v:.0}"))
         ),
         Phase::Sweep => format!("{:.1} s  {} zones done   (Esc cancels)", p.elapsed_s, p.zones.len()),
+        Phase::SyncWrite => format!(
+            "{:.1} s  {} B writes: {}  fdatasync p50 {}   (Esc cancels)",
+            p.elapsed_s,
+            p.size_bytes,
+            p.reads,
+            lat(p.p50_ms)
+        ),
         Phase::QueueDepth => format!(
             "{:.1} s  QD{}: {} reads  p50 {}  IOPS {}   (Esc cancels)",
             p.elapsed_s,
@@ -142,7 +150,7 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
     let hist_rows = match (&r.random, qd) {
         (Some(rr), _) => coarse_histogram(&rr.histogram).len() as u16,
         (None, Some(q)) => q.points.len() as u16,
-        (None, None) => 0,
+        (None, None) => r.sync_write.as_ref().map_or(0, |s| s.sizes.len() as u16 + 1),
     };
     let top_h = numbers(r).len().max(hist_rows as usize + 1) as u16;
     let head_line = banner.unwrap_or_else(|| {
@@ -204,6 +212,8 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
         frame.render_widget(Paragraph::new(lines), right);
     } else if let Some(q) = qd {
         frame.render_widget(Paragraph::new(crate::ui::depth::table(&q.points)), right);
+    } else if let Some(s) = &r.sync_write {
+        frame.render_widget(Paragraph::new(crate::ui::depth::sync_table(s)), right);
     }
     if let Some(sw) = r.sweep.as_ref().filter(|_| chart_h > 0) {
         sweep_chart(frame, chart, &sw.zones, Some(r.method.size_bytes));
@@ -311,13 +321,18 @@ fn numbers(r: &ProbeResult) -> Vec<Line<'static>> {
     if let Some(q) = &r.queue_depth_sweep {
         v.extend(crate::ui::depth::summary(q, stop(q.stopped)));
     }
+    if let Some(s) = &r.sync_write {
+        v.extend(crate::ui::depth::sync_summary(s));
+    }
     let cache = match m.cache {
         crate::probe::CacheMode::Direct => "O_DIRECT",
         crate::probe::CacheMode::BufferedFadvise => "buffered+fadvise",
+        crate::probe::CacheMode::SyncWrites => "write+fdatasync",
     };
     v.push(Line::raw(format!(
         "method: {cache}, align {}{}",
-        format::binary(m.align_bytes as f64),
+        m.align_bytes
+            .map_or_else(|| format::NA.into(), |a| format::binary(a as f64)),
         if m.impact_limited { ", impact-limited" } else { "" }
     )));
     v
@@ -484,6 +499,20 @@ mod tests {
         v.cancel_requested();
         v.apply(ProbeMsg::Finished(Box::new(qd_result(Status::Cancelled))));
         insta::assert_snapshot!("cancelled_qd", draw(&v));
+    }
+
+    #[test]
+    fn sync_write_probe() {
+        let mut v = ProbeView::default();
+        v.start("/var/lib/etcd".into(), "sync-write latency, quick".into());
+        v.apply(ProbeMsg::Finished(Box::new(crate::probe::example::sync_result())));
+        let s = draw(&v);
+        assert!(
+            s.contains("verdict: fdatasync too slow for etcd and databases (p99 > 10 ms)"),
+            "{s}"
+        );
+        assert!(s.contains("sda: write_cache write back, FUA no"), "{s}");
+        insta::assert_snapshot!("finished_sync", s);
     }
 
     #[test]
