@@ -59,8 +59,9 @@ impl ThreadDelays {
                 _ if p.state == 'D' => 0,
                 (Some((old, idle)), Some(s)) if *old == s => idle.saturating_add(1),
                 (Some(_), Some(_)) => 0,
-                // First sight: read once, so the next interval has a start.
-                (None, _) => 0,
+                // First sight: read once (a start for the next interval),
+                // then no more unless it moves.
+                (None, _) => THREADS_KEEP_SAMPLES - 1,
                 (Some((_, idle)), None) => idle.saturating_add(1),
             };
             next.insert(p.key, (sum.unwrap_or(0), idle.min(THREADS_KEEP_SAMPLES)));
