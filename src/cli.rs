@@ -52,6 +52,10 @@ pub struct Cli {
     #[arg(long, env = "IOLENS_NAME", value_delimiter = ',')]
     pub name: Vec<String>,
 
+    /// Remove tracefs instances left by an iolens that was killed (owner no longer running), then exit
+    #[arg(long)]
+    pub cleanup: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }

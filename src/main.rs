@@ -9,6 +9,9 @@ use iolens::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.cleanup {
+        return iolens::collect::trace::instance::cleanup_command();
+    }
     let result = match &cli.command {
         Some(Command::BenchSample(args)) => iolens::batch::bench_sample(&cli, args),
         Some(Command::Probe(args)) => iolens::probe::cmd::run(&cli, args),

@@ -16,6 +16,7 @@ pub mod process;
 pub mod sample;
 pub mod sysblock;
 pub mod system;
+pub mod trace;
 
 use std::ffi::CString;
 use std::fs::File;

@@ -1,0 +1,314 @@
+//! The private tracefs instance iolens traces in: created at start, removed
+//! on every exit path (Drop), and found again after a `kill -9`.
+//!
+//! Setup: tracefs is mounted at `/sys/kernel/tracing` when it is not mounted
+//! anywhere (and unmounted again when iolens mounted it);
+//! `instances/iolens-<pid>` is created with a small buffer
+//! ([`buffer_kb`]), `trace_clock` = `mono` (so CPUs merge and stamps line
+//! up with CLOCK_MONOTONIC samples), `options/record-tgid` on, and only the
+//! block events of [`super::block::EVENTS`] enabled.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::block::EVENTS;
+
+/// Where iolens mounts tracefs when it is mounted nowhere.
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+/// Instance names: this prefix and the owner's pid.
+pub const PREFIX: &str = "iolens-";
+
+/// Ring buffer per CPU in KiB: 2 MiB, at most 32 MiB over all CPUs and at
+/// least 256 KiB per CPU. Read every 50 ms, 2 MiB holds about 9,000
+/// requests per CPU (three events of ~76 bytes each) between two reads.
+pub fn buffer_kb(cpus: usize) -> u64 {
+    (32 * 1024 / cpus.max(1) as u64).clamp(256, 2048)
+}
+
+/// Why tracing is not available, said plainly.
+pub type Unavailable = String;
+
+fn write_file(path: &Path, value: &str) -> Result<(), String> {
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(value.as_bytes()))
+        .map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
+}
+
+/// The mount point of tracefs from `/proc/self/mounts` (or debugfs's
+/// `tracing` directory), if mounted.
+pub fn find_tracefs() -> Option<PathBuf> {
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    let mut debugfs = None;
+    for line in mounts.lines() {
+        let mut it = line.split_whitespace();
+        let (_, Some(dir), Some(fstype)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        if fstype == "tracefs" {
+            return Some(PathBuf::from(dir.replace("\\040", " ")));
+        }
+        if fstype == "debugfs" {
+            debugfs = Some(PathBuf::from(dir).join("tracing"));
+        }
+    }
+    debugfs.filter(|d| d.join("instances").is_dir())
+}
+
+fn tracefs_supported() -> bool {
+    fs::read_to_string("/proc/filesystems").is_ok_and(|s| s.lines().any(|l| l.trim_end().ends_with("tracefs")))
+}
+
+/// A tracefs mount, unmounted on drop when iolens made it.
+#[derive(Debug)]
+pub struct Mount {
+    pub dir: PathBuf,
+    mounted_here: bool,
+}
+
+impl Mount {
+    /// Find tracefs, mounting it at [`TRACEFS`] when needed.
+    pub fn get() -> Result<Mount, Unavailable> {
+        if let Some(dir) = find_tracefs() {
+            return Ok(Mount {
+                dir,
+                mounted_here: false,
+            });
+        }
+        if !tracefs_supported() {
+            return Err("this kernel has no tracefs (CONFIG_TRACING off)".into());
+        }
+        rustix::mount::mount("nodev", TRACEFS, "tracefs", rustix::mount::MountFlags::empty(), None).map_err(|e| {
+            let lockdown = fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
+            if lockdown.contains("[confidentiality]") {
+                format!("mounting tracefs at {TRACEFS}: {e} (kernel lockdown: confidentiality)")
+            } else {
+                format!("mounting tracefs at {TRACEFS}: {e}")
+            }
+        })?;
+        Ok(Mount {
+            dir: PathBuf::from(TRACEFS),
+            mounted_here: true,
+        })
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            // Busy when someone else started using it meanwhile: leave it.
+            let _ = rustix::mount::unmount(&self.dir, rustix::mount::UnmountFlags::empty());
+        }
+    }
+}
+
+/// Instances named `iolens-<pid>` under `tracefs`, with their pid.
+pub fn list(tracefs: &Path) -> Vec<(PathBuf, i32)> {
+    let Ok(rd) = fs::read_dir(tracefs.join("instances")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let pid = name.strip_prefix(PREFIX)?.parse::<i32>().ok()?;
+            Some((e.path(), pid))
+        })
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Remove the instances whose owner is no longer running. Returns what was
+/// removed and what could not be.
+pub fn remove_stale(tracefs: &Path) -> Vec<Result<PathBuf, String>> {
+    list(tracefs)
+        .into_iter()
+        .filter(|(_, pid)| !alive(*pid))
+        .map(|(dir, _)| {
+            fs::remove_dir(&dir)
+                .map(|_| dir.clone())
+                .map_err(|e| format!("removing {}: {e}", dir.display()))
+        })
+        .collect()
+}
+
+/// `iolens --cleanup`: remove the instances of iolens processes that are
+/// gone, say what was done; exit status 1 when one could not be removed.
+pub fn cleanup_command() -> std::process::ExitCode {
+    let Some(dir) = find_tracefs() else {
+        println!("tracefs is not mounted: nothing to clean up");
+        return std::process::ExitCode::SUCCESS;
+    };
+    let mut failed = false;
+    for (path, pid) in list(&dir) {
+        if alive(pid) {
+            println!("{} kept: iolens pid {pid} is running", path.display());
+        }
+    }
+    let results = remove_stale(&dir);
+    for r in &results {
+        match r {
+            Ok(p) => println!("removed {}", p.display()),
+            Err(e) => {
+                failed = true;
+                eprintln!("iolens: {e}");
+            }
+        }
+    }
+    if results.is_empty() {
+        println!("no stale iolens tracefs instance");
+    }
+    if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
+
+/// iolens's own instance; removed on drop (after the mount's drop order:
+/// declare it before the [`Mount`]).
+#[derive(Debug)]
+pub struct Instance {
+    pub dir: PathBuf,
+    /// Tracepoint names enabled.
+    pub enabled: Vec<String>,
+    pub buffer_kb: u64,
+}
+
+impl Instance {
+    /// Create and configure `instances/iolens-<pid>` and enable the block
+    /// events this kernel has. Tracing runs from the moment this returns.
+    pub fn create(tracefs: &Path, cpus: usize) -> Result<Instance, Unavailable> {
+        let dir = tracefs
+            .join("instances")
+            .join(format!("{PREFIX}{}", std::process::id()));
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            // Our own leftover (pid reuse after a kill -9): start over.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                fs::remove_dir(&dir).map_err(|e| format!("removing old {}: {e}", dir.display()))?;
+                fs::create_dir(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            }
+            Err(e) => return Err(format!("creating {}: {e}", dir.display())),
+        }
+        let mut inst = Instance {
+            dir,
+            enabled: Vec::new(),
+            buffer_kb: buffer_kb(cpus),
+        };
+        // On error, `inst` is dropped here and the directory removed.
+        inst.configure()?;
+        Ok(inst)
+    }
+
+    fn configure(&mut self) -> Result<(), String> {
+        let d = &self.dir;
+        write_file(&d.join("tracing_on"), "0")?;
+        write_file(&d.join("buffer_size_kb"), &self.buffer_kb.to_string())?;
+        write_file(&d.join("trace_clock"), "mono")?;
+        write_file(&d.join("options/record-tgid"), "1")?;
+        for &(name, fallback, _) in EVENTS {
+            for n in std::iter::once(name).chain(fallback) {
+                let enable = d.join("events/block").join(n).join("enable");
+                if enable.exists() {
+                    write_file(&enable, "1")?;
+                    self.enabled.push(n.to_string());
+                    break;
+                }
+            }
+        }
+        write_file(&d.join("tracing_on"), "1")
+    }
+
+    pub fn events_dir(&self) -> PathBuf {
+        self.dir.join("events")
+    }
+
+    /// `per_cpu/cpuN/<file>` of this instance.
+    pub fn cpu_file(&self, cpu: usize, file: &str) -> PathBuf {
+        self.dir.join("per_cpu").join(format!("cpu{cpu}")).join(file)
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = write_file(&self.dir.join("tracing_on"), "0");
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// A CPU's `stats` file: the counts that say events were lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuStats {
+    /// Events overwritten before they were read.
+    pub overrun: u64,
+    /// Events dropped because the buffer was full.
+    pub dropped: u64,
+}
+
+impl CpuStats {
+    pub fn parse(text: &str) -> CpuStats {
+        let mut s = CpuStats::default();
+        for line in text.lines() {
+            let Some((k, v)) = line.split_once(':') else { continue };
+            let v = v.trim().parse::<u64>().unwrap_or(0);
+            match k.trim() {
+                "overrun" => s.overrun = v,
+                "dropped events" => s.dropped = v,
+                _ => {}
+            }
+        }
+        s
+    }
+
+    pub fn lost(&self) -> u64 {
+        self.overrun + self.dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_file() {
+        let t = "entries: 0\noverrun: 12\ncommit overrun: 0\nbytes: 0\noldest event ts:     0.000000\nnow ts:   603.491622\ndropped events: 3\nread events: 0\n";
+        assert_eq!(
+            CpuStats::parse(t),
+            CpuStats {
+                overrun: 12,
+                dropped: 3
+            }
+        );
+        assert_eq!(CpuStats::parse(t).lost(), 15);
+    }
+
+    #[test]
+    fn buffer_sizes() {
+        assert_eq!(buffer_kb(2), 2048);
+        assert_eq!(buffer_kb(64), 512);
+        assert_eq!(buffer_kb(1024), 256);
+    }
+
+    #[test]
+    fn stale_instances_listed_by_pid() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join("instances/iolens-999999999")).unwrap();
+        fs::create_dir_all(d.path().join("instances/other")).unwrap();
+        fs::create_dir_all(d.path().join(format!("instances/iolens-{}", std::process::id()))).unwrap();
+        assert_eq!(list(d.path()).len(), 2);
+        let removed = remove_stale(d.path());
+        assert_eq!(removed.len(), 1);
+        assert!(removed[0].as_ref().unwrap().ends_with("iolens-999999999"));
+        assert!(d.path().join("instances/other").exists());
+        assert!(
+            d.path()
+                .join(format!("instances/iolens-{}", std::process::id()))
+                .exists()
+        );
+    }
+}

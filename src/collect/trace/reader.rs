@@ -1,0 +1,331 @@
+//! The live tracer: owns the tracefs instance, reads every CPU's
+//! `trace_pipe_raw` without blocking, decodes and merges the events, and
+//! counts what was lost. Runs on its own thread ([`spawn`]) so the buffer is
+//! drained every [`POLL`] whatever the sample interval.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read};
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::block::{BlockEvent, Kind};
+use super::instance::{CpuStats, Instance, Mount, remove_stale};
+use super::merge::Merger;
+use super::{DecodeStats, Decoder, read_small};
+use crate::collect::monotonic_ns;
+
+/// How often the buffers are read.
+pub const POLL: Duration = Duration::from_millis(50);
+/// The per-CPU `stats` files are read every this many polls.
+const STATS_EVERY: u32 = 10;
+/// Tasks resolved to (tgid, kernel thread) are forgotten after this many
+/// entries (a pid may be reused; the cache stays bounded).
+const TASK_CACHE: usize = 8192;
+
+/// Counts since tracing started, for the lost/unmatched report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub decode: DecodeStats,
+    /// Events the kernel lost (per-CPU `stats`: overrun + dropped).
+    pub lost: u64,
+    /// Reads of `trace_pipe_raw` that failed (not counting "empty").
+    pub read_errors: u64,
+}
+
+struct CpuPipe {
+    cpu: usize,
+    file: File,
+    base: CpuStats,
+}
+
+/// A running tracer. Dropping it closes the pipes, removes the instance and
+/// unmounts tracefs if iolens mounted it.
+pub struct Tracer {
+    // Field order is drop order: pipes closed before the instance is
+    // removed, the instance removed before tracefs is unmounted.
+    pipes: Vec<CpuPipe>,
+    pub decoder: Decoder,
+    merger: Merger,
+    buf: Vec<u8>,
+    batch: Vec<BlockEvent>,
+    tasks: HashMap<i32, (i32, bool)>,
+    polls: u32,
+    pub counters: Counters,
+    pub instance: Instance,
+    pub mount: Mount,
+}
+
+fn cpus(dir: &std::path::Path) -> Vec<usize> {
+    let mut v: Vec<usize> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+impl Tracer {
+    /// Start tracing, or say why it cannot be done.
+    pub fn start() -> Result<Tracer, String> {
+        if !is_root() {
+            return Err("block tracing needs root".into());
+        }
+        let mount = Mount::get()?;
+        for r in remove_stale(&mount.dir) {
+            if let Err(e) = r {
+                return Err(format!("a stale iolens instance could not be removed: {e}"));
+            }
+        }
+        let ncpu = cpus(&mount.dir.join("per_cpu")).len();
+        let instance = Instance::create(&mount.dir, ncpu)?;
+        let decoder = Decoder::load(&instance.events_dir())?;
+        let mut pipes = Vec::new();
+        for cpu in cpus(&instance.dir.join("per_cpu")) {
+            let path = instance.cpu_file(cpu, "trace_pipe_raw");
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .map_err(|e| format!("opening {}: {e}", path.display()))?;
+            pipes.push(CpuPipe {
+                cpu,
+                file,
+                base: CpuStats::default(),
+            });
+        }
+        let page = decoder.layout.page.page_size();
+        Ok(Tracer {
+            pipes,
+            decoder,
+            merger: Merger::default(),
+            buf: vec![0; page],
+            batch: Vec::new(),
+            tasks: HashMap::new(),
+            polls: 0,
+            counters: Counters::default(),
+            instance,
+            mount,
+        })
+    }
+
+    pub fn instance_dir(&self) -> PathBuf {
+        self.instance.dir.clone()
+    }
+
+    /// Pages one CPU may yield per poll: a full buffer and a little more,
+    /// so one busy CPU cannot keep the reader looping forever.
+    fn max_pages(&self) -> usize {
+        (self.instance.buffer_kb as usize * 1024 / self.buf.len().max(1)) + 4
+    }
+
+    /// Read what every CPU has, without waiting; events old enough to be in
+    /// order are appended to `out`, oldest first.
+    pub fn poll(&mut self, out: &mut Vec<BlockEvent>) {
+        let start = monotonic_ns();
+        let max = self.max_pages();
+        for p in &mut self.pipes {
+            for _ in 0..max {
+                match p.file.read(&mut self.buf) {
+                    Ok(0) => break,
+                    Ok(n) => self
+                        .decoder
+                        .decode_page(&self.buf[..n], &mut self.batch, &mut self.counters.decode),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        self.counters.read_errors += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        self.resolve_tasks();
+        self.merger.push(&mut self.batch, start, out);
+        self.polls += 1;
+        if self.polls.is_multiple_of(STATS_EVERY) {
+            self.read_stats();
+        }
+    }
+
+    /// Re-read the per-CPU `stats` files into `counters.lost`.
+    pub fn read_stats(&mut self) {
+        let mut lost = 0;
+        for p in &mut self.pipes {
+            let path = self.instance.cpu_file(p.cpu, "stats");
+            if let Ok(t) = read_small(&path) {
+                let s = CpuStats::parse(&t);
+                lost += s.lost().saturating_sub(p.base.lost());
+            }
+        }
+        self.counters.lost = lost;
+    }
+
+    /// Fill in the process (tgid) and kernel-thread flag of start events,
+    /// from `/proc/<pid>/status` at first sight of a task, or, for a task
+    /// already gone, from the tgids tracefs recorded (`record-tgid`).
+    fn resolve_tasks(&mut self) {
+        if self.tasks.len() > TASK_CACHE {
+            self.tasks.clear();
+        }
+        let mut saved: Option<HashMap<i32, i32>> = None;
+        for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
+            let info = match self.tasks.get(&e.pid) {
+                Some(&i) => i,
+                None => {
+                    let mut i = task_info(e.pid);
+                    if i.0 == 0 && e.pid > 0 {
+                        let map = saved.get_or_insert_with(|| {
+                            read_small(&self.mount.dir.join("saved_tgids"))
+                                .map(|t| parse_saved_tgids(&t))
+                                .unwrap_or_default()
+                        });
+                        i.0 = map.get(&e.pid).copied().unwrap_or(0);
+                    }
+                    self.tasks.insert(e.pid, i);
+                    i
+                }
+            };
+            (e.tgid, e.kernel) = info;
+        }
+    }
+}
+
+/// `saved_tgids`: one "pid tgid" pair a line.
+pub fn parse_saved_tgids(text: &str) -> HashMap<i32, i32> {
+    text.lines()
+        .filter_map(|l| {
+            let (a, b) = l.trim().split_once(' ')?;
+            Some((a.parse().ok()?, b.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// (tgid, kernel thread) of a task from `/proc/<pid>/status`; (0, false)
+/// when it is gone. pid 0 is the idle task (kernel).
+pub fn task_info(pid: i32) -> (i32, bool) {
+    if pid <= 0 {
+        return (0, true);
+    }
+    match read_small(std::path::Path::new(&format!("/proc/{pid}/status"))) {
+        Ok(t) => parse_status(&t),
+        Err(_) => (0, false),
+    }
+}
+
+/// `Tgid:` and `Kthread:` of a status file (kernels without `Kthread:`:
+/// a task whose parent is kthreadd, pid 2, or kthreadd itself).
+pub fn parse_status(text: &str) -> (i32, bool) {
+    let mut tgid = 0;
+    let mut kthread = None;
+    let mut ppid = -1;
+    let mut pid = -1;
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else { continue };
+        let v = v.trim();
+        match k {
+            "Tgid" => tgid = v.parse().unwrap_or(0),
+            "Pid" => pid = v.parse().unwrap_or(-1),
+            "PPid" => ppid = v.parse().unwrap_or(-1),
+            "Kthread" => kthread = Some(v == "1"),
+            _ => {}
+        }
+    }
+    (tgid, kthread.unwrap_or(ppid == 2 || pid == 2))
+}
+
+/// What the tracer thread hands over after each poll.
+pub trait Sink: Send + 'static {
+    fn events(&mut self, events: &[BlockEvent], counters: &Counters);
+}
+
+impl<F: FnMut(&[BlockEvent], &Counters) + Send + 'static> Sink for F {
+    fn events(&mut self, events: &[BlockEvent], counters: &Counters) {
+        self(events, counters)
+    }
+}
+
+/// A tracer running on its own thread. Dropping the handle stops the thread
+/// and waits for it, which removes the instance.
+pub struct Handle {
+    stop: Arc<AtomicBool>,
+    join: Option<JoinHandle<()>>,
+    pub instance_dir: PathBuf,
+    pub events: Vec<String>,
+    pub buffer_kb: u64,
+}
+
+/// Start the tracer on its own thread, feeding `sink` every [`POLL`].
+pub fn spawn(mut tracer: Tracer, mut sink: impl Sink) -> io::Result<Handle> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let instance_dir = tracer.instance_dir();
+    let events = tracer.instance.enabled.clone();
+    let buffer_kb = tracer.instance.buffer_kb;
+    let flag = stop.clone();
+    let join = std::thread::Builder::new().name("iolens-trace".into()).spawn(move || {
+        let mut out = Vec::new();
+        while !flag.load(Ordering::Relaxed) {
+            tracer.poll(&mut out);
+            sink.events(&out, &tracer.counters);
+            out.clear();
+            std::thread::sleep(POLL);
+        }
+        tracer.read_stats();
+        tracer.poll(&mut out);
+        tracer.merger.flush(&mut out);
+        sink.events(&out, &tracer.counters);
+        // `tracer` dropped here: instance removed, tracefs unmounted.
+    })?;
+    Ok(Handle {
+        stop,
+        join: Some(join),
+        instance_dir,
+        events,
+        buffer_kb,
+    })
+}
+
+impl Handle {
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_files() {
+        let user = "Name:\tfio\nUmask:\t0022\nState:\tR\nTgid:\t4242\nNgid:\t0\nPid:\t4250\nPPid:\t1\nKthread:\t0\n";
+        assert_eq!(parse_status(user), (4242, false));
+        let kw = "Name:\tkworker/u8:3\nTgid:\t6503\nPid:\t6503\nPPid:\t2\nKthread:\t1\n";
+        assert_eq!(parse_status(kw), (6503, true));
+        let old = "Name:\tjbd2/vda1-8\nTgid:\t300\nPid:\t300\nPPid:\t2\n";
+        assert_eq!(parse_status(old), (300, true));
+        let saved = parse_saved_tgids("16992 16992\n16993 16990\nbad\n");
+        assert_eq!(saved.get(&16993), Some(&16990));
+        assert_eq!(saved.len(), 2);
+    }
+}

@@ -1,0 +1,162 @@
+//! The tracer against the live kernel (root, tracefs, a loop device with
+//! direct I/O): the requests `dd` makes are all seen with the right sectors,
+//! the private instance exists only while tracing, stale instances are
+//! removed at start and by `iolens --cleanup`; tracefs is unmounted again
+//! when the tracer mounted it. Skipped with a reason where
+//! any of that is unavailable.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use iolens::collect::trace::block::{BlockEvent, Kind};
+use iolens::collect::trace::instance::{PREFIX, find_tracefs};
+use iolens::collect::trace::reader::Tracer;
+
+struct Loop(String, PathBuf);
+
+impl Loop {
+    fn attach(mb: u64) -> Result<Loop, String> {
+        let img = std::env::temp_dir().join(format!("iolens-trace-live-{}.img", std::process::id()));
+        std::fs::File::create(&img)
+            .and_then(|f| f.set_len(mb << 20))
+            .map_err(|e| format!("creating {}: {e}", img.display()))?;
+        let out = Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&img)
+            .output()
+            .map_err(|e| format!("losetup: {e}"))?;
+        if !out.status.success() {
+            let _ = std::fs::remove_file(&img);
+            return Err(format!("losetup: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        Ok(Loop(String::from_utf8_lossy(&out.stdout).trim().to_string(), img))
+    }
+
+    /// (major, minor) from sysfs.
+    fn dev(&self) -> (u32, u32) {
+        let name = self.0.trim_start_matches("/dev/");
+        let t = std::fs::read_to_string(format!("/sys/block/{name}/dev")).unwrap_or_default();
+        let (a, b) = t.trim().split_once(':').unwrap_or(("0", "0"));
+        (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+        let _ = std::fs::remove_file(&self.1);
+    }
+}
+
+fn skip_reason() -> Option<String> {
+    if !rustix::process::geteuid().is_root() {
+        return Some("not root".into());
+    }
+    if !std::fs::read_to_string("/proc/filesystems").is_ok_and(|s| s.contains("tracefs")) {
+        return Some("no tracefs in this kernel".into());
+    }
+    None
+}
+
+fn wait_for(tracer: &mut Tracer, all: &mut Vec<BlockEvent>, mut done: impl FnMut(&[BlockEvent]) -> bool) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5) {
+        tracer.poll(all);
+        if done(all) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn tracer_sees_every_request_and_cleans_up() {
+    if let Some(r) = skip_reason() {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let lo = match Loop::attach(16) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let (major, minor) = lo.dev();
+    // A stale instance of a pid that cannot exist is removed at start.
+    let pre = find_tracefs();
+    let stale = pre
+        .as_ref()
+        .map(|d| d.join("instances").join(format!("{PREFIX}999999999")));
+    if let Some(s) = &stale {
+        std::fs::create_dir(s).unwrap();
+    }
+    let mut tracer = Tracer::start().expect("tracer starts as root");
+    let dir = tracer.instance_dir();
+    assert!(dir.is_dir());
+    assert!(dir.ends_with(format!("{PREFIX}{}", std::process::id())));
+    if let Some(s) = &stale {
+        assert!(!s.exists(), "stale instance {} was not removed", s.display());
+    }
+    assert!(
+        std::fs::read_to_string(dir.join("trace_clock"))
+            .unwrap()
+            .contains("[mono]")
+    );
+    let mut dd = Command::new("dd")
+        .args([
+            &format!("if={}", lo.0),
+            "of=/dev/null",
+            "bs=4k",
+            "count=64",
+            "iflag=direct",
+            "status=none",
+        ])
+        .spawn()
+        .unwrap();
+    let dd_pid = dd.id() as i32;
+    assert!(dd.wait().unwrap().success());
+    let mut all = Vec::new();
+    let mine = |e: &&BlockEvent| e.dev.major == major && e.dev.minor == minor;
+    wait_for(&mut tracer, &mut all, |all| {
+        all.iter().filter(mine).filter(|e| e.kind == Kind::Complete).count() >= 64
+    });
+    let count = |k: Kind| all.iter().filter(mine).filter(|e| e.kind == k).count();
+    assert_eq!(
+        (count(Kind::Start), count(Kind::Issue), count(Kind::Complete)),
+        (64, 64, 64)
+    );
+    let issued: Vec<u64> = all
+        .iter()
+        .filter(mine)
+        .filter(|e| e.kind == Kind::Issue)
+        .map(|e| e.sector)
+        .collect();
+    assert_eq!(issued, (0..64).map(|i| i * 8).collect::<Vec<u64>>());
+    let start = all.iter().filter(mine).find(|e| e.kind == Kind::Start).unwrap();
+    assert_eq!(start.comm_str(), "dd");
+    // dd is gone by now: its tgid comes from tracefs's record-tgid map
+    assert_eq!((start.pid, start.tgid, start.kernel), (dd_pid, dd_pid, false));
+    assert!(all.windows(2).all(|w| w[0].ts <= w[1].ts));
+    assert_eq!(tracer.counters.lost, 0);
+
+    // `iolens --cleanup` removes a leftover and keeps a running iolens's.
+    let t = find_tracefs().unwrap();
+    let stale = t.join("instances").join(format!("{PREFIX}999999998"));
+    std::fs::create_dir(&stale).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .arg("--cleanup")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("removed {}", stale.display())), "{text}");
+    assert!(text.contains(&format!("{} kept", dir.display())), "{text}");
+    assert!(!stale.exists() && dir.exists());
+    drop(tracer);
+    assert!(!dir.exists(), "instance {} left behind", dir.display());
+    if pre.is_none() {
+        assert!(find_tracefs().is_none(), "tracefs left mounted");
+    }
+}
