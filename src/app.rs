@@ -705,6 +705,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     std::thread::Builder::new()
         .name("iolens-sampler".into())
         .spawn(move || sampler(collector, settings.interval, ctl_rx, sample_tx))?;
+    // Dropped at the end of this function, on every way out of the loop:
+    // the tracefs instance is removed.
+    let tracing = crate::tracer::Tracing::start(crate::batch::trace_disabled(cli));
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -784,6 +787,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
         match msg {
             Msg::Sample(s) => {
                 app.on_sample(*s);
+                app.model.apply_trace(tracing.take());
                 dirty = true;
                 if !drawn {
                     next_frame = tokio::time::Instant::now();
@@ -979,6 +983,8 @@ mod tests {
         let mut m = Model::default();
         m.devices.push(crate::model::DeviceRow {
             name: name.into(),
+            major: 0,
+            minor: 0,
             info: None,
             rates: None,
             rebaseline: None,

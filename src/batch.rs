@@ -17,7 +17,9 @@ use crate::collect::cgroup::CgroupReader;
 use crate::collect::sample::HostInfo;
 use crate::format;
 use crate::model::disk::DiskRates;
-use crate::model::{Model, ProcRow};
+use crate::model::trace::view::{self as trace_view, ProcDevJson};
+use crate::model::{Model, ProcRow, pattern};
+use crate::tracer::{self, Tracing};
 
 /// Default seconds between samples.
 pub const DEFAULT_INTERVAL: f64 = 1.0;
@@ -38,12 +40,28 @@ pub fn interval(v: Option<f64>) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
+/// Why tracing is not even tried, from the command line.
+pub fn trace_disabled(cli: &Cli) -> Option<&'static str> {
+    if cli.no_trace {
+        Some("--no-trace")
+    } else if cli.root != std::path::Path::new("/") {
+        Some("replaying a captured tree (--root)")
+    } else {
+        None
+    }
+}
+
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let every = interval(cli.interval)?;
     let mut collector = Collector::new(&cli.root);
     collector.cgroups = Some(CgroupReader::new());
     let activity = collector.activity.clone();
     let mut model = Model::new(HostInfo::read(), clk_tck());
+    let tracing = Tracing::start(trace_disabled(cli));
+    if tracing.active() {
+        // End through the normal path on Ctrl-C, so the instance is removed.
+        tracer::catch_signals();
+    }
     let start = Instant::now();
     let start_ns = crate::collect::monotonic_ns();
     // The samples are taken on their own thread, so that a read that hangs
@@ -55,7 +73,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         .spawn(move || sample_every(collector, start, every, tx))?;
     let stdout = std::io::stdout();
     let mut last_ns = 0;
-    for k in 1u32.. {
+    'reports: for k in 1u32.. {
         if cli.count.is_some_and(|n| u64::from(k) > n) {
             break;
         }
@@ -63,12 +81,26 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         // for it at most a quarter of the interval (and 250 ms) more.
         let deadline = start + every * k + (every / 4).min(Duration::from_millis(250));
         let mut fresh = false;
-        while let Ok((tick, s)) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            last_ns = s.mono_ns;
-            model.update(s);
-            if tick >= k {
-                fresh = true;
-                break;
+        loop {
+            if tracer::stop_requested() {
+                break 'reports;
+            }
+            // Short waits, so that Ctrl-C is seen within 100 ms.
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok((tick, s)) => {
+                    last_ns = s.mono_ns;
+                    model.update(s);
+                    // The first interval's requests (begun before the
+                    // baseline) are taken and dropped with the baseline.
+                    model.apply_trace(tracing.take());
+                    if tick >= k {
+                        fresh = true;
+                        break;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {}
+                Err(_) => break,
             }
         }
         let text = if fresh {
@@ -159,7 +191,7 @@ fn device_line(out: &mut String, name: &str, r: &DiskRates, mount: &str) {
     );
     let _ = writeln!(
         out,
-        "{:<12} {} {} {} {:>7} {:>8} {:>6.2} {:>6.1} {:<5} {}",
+        "{:<12} {} {} {} {:>7} {:>8} {:>6.2} {:>6.1} {:<9} {}",
         name,
         dir(&r.read),
         dir(&r.write),
@@ -169,7 +201,7 @@ fn device_line(out: &mut String, name: &str, r: &DiskRates, mount: &str) {
         opt2(r.flush.and_then(|f| f.await_ms)),
         r.aqu_sz,
         r.util_pct,
-        r.pattern.map_or("-", |p| p.label()),
+        pattern::text(r.pattern, r.seq_share, r.pattern_basis),
         mount,
     );
 }
@@ -205,6 +237,13 @@ pub fn text_report(model: &Model, top: usize) -> String {
         }
         None => out.push_str("  psi off"),
     }
+    match &model.trace.reason {
+        None if model.trace.active => out.push_str("  trace on"),
+        Some(why) => {
+            let _ = write!(out, "  trace off ({}): pattern ~estimated", format::escape(why));
+        }
+        None => {}
+    }
     if let Some(m) = model.mem {
         let _ = write!(
             out,
@@ -216,7 +255,7 @@ pub fn text_report(model: &Model, top: usize) -> String {
     out.push('\n');
     let _ = writeln!(
         out,
-        "{:<12} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>6} {:>6} {:<5} mount",
+        "{:<12} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>6} {:>6} {:<9} mount",
         "Device",
         "r/s",
         "rMB/s",
@@ -261,6 +300,9 @@ pub fn text_report(model: &Model, top: usize) -> String {
         device_line(&mut out, "total", t, "");
     }
     totals_lines(&mut out, model);
+    if model.trace.active {
+        traced_report(&mut out, model);
+    }
     let _ = writeln!(
         out,
         "\n{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} command",
@@ -344,6 +386,97 @@ fn totals_lines(out: &mut String, model: &Model) {
     }
 }
 
+fn ms3(ns: Option<u64>) -> String {
+    ns.map_or_else(|| format::NA.to_string(), |v| format!("{:.3}", v as f64 / 1e6))
+}
+
+/// The device's name for a traced device number.
+fn dev_name(model: &Model, d: &crate::collect::trace::block::Dev) -> String {
+    model
+        .devices
+        .iter()
+        .find(|r| r.major == d.major && r.minor == d.minor)
+        .map_or_else(|| format!("{}:{}", d.major, d.minor), |r| format::escape(&r.name))
+}
+
+/// Per-request latency per device and op, and requests per process.
+fn traced_report(out: &mut String, model: &Model) {
+    use crate::collect::trace::block::Op;
+    let iv = &model.trace.interval;
+    let _ = writeln!(
+        out,
+        "\ntraced requests: lost events {}  unmatched {}\n{:<12} {:<7} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        iv.lost_events + iv.missed_pages,
+        iv.unmatched,
+        "Device",
+        "op",
+        "reqs",
+        "seq",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+        "queue p99",
+        "dev p99"
+    );
+    for (dev, d) in &iv.devices {
+        // The device's sequential share goes on its first line.
+        let mut seq = d.seq_share().map(|s| format!("{:.0}%", s * 100.0));
+        for (i, op) in Op::ALL.iter().enumerate() {
+            let l = &d.latency[i];
+            if d.completed[i] == 0 {
+                continue;
+            }
+            let p = l.total.percentiles();
+            let _ = writeln!(
+                out,
+                "{:<12} {:<7} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                dev_name(model, dev),
+                op.name(),
+                d.completed[i],
+                seq.take().unwrap_or_default(),
+                ms3(p.map(|p| p.p50)),
+                ms3(p.map(|p| p.p95)),
+                ms3(p.map(|p| p.p99)),
+                ms3(p.map(|p| p.max)),
+                ms3(l.queue.quantile(0.99)),
+                ms3(l.device.quantile(0.99)),
+            );
+        }
+    }
+    let mut rows: Vec<_> = iv.procs.iter().collect();
+    rows.sort_by_key(|(_, p)| std::cmp::Reverse(p.read_bytes + p.write_bytes));
+    let _ = writeln!(
+        out,
+        "{:>8} {:<16} {:<12} {:>7} {:>11} {:>11} {:>6} {:>9}",
+        "PID", "command", "device", "reqs", "read", "written", "seq", "p99 ms"
+    );
+    for ((key, dev), p) in rows.into_iter().take(10) {
+        let pid = if *key > 0 {
+            key.to_string()
+        } else {
+            format::NA.to_string()
+        };
+        let who = if p.kernel {
+            format!("[{}]", p.comm)
+        } else {
+            p.comm.clone()
+        };
+        let _ = writeln!(
+            out,
+            "{:>8} {:<16} {:<12} {:>7} {:>11} {:>11} {:>6} {:>9}",
+            pid,
+            format::escape(&who),
+            dev_name(model, dev),
+            p.issued,
+            format::decimal(p.read_bytes as f64),
+            format::decimal(p.write_bytes as f64),
+            p.seq_share().map_or(String::new(), |s| format!("{:.0}%", s * 100.0)),
+            ms3(p.total.quantile(0.99)),
+        );
+    }
+}
+
 fn avg_syscall(r: Option<f64>, w: Option<f64>) -> String {
     match (r, w) {
         (Some(r), _) => format::binary(r),
@@ -357,6 +490,11 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
     let procs: Vec<serde_json::Value> = top_procs(model, top)
         .into_iter()
         .map(|p| {
+            let traced: Vec<ProcDevJson> = model
+                .trace
+                .proc_rows(p.raw.key.pid)
+                .map(|(d, row)| ProcDevJson::new(dev_name(model, d), row))
+                .collect();
             json!({
                 "pid": p.raw.key.pid,
                 "start_time": p.raw.key.start_time,
@@ -367,7 +505,7 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
                 "state": p.raw.state.to_string(),
                 "ioprio": p.raw.ioprio.map(|io| io.label(p.raw.nice)),
                 "worker": p.worker.as_ref().map(|w| w.label()),
-                "devices": p.devices,
+                "devices": proc_devices_json(&traced, &p.devices),
                 "rates": p.rates,
             })
         })
@@ -380,7 +518,7 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         "cpu": model.cpu,
         "psi_io": model.psi,
         "memory": model.mem,
-        "devices": model.devices,
+        "devices": devices_json(model),
         "total": model.total,
         "io_totals": model.totals,
         "delay_accounting": model.delayacct,
@@ -394,7 +532,60 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
             "notes": c.notes,
         })),
         "errors": model.errors,
+        "trace": model.trace.counts_json(),
+        "traced_processes": traced_processes_json(model),
     })
+}
+
+/// A process's devices: traced ones (exact, with their numbers) first,
+/// then those of its open files that tracing did not already name.
+fn proc_devices_json(traced: &[ProcDevJson], open: &[crate::model::procdev::ProcDevice]) -> serde_json::Value {
+    let mut v: Vec<serde_json::Value> = traced
+        .iter()
+        .map(|t| serde_json::to_value(t).unwrap_or_default())
+        .collect();
+    for d in open {
+        if d.source != crate::model::procdev::DevSource::Trace && !traced.iter().any(|t| t.name == d.name) {
+            v.push(serde_json::to_value(d).unwrap_or_default());
+        }
+    }
+    serde_json::Value::Array(v)
+}
+
+/// `devices[]`: each row plus `latency` and `trace` from traced requests
+/// (`null` where the device had none or tracing is off).
+fn devices_json(model: &Model) -> serde_json::Value {
+    let rows = model.devices.iter().map(|d| {
+        let mut v = serde_json::to_value(d).unwrap_or(serde_json::Value::Null);
+        let t = model.trace.device(d.major, d.minor);
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "latency".into(),
+                t.map_or(serde_json::Value::Null, trace_view::latency_json),
+            );
+            o.insert(
+                "trace".into(),
+                t.map_or(serde_json::Value::Null, trace_view::device_json),
+            );
+        }
+        v
+    });
+    serde_json::Value::Array(rows.collect())
+}
+
+/// Every traced process × device of the interval (also those not in the
+/// top list, exited ones and kernel threads).
+fn traced_processes_json(model: &Model) -> serde_json::Value {
+    let rows = model.trace.interval.procs.iter().map(|((key, dev), p)| {
+        let mut v = serde_json::to_value(ProcDevJson::new(dev_name(model, dev), p)).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("pid".into(), if *key > 0 { json!(key) } else { json!(null) });
+            o.insert("comm".into(), json!(p.comm));
+            o.insert("kernel".into(), json!(p.kernel));
+        }
+        v
+    });
+    serde_json::Value::Array(rows.collect())
 }
 
 /// `iolens bench-sample`: the CPU cost of one full sample of this machine.

@@ -56,6 +56,10 @@ pub struct Cli {
     #[arg(long)]
     pub cleanup: bool,
 
+    /// Do not trace block requests even as root (pattern then estimated from counters)
+    #[arg(long, env = "IOLENS_NO_TRACE")]
+    pub no_trace: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }

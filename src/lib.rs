@@ -15,4 +15,5 @@ pub mod model;
 pub mod probe;
 pub mod progress;
 pub mod sys;
+pub mod tracer;
 pub mod ui;

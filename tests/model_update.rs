@@ -11,6 +11,8 @@ use iolens::collect::sysblock::{DevKind, DeviceInfo};
 use iolens::model::disk::Rebaseline;
 use iolens::model::{DeviceRow, Model};
 
+mod common;
+
 const SEC: u64 = 1_000_000_000;
 
 fn disk(line: &str) -> DiskStat {
@@ -421,4 +423,87 @@ fn totals_leave_out_loop_workers_and_compare_writes_over_a_minute() {
     );
     assert_eq!(m.totals.read_share, Some(1.0));
     assert_eq!(m.totals.write_window_s, 2.0);
+}
+
+/// Traced requests replace the counter estimate on the device they were
+/// seen on (exact share, `SEQ`, basis "requests"), leave other devices'
+/// estimates alone, and put the traced device first in a process's list,
+/// replacing its open-files entry.
+#[test]
+fn trace_interval_applied_to_the_model() {
+    use iolens::collect::trace::block::{BlockEvent, Dev, Kind, Rwbs};
+    use iolens::model::pattern::{Basis, Pattern};
+    use iolens::model::procdev::{DevSource, ProcDevice};
+    use iolens::model::trace::Tracker;
+    use iolens::model::trace::view::TraceView;
+
+    let mut m = common::model();
+    let pid = m.procs[0].raw.key.pid;
+    m.procs[0].devices = vec![
+        ProcDevice {
+            name: "loop0".into(),
+            source: DevSource::OpenFiles,
+        },
+        ProcDevice {
+            name: "sda".into(),
+            source: DevSource::OpenFiles,
+        },
+    ];
+    let loop0 = Dev { major: 7, minor: 0 };
+    let ev = |ts: u64, kind: Kind, sector: u64| BlockEvent {
+        ts,
+        kind,
+        dev: loop0,
+        sector,
+        sectors: 8,
+        rwbs: Rwbs::parse(b"R"),
+        pid,
+        comm: *b"dd\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+        error: 0,
+        tgid: pid,
+        kernel: false,
+    };
+    // 20 reads: 0, 8, ..., 144 (18 continue the first), then one at 9000
+    let mut evs = Vec::new();
+    for (i, s) in (0..19u64).map(|i| i * 8).chain([9000]).enumerate() {
+        let t = i as u64 * 100;
+        evs.extend([
+            ev(t, Kind::Start, s),
+            ev(t + 10, Kind::Issue, s),
+            ev(t + 50, Kind::Complete, s),
+        ]);
+    }
+    let mut t = Tracker::default();
+    t.feed(&evs);
+    let view = TraceView {
+        active: true,
+        reason: None,
+        interval: t.take_interval(),
+        log: Vec::new(),
+    };
+    let sda_before = row(&m, "sda").rates.clone().unwrap();
+    m.apply_trace(view);
+    let r = row(&m, "loop0").rates.clone().unwrap();
+    assert_eq!(
+        (r.seq_share, r.pattern, r.pattern_basis),
+        (Some(18.0 / 20.0), Some(Pattern::Seq), Basis::Requests)
+    );
+    let sda = row(&m, "sda").rates.clone().unwrap();
+    assert_eq!(
+        (sda.pattern, sda.pattern_basis, sda.seq_share),
+        (sda_before.pattern, Basis::Estimate, None)
+    );
+    assert_eq!(
+        m.procs[0].devices,
+        vec![
+            ProcDevice {
+                name: "loop0".into(),
+                source: DevSource::Trace
+            },
+            ProcDevice {
+                name: "sda".into(),
+                source: DevSource::OpenFiles
+            },
+        ]
+    );
 }

@@ -50,7 +50,7 @@ impl Drop for Loop {
 }
 
 fn skip_reason() -> Option<String> {
-    if !rustix::process::geteuid().is_root() {
+    if !iolens::sys::is_root() {
         return Some("not root".into());
     }
     if !std::fs::read_to_string("/proc/filesystems").is_ok_and(|s| s.contains("tracefs")) {
@@ -159,4 +159,61 @@ fn tracer_sees_every_request_and_cleans_up() {
     if pre.is_none() {
         assert!(find_tracefs().is_none(), "tracefs left mounted");
     }
+}
+
+/// Without root (run as nobody) or with --no-trace, batch and JSON output
+/// still work, the pattern is marked as an estimate and the reason given.
+#[test]
+fn without_tracing_the_estimate_is_marked() {
+    let bin = env!("CARGO_BIN_EXE_iolens");
+    let out = Command::new(bin)
+        .args(["--batch", "--no-trace", "-n", "1", "-i", "0.2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("trace off (--no-trace): pattern ~estimated"), "{text}");
+    if !iolens::sys::is_root() {
+        eprintln!("skipped: the not-root case needs root to switch to nobody");
+        return;
+    }
+    let json = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            bin,
+            "--json",
+            "-n",
+            "1",
+            "-i",
+            "0.2",
+        ])
+        .output();
+    let json = match json {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            eprintln!(
+                "skipped: iolens as nobody failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            return;
+        }
+        Err(e) => {
+            eprintln!("skipped: setpriv: {e}");
+            return;
+        }
+    };
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["trace"]["active"], false);
+    assert_eq!(v["trace"]["reason"], "block tracing needs root");
+    let dev = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| !d["rates"].is_null())
+        .unwrap();
+    assert_eq!(dev["rates"]["pattern_basis"], "estimate");
+    assert!(dev["rates"]["seq_share"].is_null());
+    assert!(dev["latency"].is_null());
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::counters::{delta32, delta64};
-use super::pattern::{self, Pattern};
+use super::pattern::{self, Basis, Pattern};
 use crate::collect::diskstats::{DiskStat, IoCounters};
 
 /// Rates of one direction (read, write or discard) over an interval.
@@ -54,6 +54,11 @@ pub struct DiskRates {
     /// Requests in flight at the end of the interval.
     pub in_flight: u64,
     pub pattern: Option<Pattern>,
+    /// Share of requests that were sequential (0..1), from traced requests;
+    /// `None` when not traced.
+    pub seq_share: Option<f64>,
+    /// What `pattern` rests on: traced requests, or the counter estimate.
+    pub pattern_basis: Basis,
 }
 
 impl DiskRates {
@@ -161,6 +166,8 @@ pub fn disk_rates(prev: &DiskStat, cur: &DiskStat, dt_s: f64) -> Result<DiskRate
         util_pct: io_ticks as f64 / dt_ms * 100.0,
         in_flight: cur.in_flight,
         pattern: pattern_of(&read, &write),
+        seq_share: None,
+        pattern_basis: Basis::Estimate,
     })
 }
 
@@ -211,6 +218,8 @@ pub fn sum(name: &str, rows: &[&DiskRates]) -> Option<DiskRates> {
         util_pct: rows.iter().map(|r| r.util_pct).fold(0.0, f64::max),
         in_flight: rows.iter().map(|r| r.in_flight).sum(),
         pattern: pattern_of(&read, &write),
+        seq_share: None,
+        pattern_basis: Basis::Estimate,
     })
 }
 

@@ -10,6 +10,7 @@ pub mod procdev;
 pub mod process;
 pub mod progress;
 pub mod totals;
+pub mod trace;
 pub mod worker;
 
 use std::collections::HashMap;
@@ -67,6 +68,9 @@ impl DevHistory {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeviceRow {
     pub name: String,
+    /// Device number, to join per-request data (tracepoints name devices by number).
+    pub major: u32,
+    pub minor: u32,
     pub info: Option<DeviceInfo>,
     /// `None` on the device's first sample, or after a re-baseline.
     pub rates: Option<DiskRates>,
@@ -183,6 +187,10 @@ pub struct Model {
     /// Per-cgroup rows, when the samples carry cgroups.
     pub cgroups: Option<cgroup::CgroupView>,
     cgroup_tracker: cgroup::CgroupTracker,
+    /// Per-request tracing: the last interval, or why it is off.
+    pub trace: trace::view::TraceView,
+    /// Where the traced sequential share switches labels.
+    pub thresholds: trace::Thresholds,
     prev: Option<RawSample>,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
@@ -253,6 +261,49 @@ impl Model {
         self.prev = Some(cur);
     }
 
+    /// Fold in the tracer's interval (taken right after [`Model::update`]):
+    /// devices with traced requests get the exact sequential share and
+    /// label (`pattern_basis` "requests"); others keep the counter
+    /// estimate (device-mapper and md devices issue no requests of their
+    /// own, partitions' requests are their disk's).
+    pub fn apply_trace(&mut self, view: trace::view::TraceView) {
+        for row in &mut self.devices {
+            let Some(r) = row.rates.as_mut() else { continue };
+            let Some(d) = view.device(row.major, row.minor) else {
+                continue;
+            };
+            if d.issued == 0 && d.completed.iter().all(|c| *c == 0) {
+                continue;
+            }
+            r.seq_share = d.seq_share();
+            r.pattern = d.pattern(&self.thresholds);
+            r.pattern_basis = pattern::Basis::Requests;
+        }
+        // A process's traced devices come first and replace the guess from
+        // its open files.
+        for p in &mut self.procs {
+            let mut traced: Vec<procdev::ProcDevice> = view
+                .proc_rows(p.raw.key.pid)
+                .filter_map(|(d, _)| {
+                    let row = self.devices.iter().find(|r| r.major == d.major && r.minor == d.minor)?;
+                    Some(procdev::ProcDevice {
+                        name: row.name.clone(),
+                        source: procdev::DevSource::Trace,
+                    })
+                })
+                .collect();
+            if traced.is_empty() && p.devices.iter().all(|d| d.source != procdev::DevSource::Trace) {
+                continue;
+            }
+            traced.sort();
+            p.devices
+                .retain(|d| d.source == procdev::DevSource::OpenFiles && !traced.iter().any(|t| t.name == d.name));
+            traced.append(&mut p.devices);
+            p.devices = traced;
+        }
+        self.trace = view;
+    }
+
     fn update_devices(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
         let mut rows = Vec::with_capacity(cur.disks.len());
         for d in &cur.disks {
@@ -281,6 +332,8 @@ impl Model {
             }
             rows.push(DeviceRow {
                 name: d.name.clone(),
+                major: d.major,
+                minor: d.minor,
                 info,
                 rates,
                 rebaseline,

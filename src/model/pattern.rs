@@ -36,6 +36,27 @@ impl Pattern {
     }
 }
 
+/// What a pattern label rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// Every request's sector, from block tracepoints: exact.
+    Requests,
+    /// Request size and merge ratio from the counters: a guess.
+    #[default]
+    Estimate,
+}
+
+/// The pattern as shown: `SEQ 97%` from traced requests, `~SEQ` for the
+/// counter estimate, `-` without enough requests.
+pub fn text(p: Option<Pattern>, share: Option<f64>, basis: Basis) -> String {
+    match (p, basis, share) {
+        (Some(p), Basis::Requests, Some(s)) => format!("{} {:.0}%", p.label(), s * 100.0),
+        (Some(p), _, _) => format!("~{}", p.label()),
+        (None, _, _) => "-".to_string(),
+    }
+}
+
 pub const MIN_REQUESTS: u64 = 10;
 const LARGE: f64 = 64.0 * 1024.0;
 const MEDIUM: f64 = 16.0 * 1024.0;
@@ -69,5 +90,8 @@ mod tests {
         assert_eq!(classify(100, 5, 100 * 4 * K), Some(Pattern::Rand));
         assert_eq!(classify(100, 0, 100 * 32 * K), Some(Pattern::Mixed));
         assert_eq!(classify(100, 40, 100 * 8 * K), Some(Pattern::Mixed));
+        assert_eq!(text(Some(Pattern::Seq), Some(0.974), Basis::Requests), "SEQ 97%");
+        assert_eq!(text(Some(Pattern::Rand), None, Basis::Estimate), "~RAND");
+        assert_eq!(text(None, Some(0.5), Basis::Requests), "-");
     }
 }

@@ -16,6 +16,7 @@
 
 pub mod fiemap;
 pub mod ioprio;
+pub mod mount;
 pub mod uring;
 
 pub use rustix::thread::CapabilitySet;

@@ -110,7 +110,7 @@ fn width(c: DevCol, name_w: u16) -> u16 {
         DevCol::Mount => 12,
         DevCol::ReadReqSz | DevCol::WriteReqSz => 8,
         DevCol::ReadMerge | DevCol::WriteMerge | DevCol::FlushIops | DevCol::QueueSize | DevCol::Util => 6,
-        DevCol::Pattern => 5,
+        DevCol::Pattern => 9,
         DevCol::Spark => 10,
         _ => 7,
     }
@@ -244,7 +244,10 @@ fn cell<'a>(c: DevCol, l: &DevLine, w: u16, view: &ViewState) -> Cell<'a> {
                     format!("{:.1}", rates.util_pct),
                     t.severity(t.util_severity(Some(rates.util_pct))),
                 ),
-                DevCol::Pattern => right(rates.pattern.map_or("-", |p| p.label()).to_string(), t.accent()),
+                DevCol::Pattern => right(
+                    crate::model::pattern::text(rates.pattern, rates.seq_share, rates.pattern_basis),
+                    t.accent(),
+                ),
                 _ => {
                     let d = if is_read(c) { &rates.read } else { &rates.write };
                     let style = match c {

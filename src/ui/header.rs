@@ -124,6 +124,13 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
             t.severity(Severity::Warn),
         ));
     }
+    if let Some(why) = &model.trace.reason {
+        l3.push(sep());
+        l3.push(Span::styled(
+            format!("~pattern estimated: no tracing ({})", format::escape(why)),
+            t.dim(),
+        ));
+    }
     if let Some(e) = model.errors.first() {
         l3.push(sep());
         let more = if model.errors.len() > 1 {

@@ -80,7 +80,7 @@ impl Mount {
         if !tracefs_supported() {
             return Err("this kernel has no tracefs (CONFIG_TRACING off)".into());
         }
-        rustix::mount::mount("nodev", TRACEFS, "tracefs", rustix::mount::MountFlags::empty(), None).map_err(|e| {
+        crate::sys::mount::mount_pseudo("tracefs", Path::new(TRACEFS)).map_err(|e| {
             let lockdown = fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
             if lockdown.contains("[confidentiality]") {
                 format!("mounting tracefs at {TRACEFS}: {e} (kernel lockdown: confidentiality)")
@@ -99,7 +99,7 @@ impl Drop for Mount {
     fn drop(&mut self) {
         if self.mounted_here {
             // Busy when someone else started using it meanwhile: leave it.
-            let _ = rustix::mount::unmount(&self.dir, rustix::mount::UnmountFlags::empty());
+            let _ = crate::sys::mount::unmount(&self.dir);
         }
     }
 }

@@ -73,14 +73,10 @@ fn cpus(dir: &std::path::Path) -> Vec<usize> {
     v
 }
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
 impl Tracer {
     /// Start tracing, or say why it cannot be done.
     pub fn start() -> Result<Tracer, String> {
-        if !is_root() {
+        if !crate::sys::is_root() {
             return Err("block tracing needs root".into());
         }
         let mount = Mount::get()?;

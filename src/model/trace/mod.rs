@@ -1,0 +1,289 @@
+//! Per-request statistics from decoded block events (pure: no I/O, no
+//! clock). The tracer thread feeds events to a [`Tracker`]; each sample
+//! takes the interval's [`TraceInterval`]: per device the sequential share
+//! in issue order, latency histograms per op for queue / device / total
+//! time, request sizes and seek distances; per process × device requests,
+//! bytes, latency and sequential share; lost and unmatched counts; and the
+//! last requests for the live log.
+
+pub mod hist;
+pub mod requests;
+pub mod seq;
+pub mod view;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use crate::collect::trace::block::{BlockEvent, Dev, Op};
+use crate::collect::trace::reader::Counters;
+use crate::model::pattern::Pattern;
+use hist::{LatHist, Log2Hist};
+use requests::{Issued, Matcher, Outcome, Request, Task};
+use seq::Streams;
+
+/// Requests kept for the live log.
+pub const LOG_LEN: usize = 2000;
+/// Process × device rows kept per interval; the rest are summed into one
+/// "(other)" row per device.
+pub const MAX_PROC_ROWS: usize = 512;
+/// Fewer requests than this in an interval: no SEQ/MIXED/RAND label.
+pub const MIN_REQUESTS: u64 = 10;
+
+/// Where the labels switch: SEQ at or above `seq`, RAND at or below `rand`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    pub seq: f64,
+    pub rand: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds { seq: 0.7, rand: 0.3 }
+    }
+}
+
+impl Thresholds {
+    pub fn label(&self, share: f64) -> Pattern {
+        if share >= self.seq {
+            Pattern::Seq
+        } else if share <= self.rand {
+            Pattern::Rand
+        } else {
+            Pattern::Mixed
+        }
+    }
+}
+
+fn op_index(op: Op) -> Option<usize> {
+    Op::ALL.iter().position(|o| *o == op)
+}
+
+fn dir(op: Op) -> Option<usize> {
+    match op {
+        Op::Read => Some(0),
+        Op::Write => Some(1),
+        Op::Discard => Some(2),
+        _ => None,
+    }
+}
+
+/// Latency of one op over an interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpLatency {
+    pub queue: LatHist,
+    pub device: LatHist,
+    pub total: LatHist,
+}
+
+impl OpLatency {
+    fn record(&mut self, r: &Request) {
+        if let Some(v) = r.queue_ns {
+            self.queue.record(v);
+        }
+        if let Some(v) = r.device_ns {
+            self.device.record(v);
+        }
+        if let Some(v) = r.total_ns {
+            self.total.record(v);
+        }
+    }
+}
+
+/// One device over one interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceTrace {
+    /// Requests issued with data (reads, writes, discards) and how many of
+    /// them were sequential.
+    pub issued: u64,
+    pub sequential: u64,
+    /// Completed requests per op (read, write, discard, flush).
+    pub completed: [u64; 4],
+    pub bytes: [u64; 4],
+    pub latency: [OpLatency; 4],
+    pub sizes: Log2Hist,
+    /// Distance from the end of the previous request on the device, bytes.
+    pub seeks: Log2Hist,
+    pub merges: u64,
+    pub unmatched: u64,
+    pub errors: u64,
+}
+
+impl DeviceTrace {
+    /// Share of sequential requests, `None` without requests.
+    pub fn seq_share(&self) -> Option<f64> {
+        (self.issued > 0).then(|| self.sequential as f64 / self.issued as f64)
+    }
+
+    pub fn pattern(&self, t: &Thresholds) -> Option<Pattern> {
+        if self.issued < MIN_REQUESTS {
+            return None;
+        }
+        self.seq_share().map(|s| t.label(s))
+    }
+}
+
+/// One process (or kernel thread) on one device over one interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcDevTrace {
+    pub comm: String,
+    pub kernel: bool,
+    pub issued: u64,
+    pub sequential: u64,
+    pub completed: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub total: LatHist,
+}
+
+impl ProcDevTrace {
+    pub fn seq_share(&self) -> Option<f64> {
+        (self.issued > 0).then(|| self.sequential as f64 / self.issued as f64)
+    }
+}
+
+/// Process key: the thread group when known, else the thread itself
+/// (negative, so it cannot collide with a tgid).
+pub fn proc_key(t: &Task) -> i32 {
+    if t.tgid > 0 { t.tgid } else { -t.pid.max(0) }
+}
+
+fn comm_of(t: &Task) -> String {
+    let n = t.comm.iter().position(|&c| c == 0).unwrap_or(16);
+    String::from_utf8_lossy(&t.comm[..n]).into_owned()
+}
+
+/// Everything over one interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TraceInterval {
+    pub devices: BTreeMap<Dev, DeviceTrace>,
+    /// (process key, device) → row; see [`proc_key`].
+    pub procs: HashMap<(i32, Dev), ProcDevTrace>,
+    /// Events the kernel lost in the interval (per-CPU stats) and pages
+    /// flagged with missed events.
+    pub lost_events: u64,
+    pub missed_pages: u64,
+    /// Completions without an issue, plus starts and requests dropped
+    /// unmatched (expired or capped).
+    pub unmatched: u64,
+    pub decode_errors: u64,
+    pub events: u64,
+}
+
+/// Accumulates decoded events. Bounded: the matcher's tables are capped,
+/// histograms have fixed buckets, process rows are capped per interval and
+/// the log is a ring.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    matcher: Matcher,
+    streams: HashMap<Dev, Streams>,
+    last_end: HashMap<Dev, u64>,
+    cur: TraceInterval,
+    log: VecDeque<Request>,
+    last_counters: Counters,
+    dropped_seen: u64,
+    last_ts: u64,
+}
+
+impl Tracker {
+    pub fn feed(&mut self, events: &[BlockEvent]) {
+        for e in events {
+            self.last_ts = self.last_ts.max(e.ts);
+            match self.matcher.feed(e) {
+                Outcome::Nothing => {}
+                Outcome::Issued(i) => self.issued(&i),
+                Outcome::Done(r) => self.done(r),
+                Outcome::Unmatched(d) => self.cur.devices.entry(d).or_default().unmatched += 1,
+                Outcome::Merge(d) => self.cur.devices.entry(d).or_default().merges += 1,
+            }
+        }
+    }
+
+    fn proc_row(&mut self, t: &Task, dev: Dev) -> &mut ProcDevTrace {
+        let mut key = (proc_key(t), dev);
+        if !self.cur.procs.contains_key(&key) && self.cur.procs.len() >= MAX_PROC_ROWS {
+            key = (0, dev);
+        }
+        self.cur.procs.entry(key).or_insert_with(|| ProcDevTrace {
+            comm: if key.0 == 0 { "(other)".into() } else { comm_of(t) },
+            kernel: t.kernel,
+            ..Default::default()
+        })
+    }
+
+    fn issued(&mut self, i: &Issued) {
+        let Some(d) = dir(i.op) else { return };
+        let seq = self.streams.entry(i.dev).or_default().check(d, i.sector, i.sectors);
+        let end = i.sector.saturating_add(i.sectors);
+        let seek = self
+            .last_end
+            .insert(i.dev, end)
+            .map(|prev| prev.abs_diff(i.sector).saturating_mul(512));
+        let dt = self.cur.devices.entry(i.dev).or_default();
+        dt.issued += 1;
+        dt.sequential += u64::from(seq);
+        dt.sizes.record(i.sectors * 512);
+        if let Some(s) = seek {
+            dt.seeks.record(s);
+        }
+        let row = self.proc_row(&i.task, i.dev);
+        row.issued += 1;
+        row.sequential += u64::from(seq);
+    }
+
+    fn done(&mut self, r: Request) {
+        let dt = self.cur.devices.entry(r.dev).or_default();
+        if let Some(k) = op_index(r.op) {
+            dt.completed[k] += 1;
+            dt.bytes[k] += r.bytes;
+            dt.latency[k].record(&r);
+        }
+        if r.error != 0 {
+            dt.errors += 1;
+        }
+        let row = self.proc_row(&r.task, r.dev);
+        row.completed += 1;
+        match r.op {
+            Op::Read => row.read_bytes += r.bytes,
+            Op::Write => row.write_bytes += r.bytes,
+            _ => {}
+        }
+        if let Some(t) = r.total_ns {
+            row.total.record(t);
+        }
+        if self.log.len() >= LOG_LEN {
+            self.log.pop_front();
+        }
+        self.log.push_back(r);
+    }
+
+    /// The tracer's counters (cumulative since start).
+    pub fn set_counters(&mut self, c: &Counters) {
+        let last = self.last_counters;
+        self.cur.lost_events += c.lost.saturating_sub(last.lost);
+        self.cur.missed_pages += c.decode.missed_pages.saturating_sub(last.decode.missed_pages);
+        self.cur.decode_errors += c.decode.errors.saturating_sub(last.decode.errors);
+        self.cur.events += c.decode.events.saturating_sub(last.decode.events);
+        self.last_counters = *c;
+    }
+
+    /// Close the interval: expire stale entries, return what was gathered.
+    pub fn take_interval(&mut self) -> TraceInterval {
+        self.matcher.expire(self.last_ts);
+        let dropped = self.matcher.dropped - self.dropped_seen;
+        self.dropped_seen = self.matcher.dropped;
+        let mut out = std::mem::take(&mut self.cur);
+        out.unmatched = dropped + out.devices.values().map(|d| d.unmatched).sum::<u64>();
+        out
+    }
+
+    /// The most recent completed requests, oldest first.
+    pub fn log(&self) -> impl Iterator<Item = &Request> {
+        self.log.iter()
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.matcher.in_flight()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,309 @@
+//! Following each request from start to completion.
+//!
+//! - start (`block_io_start`, or `block_bio_queue`): remembered per device
+//!   by sector;
+//! - issue: the request `[sector, sector + n)` takes the earliest start
+//!   inside its range (its first bio; a front merge moves the request's
+//!   start sector, a back merge or a merged request leaves further starts
+//!   inside the range, which are absorbed) — so merges are followed without
+//!   their own bookkeeping; queue time = issue − start;
+//! - completion: matched on (device, sector); a partial completion moves the
+//!   request to `sector + n` with fewer sectors left; the last one gives
+//!   device time = completion − issue and total = completion − start;
+//! - flushes: the device flush (`FF`, sector 0, size 0, its completion
+//!   reported at sector −1) is matched first in, first out per device; its
+//!   total starts at the oldest empty preflush write waiting for it; the
+//!   size-0 completions of those writes are not requests of their own.
+//!
+//! Memory is bounded: starts older than [`START_TTL_NS`] and requests in
+//! flight longer than [`FLIGHT_TTL_NS`] are dropped and counted unmatched,
+//! and each table is capped at [`MAX_ENTRIES`].
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use crate::collect::trace::block::{BlockEvent, Dev, Kind, Op};
+
+pub const START_TTL_NS: u64 = 10_000_000_000;
+pub const FLIGHT_TTL_NS: u64 = 120_000_000_000;
+pub const MAX_ENTRIES: usize = 1 << 16;
+
+/// Who submitted a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task {
+    pub pid: i32,
+    /// Thread group (process); 0 when it could not be resolved.
+    pub tgid: i32,
+    pub kernel: bool,
+    pub comm: [u8; 16],
+}
+
+impl Task {
+    fn of(e: &BlockEvent) -> Task {
+        Task {
+            pid: e.pid,
+            tgid: e.tgid,
+            kernel: e.kernel,
+            comm: e.comm,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Start {
+    ts: u64,
+    task: Task,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    start: Option<Start>,
+    issue_ts: u64,
+    op: Op,
+    first_sector: u64,
+    sectors_total: u64,
+    left: u64,
+    issuer: Task,
+}
+
+/// A request from issue to completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    pub dev: Dev,
+    pub op: Op,
+    pub sector: u64,
+    pub bytes: u64,
+    pub done_ts: u64,
+    pub queue_ns: Option<u64>,
+    pub device_ns: Option<u64>,
+    pub total_ns: Option<u64>,
+    /// The submitter (from the start event), else the task that issued it.
+    pub task: Task,
+    pub error: i32,
+}
+
+/// A request sent to the device, in issue order (for the sequential share).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Issued {
+    pub dev: Dev,
+    pub op: Op,
+    pub sector: u64,
+    pub sectors: u64,
+    pub task: Task,
+}
+
+/// What one event produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Nothing,
+    Issued(Issued),
+    Done(Request),
+    /// A completion nothing was issued for (issued before tracing began, or
+    /// its issue was lost).
+    Unmatched(Dev),
+    Merge(Dev),
+}
+
+#[derive(Debug, Default)]
+pub struct Matcher {
+    starts: HashMap<Dev, BTreeMap<u64, Start>>,
+    n_starts: usize,
+    flight: HashMap<(Dev, u64), InFlight>,
+    flush_waiters: HashMap<Dev, VecDeque<Start>>,
+    flush_issued: HashMap<Dev, VecDeque<(u64, Task)>>,
+    /// Starts and requests dropped without an end (expired, capped, lost).
+    pub dropped: u64,
+}
+
+impl Matcher {
+    pub fn feed(&mut self, e: &BlockEvent) -> Outcome {
+        let op = e.rwbs.op(e.sectors);
+        let sectors = u64::from(e.sectors);
+        match e.kind {
+            Kind::Start if op == Op::Flush && sectors == 0 => {
+                let q = self.flush_waiters.entry(e.dev).or_default();
+                if q.len() >= 1024 {
+                    q.pop_front();
+                    self.dropped += 1;
+                }
+                q.push_back(Start {
+                    ts: e.ts,
+                    task: Task::of(e),
+                });
+                Outcome::Nothing
+            }
+            Kind::Start => {
+                if self.n_starts >= MAX_ENTRIES {
+                    self.dropped += self.n_starts as u64;
+                    self.starts.clear();
+                    self.n_starts = 0;
+                }
+                let s = Start {
+                    ts: e.ts,
+                    task: Task::of(e),
+                };
+                if self.starts.entry(e.dev).or_default().insert(e.sector, s).is_none() {
+                    self.n_starts += 1;
+                } else {
+                    self.dropped += 1;
+                }
+                Outcome::Nothing
+            }
+            Kind::Issue if op == Op::Flush && sectors == 0 => {
+                let q = self.flush_issued.entry(e.dev).or_default();
+                if q.len() >= 1024 {
+                    q.pop_front();
+                    self.dropped += 1;
+                }
+                q.push_back((e.ts, Task::of(e)));
+                Outcome::Nothing
+            }
+            Kind::Issue => self.issue(e, op, sectors),
+            Kind::Complete if op == Op::Flush && sectors == 0 => self.flush_done(e),
+            Kind::Complete if sectors == 0 => {
+                // The end of an empty preflush write (its flush, if any, was
+                // counted on its own): not a request.
+                if let Some(q) = self.flush_waiters.get_mut(&e.dev)
+                    && q.front().is_some_and(|s| s.ts <= e.ts)
+                {
+                    q.pop_front();
+                }
+                Outcome::Nothing
+            }
+            Kind::Complete => self.complete(e, op, sectors),
+            Kind::Requeue => {
+                if let Some(f) = self.flight.remove(&(e.dev, e.sector))
+                    && let Some(s) = f.start
+                {
+                    self.starts.entry(e.dev).or_default().insert(f.first_sector, s);
+                    self.n_starts += 1;
+                }
+                Outcome::Nothing
+            }
+            Kind::BackMerge | Kind::FrontMerge | Kind::RqMerge => Outcome::Merge(e.dev),
+            Kind::Insert => Outcome::Nothing,
+        }
+    }
+
+    fn issue(&mut self, e: &BlockEvent, op: Op, sectors: u64) -> Outcome {
+        let mut start: Option<Start> = None;
+        if let Some(map) = self.starts.get_mut(&e.dev) {
+            let end = e.sector.saturating_add(sectors.max(1));
+            let keys: Vec<u64> = map.range(e.sector..end).map(|(k, _)| *k).collect();
+            for k in keys {
+                if let Some(s) = map.remove(&k) {
+                    self.n_starts -= 1;
+                    if start.is_none_or(|b| s.ts < b.ts) {
+                        start = Some(s);
+                    }
+                }
+            }
+        }
+        let issuer = Task::of(e);
+        if self.flight.len() >= MAX_ENTRIES {
+            self.dropped += self.flight.len() as u64;
+            self.flight.clear();
+        }
+        let f = InFlight {
+            start,
+            issue_ts: e.ts,
+            op,
+            first_sector: e.sector,
+            sectors_total: sectors,
+            left: sectors,
+            issuer,
+        };
+        if self.flight.insert((e.dev, e.sector), f).is_some() {
+            self.dropped += 1;
+        }
+        Outcome::Issued(Issued {
+            dev: e.dev,
+            op,
+            sector: e.sector,
+            sectors,
+            task: start.map_or(issuer, |s| s.task),
+        })
+    }
+
+    fn complete(&mut self, e: &BlockEvent, _op: Op, sectors: u64) -> Outcome {
+        let Some(mut f) = self.flight.remove(&(e.dev, e.sector)) else {
+            return Outcome::Unmatched(e.dev);
+        };
+        if sectors < f.left {
+            // Partial completion: the rest continues at the next sector.
+            f.left -= sectors;
+            self.flight.insert((e.dev, e.sector + sectors), f);
+            return Outcome::Nothing;
+        }
+        Outcome::Done(Request {
+            dev: e.dev,
+            op: f.op,
+            sector: f.first_sector,
+            bytes: f.sectors_total * 512,
+            done_ts: e.ts,
+            queue_ns: f.start.map(|s| f.issue_ts.saturating_sub(s.ts)),
+            device_ns: Some(e.ts.saturating_sub(f.issue_ts)),
+            total_ns: f.start.map(|s| e.ts.saturating_sub(s.ts)),
+            task: f.start.map_or(f.issuer, |s| s.task),
+            error: e.error,
+        })
+    }
+
+    fn flush_done(&mut self, e: &BlockEvent) -> Outcome {
+        let Some((issue_ts, issuer)) = self.flush_issued.get_mut(&e.dev).and_then(|q| q.pop_front()) else {
+            return Outcome::Unmatched(e.dev);
+        };
+        // The waiters this flush served: all that started before its issue.
+        let mut first: Option<Start> = None;
+        if let Some(q) = self.flush_waiters.get_mut(&e.dev) {
+            while q.front().is_some_and(|s| s.ts <= issue_ts) {
+                let s = q.pop_front();
+                first = first.or(s);
+            }
+        }
+        Outcome::Done(Request {
+            dev: e.dev,
+            op: Op::Flush,
+            sector: 0,
+            bytes: 0,
+            done_ts: e.ts,
+            queue_ns: first.map(|s| issue_ts.saturating_sub(s.ts)),
+            device_ns: Some(e.ts.saturating_sub(issue_ts)),
+            total_ns: first.map(|s| e.ts.saturating_sub(s.ts)),
+            task: first.map_or(issuer, |s| s.task),
+            error: e.error,
+        })
+    }
+
+    /// Drop what is too old to be matched any more (after lost events);
+    /// `now` is trace-clock ns.
+    pub fn expire(&mut self, now: u64) {
+        let mut dropped = 0u64;
+        for map in self.starts.values_mut() {
+            let before = map.len();
+            map.retain(|_, s| now.saturating_sub(s.ts) < START_TTL_NS);
+            dropped += (before - map.len()) as u64;
+        }
+        self.n_starts = self.starts.values().map(BTreeMap::len).sum();
+        let before = self.flight.len();
+        self.flight
+            .retain(|_, f| now.saturating_sub(f.issue_ts) < FLIGHT_TTL_NS);
+        dropped += (before - self.flight.len()) as u64;
+        for q in self.flush_waiters.values_mut() {
+            let b = q.len();
+            q.retain(|s| now.saturating_sub(s.ts) < START_TTL_NS);
+            dropped += (b - q.len()) as u64;
+        }
+        for q in self.flush_issued.values_mut() {
+            let b = q.len();
+            q.retain(|(ts, _)| now.saturating_sub(*ts) < FLIGHT_TTL_NS);
+            dropped += (b - q.len()) as u64;
+        }
+        self.starts.retain(|_, m| !m.is_empty());
+        self.dropped += dropped;
+    }
+
+    /// Requests in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.flight.len()
+    }
+}

@@ -1,0 +1,195 @@
+use super::*;
+use crate::collect::trace::block::{Kind, Rwbs};
+
+const D: Dev = Dev { major: 7, minor: 0 };
+
+fn ev(ts: u64, kind: Kind, rwbs: &str, sector: u64, sectors: u32, pid: i32) -> BlockEvent {
+    let mut comm = [0u8; 16];
+    comm[..4].copy_from_slice(b"test");
+    BlockEvent {
+        ts,
+        kind,
+        dev: D,
+        sector,
+        sectors,
+        rwbs: Rwbs::parse(rwbs.as_bytes()),
+        pid,
+        comm,
+        error: 0,
+        tgid: if kind == Kind::Start { pid } else { 0 },
+        kernel: false,
+    }
+}
+
+fn run(events: &[BlockEvent]) -> (TraceInterval, Vec<Request>) {
+    let mut t = Tracker::default();
+    t.feed(events);
+    let log = t.log().copied().collect();
+    (t.take_interval(), log)
+}
+
+#[test]
+fn one_read_queue_device_total() {
+    let (iv, log) = run(&[
+        ev(1_000, Kind::Start, "R", 80, 8, 42),
+        ev(1_500, Kind::Issue, "R", 80, 8, 42),
+        ev(4_500, Kind::Complete, "R", 80, 8, 0),
+    ]);
+    assert_eq!(log.len(), 1);
+    let r = log[0];
+    assert_eq!(
+        (r.queue_ns, r.device_ns, r.total_ns),
+        (Some(500), Some(3_000), Some(3_500))
+    );
+    assert_eq!((r.bytes, r.op, r.task.pid), (4096, Op::Read, 42));
+    let d = &iv.devices[&D];
+    assert_eq!((d.completed[0], d.bytes[0], d.issued), (1, 4096, 1));
+    assert_eq!(d.latency[0].total.max, 3_500);
+    assert_eq!(iv.unmatched, 0);
+    let p = &iv.procs[&(42, D)];
+    assert_eq!((p.completed, p.read_bytes, p.comm.as_str()), (1, 4096, "test"));
+}
+
+#[test]
+fn merges_are_followed() {
+    // block_io_start once, then back merges: the request keeps its start
+    let (_, log) = run(&[
+        ev(100, Kind::Start, "WS", 800, 8, 7),
+        ev(110, Kind::BackMerge, "WS", 808, 8, 7),
+        ev(200, Kind::Issue, "WS", 800, 16, 7),
+        ev(900, Kind::Complete, "WS", 800, 16, 0),
+    ]);
+    assert_eq!(log[0].queue_ns, Some(100));
+    assert_eq!(log[0].bytes, 8192);
+    // bio-level starts (block_bio_queue kernels): the earliest in range
+    // wins, the merged ones are absorbed and not left over
+    let mut t = Tracker::default();
+    t.feed(&[
+        ev(100, Kind::Start, "R", 800, 8, 7),
+        ev(110, Kind::Start, "R", 808, 8, 7),
+        ev(120, Kind::Start, "R", 816, 8, 7),
+        ev(200, Kind::Issue, "R", 800, 24, 7),
+        ev(300, Kind::Complete, "R", 800, 24, 0),
+    ]);
+    assert_eq!(t.log().next().unwrap().queue_ns, Some(100));
+    t.feed(&[ev(20_000_000_000, Kind::Insert, "R", 0, 8, 1)]);
+    assert_eq!(t.take_interval().unmatched, 0);
+    // a front merge moves the request's start sector below its start event
+    let (_, log) = run(&[
+        ev(100, Kind::Start, "R", 808, 8, 7),
+        ev(150, Kind::FrontMerge, "R", 800, 8, 7),
+        ev(200, Kind::Issue, "R", 800, 16, 7),
+        ev(300, Kind::Complete, "R", 800, 16, 0),
+    ]);
+    assert_eq!(log[0].total_ns, Some(200));
+}
+
+#[test]
+fn partial_completions_make_one_request() {
+    let (iv, log) = run(&[
+        ev(0, Kind::Start, "R", 0, 16, 1),
+        ev(10, Kind::Issue, "R", 0, 16, 1),
+        ev(50, Kind::Complete, "R", 0, 8, 0),
+        ev(90, Kind::Complete, "R", 8, 8, 0),
+    ]);
+    assert_eq!(log.len(), 1);
+    assert_eq!(
+        (log[0].bytes, log[0].device_ns, log[0].total_ns),
+        (8192, Some(80), Some(90))
+    );
+    assert_eq!((iv.unmatched, iv.devices[&D].completed[0]), (0, 1));
+}
+
+#[test]
+fn flush_sequence_of_this_kernel() {
+    // as captured: an empty preflush write starts, the flush machinery
+    // issues FF, FF completes at sector -1, then the write completes empty
+    let (iv, log) = run(&[
+        ev(100, Kind::Start, "FWS", 0, 0, 9),
+        ev(110, Kind::Issue, "FF", 0, 0, 58),
+        ev(150, Kind::Complete, "FF", u64::MAX, 0, 22),
+        ev(151, Kind::Complete, "WS", 0, 0, 22),
+    ]);
+    assert_eq!(log.len(), 1);
+    let r = log[0];
+    assert_eq!(r.op, Op::Flush);
+    assert_eq!((r.queue_ns, r.device_ns, r.total_ns), (Some(10), Some(40), Some(50)));
+    assert_eq!(r.task.pid, 9);
+    let d = &iv.devices[&D];
+    assert_eq!((d.completed[3], d.issued, d.unmatched), (1, 0, 0));
+}
+
+#[test]
+fn unmatched_and_expired() {
+    let mut t = Tracker::default();
+    // a completion of a request issued before tracing began
+    t.feed(&[ev(5, Kind::Complete, "R", 64, 8, 0)]);
+    // an issue whose completion is lost: expires after FLIGHT_TTL_NS
+    t.feed(&[ev(10, Kind::Issue, "R", 128, 8, 1)]);
+    assert_eq!(t.take_interval().unmatched, 1);
+    t.feed(&[ev(requests::FLIGHT_TTL_NS + 20, Kind::Insert, "R", 0, 8, 1)]);
+    assert_eq!(t.take_interval().unmatched, 1);
+    assert_eq!(t.in_flight(), 0);
+}
+
+#[test]
+fn sequential_share_and_labels() {
+    let mut evs = Vec::new();
+    let mut ts = 0;
+    // 7 sequential 4 KiB reads after a first one, then 2 random ones
+    let sectors = [0u64, 8, 16, 24, 32, 40, 48, 56, 90_000, 10_000];
+    for s in sectors {
+        evs.push(ev(ts, Kind::Start, "R", s, 8, 3));
+        evs.push(ev(ts + 1, Kind::Issue, "R", s, 8, 3));
+        evs.push(ev(ts + 2, Kind::Complete, "R", s, 8, 0));
+        ts += 10;
+    }
+    let (iv, _) = run(&evs);
+    let d = &iv.devices[&D];
+    assert_eq!((d.issued, d.sequential), (10, 7));
+    assert_eq!(d.seq_share(), Some(0.7));
+    let th = Thresholds::default();
+    assert_eq!(d.pattern(&th), Some(Pattern::Seq));
+    assert_eq!(th.label(0.69), Pattern::Mixed);
+    assert_eq!(th.label(0.3), Pattern::Rand);
+    // seeks: 0 for the sequential ones, |90000-64| and |10000-90008| sectors
+    assert_eq!(d.seeks.counts[0], 7);
+    assert_eq!(d.seeks.buckets().iter().map(|b| b.1).sum::<u64>(), 9);
+    assert_eq!(d.sizes.buckets(), vec![(8192, 10)]);
+    assert_eq!(iv.procs[&(3, D)].seq_share(), Some(0.7));
+    // under MIN_REQUESTS: a share but no label
+    let (iv, _) = run(&evs[..9]);
+    assert_eq!(iv.devices[&D].pattern(&th), None);
+}
+
+#[test]
+fn captured_workload() {
+    use crate::collect::trace::merge::Merger;
+    use crate::collect::trace::{DecodeStats, Decoder};
+    let dir = crate::collect::trace::page::tests::DIR;
+    let dec = Decoder::load(&std::path::Path::new(dir).join("events")).unwrap();
+    let mut all = Vec::new();
+    let mut st = DecodeStats::default();
+    for cpu in ["cpu0", "cpu1"] {
+        dec.decode_pages(&std::fs::read(format!("{dir}/{cpu}.raw")).unwrap(), &mut all, &mut st);
+    }
+    let mut evs = Vec::new();
+    Merger::default().push(&mut all, u64::MAX, &mut evs);
+    let (iv, log) = run(&evs);
+    let lo = &iv.devices[&D];
+    // 16 sequential 4 KiB reads (15 continue the stream), one random read,
+    // two 64 KiB reads (the second continues the first), one merged write
+    assert_eq!((lo.issued, lo.sequential), (20, 16));
+    assert_eq!(lo.completed, [19, 1, 0, 1]);
+    assert_eq!(lo.bytes[1], 131_072);
+    assert_eq!(lo.merges, 31);
+    assert_eq!(iv.unmatched, 0);
+    // the write waited for its 31 merges: queue 619.751308 -> .751374
+    let w = log.iter().find(|r| r.op == Op::Write && r.dev == D).unwrap();
+    assert_eq!(w.queue_ns.map(|q| (q + 500) / 1000), Some(66));
+    // vda's writeback is a kernel worker
+    let vda = Dev { major: 254, minor: 0 };
+    assert_eq!(iv.devices[&vda].completed, [0, 2, 0, 1]);
+    let kw: Vec<&ProcDevTrace> = iv.procs.iter().filter(|(k, _)| k.1 == vda).map(|(_, v)| v).collect();
+    assert!(kw.iter().all(|p| p.comm.starts_with("kworker")));
+}
