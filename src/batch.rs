@@ -45,7 +45,7 @@ pub fn trace_disabled(cli: &Cli) -> Option<&'static str> {
     if cli.no_trace {
         Some("--no-trace")
     } else if cli.root != std::path::Path::new("/") {
-        Some("replaying a captured tree (--root)")
+        Some("replaying a captured tree with --root")
     } else {
         None
     }
