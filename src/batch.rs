@@ -24,10 +24,12 @@ use crate::tracer::{self, Tracing};
 /// Default seconds between samples.
 pub const DEFAULT_INTERVAL: f64 = 1.0;
 
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, from the auxiliary vector).
 pub fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 { v as f64 } else { 100.0 }
+    match rustix::param::clock_ticks_per_second() {
+        0 => 100.0,
+        v => v as f64,
+    }
 }
 
 /// Validate an interval given on the command line or in a config file.

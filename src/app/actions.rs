@@ -4,6 +4,8 @@
 
 use std::io;
 
+use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+
 use crate::collect::Reader;
 use crate::collect::process::{ProcKey, parse_stat};
 use crate::sys::ioprio::{self, IoPrio};
@@ -78,33 +80,13 @@ fn errno_text(what: &str, key: ProcKey, e: io::Error) -> String {
 /// Send SIGTERM through a pidfd, so that a PID reused between the check and
 /// the signal cannot be hit.
 pub fn terminate(reader: &mut Reader, key: ProcKey) -> Result<String, String> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, key.pid, 0) };
-    if fd < 0 {
-        return Err(errno_text("signal", key, io::Error::last_os_error()));
-    }
-    let fd = fd as libc::c_int;
-    let result = (|| {
-        let (uid, comm) = same_process(reader, key)?;
-        check_owner(uid, key)?;
-        // SAFETY: fd is the pidfd opened above; a null siginfo is allowed.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                fd,
-                libc::SIGTERM,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            )
-        };
-        if r < 0 {
-            return Err(errno_text("signal", key, io::Error::last_os_error()));
-        }
-        Ok(format!("sent SIGTERM to PID {} ({comm})", key.pid))
-    })();
-    // SAFETY: closing the fd we own, once.
-    unsafe { libc::close(fd) };
-    result
+    let pidfd = Pid::from_raw(key.pid)
+        .ok_or_else(|| format!("refused: PID {} is not a process id", key.pid))
+        .and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).map_err(|e| errno_text("signal", key, e.into())))?;
+    let (uid, comm) = same_process(reader, key)?;
+    check_owner(uid, key)?;
+    pidfd_send_signal(&pidfd, Signal::TERM).map_err(|e| errno_text("signal", key, e.into()))?;
+    Ok(format!("sent SIGTERM to PID {} ({comm})", key.pid))
 }
 
 /// ioprio_set(IOPRIO_WHO_PROCESS, tid, prio) on every thread of the
@@ -237,8 +219,7 @@ mod tests {
 
     #[test]
     fn other_users_processes_are_refused_without_root() {
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
+        let me = crate::sys::euid();
         let k = ProcKey { pid: 1, start_time: 0 };
         if me == 0 {
             assert!(check_owner(12345, k).is_ok());

@@ -18,12 +18,14 @@ pub mod sysblock;
 pub mod system;
 pub mod trace;
 
-use std::ffi::CString;
+use std::ffi::CStr;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::OFlags;
+use rustix::time::ClockId;
 
 pub use sample::{Collector, RawSample};
 
@@ -87,7 +89,7 @@ impl Reader {
 
     fn read_abs(&mut self, path: &Path) -> io::Result<()> {
         let f = File::open(path)?;
-        read_fd(f.as_raw_fd(), &mut self.buf, false, false)
+        read_fd(f.as_fd(), &mut self.buf, false, false)
     }
 
     /// Read a file under the root that must not be larger than `limit`
@@ -116,7 +118,7 @@ impl Reader {
     pub fn read_pid_file(&mut self, pid: i32, file: &str) -> Result<&[u8], ReadError> {
         let res = self
             .open_pid_file(pid, file)
-            .and_then(|fd| read_fd(fd.as_raw_fd(), &mut self.buf, true, false));
+            .and_then(|fd| read_fd(fd.as_fd(), &mut self.buf, true, false));
         res.map_err(|error| ReadError {
             path: self.path(format!("/proc/{pid}/{file}")),
             error,
@@ -127,14 +129,12 @@ impl Reader {
     /// Open `/proc/<pid>/<file>` under the root (see [`Reader::read_pid_file`]),
     /// to keep it open and read it again with [`Reader::reread`].
     pub fn open_pid_file(&mut self, pid: i32, file: &str) -> io::Result<OwnedFd> {
-        let dir = match &self.proc_dir {
-            Some(fd) => fd.as_raw_fd(),
+        let dir: &OwnedFd = match self.proc_dir {
+            Some(ref fd) => fd,
             None => {
-                let p = CString::new(self.path("/proc").as_os_str().as_bytes())
-                    .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+                let p = self.path("/proc");
                 self.proc_dir
-                    .insert(open_raw(libc::AT_FDCWD, &p, libc::O_DIRECTORY)?)
-                    .as_raw_fd()
+                    .insert(open_at(rustix::fs::CWD, p.as_path(), OFlags::DIRECTORY)?)
             }
         };
         // "<pid>/<file>\0" in a stack buffer: no allocation per open.
@@ -148,9 +148,8 @@ impl Reader {
             name[len..len + part.len()].copy_from_slice(part);
             len += part.len();
         }
-        let name =
-            std::ffi::CStr::from_bytes_until_nul(&name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        open_raw(dir, name, 0)
+        let name = CStr::from_bytes_until_nul(&name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        open_at(dir.as_fd(), name, OFlags::empty())
     }
 
     /// Read an open single-record procfs file (see [`Reader::read_pid_file`])
@@ -158,7 +157,7 @@ impl Reader {
     /// descriptor saves the open and close of every sample. A file of a
     /// process that has ended fails with ESRCH, even if its pid was reused.
     pub fn reread(&mut self, fd: &OwnedFd) -> io::Result<&[u8]> {
-        read_fd(fd.as_raw_fd(), &mut self.buf, true, true)?;
+        read_fd(fd.as_fd(), &mut self.buf, true, true)?;
         Ok(&self.buf)
     }
 
@@ -195,7 +194,7 @@ pub fn read_into(f: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
 /// multi-record files such as /proc/diskstats, whose reads stop at a record
 /// boundary before the buffer is full. With `from_start`, reads with
 /// `pread` from offset 0 whatever the file position.
-fn read_fd(fd: RawFd, buf: &mut Vec<u8>, one_shot: bool, from_start: bool) -> io::Result<()> {
+fn read_fd(fd: BorrowedFd<'_>, buf: &mut Vec<u8>, one_shot: bool, from_start: bool) -> io::Result<()> {
     buf.clear();
     if buf.capacity() < 4096 {
         buf.reserve(4096);
@@ -204,46 +203,34 @@ fn read_fd(fd: RawFd, buf: &mut Vec<u8>, one_shot: bool, from_start: bool) -> io
         if buf.len() == buf.capacity() {
             buf.reserve(buf.len());
         }
-        let spare = buf.spare_capacity_mut();
-        let asked = spare.len();
-        // SAFETY: the kernel writes at most `asked` bytes into the spare
-        // capacity; only the `n` bytes it reports are then marked initialised.
-        let n = unsafe {
-            if from_start {
-                libc::pread(fd, spare.as_mut_ptr().cast(), asked, buf.len() as libc::off_t)
-            } else {
-                libc::read(fd, spare.as_mut_ptr().cast(), asked)
-            }
+        let asked = buf.capacity() - buf.len();
+        let offset = buf.len() as u64;
+        // rustix reads into the spare capacity and marks only the bytes the
+        // kernel wrote as initialised.
+        let spare = rustix::buffer::spare_capacity(buf);
+        let n = match if from_start {
+            rustix::io::pread(fd, spare, offset)
+        } else {
+            rustix::io::read(fd, spare)
+        } {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        let n = n as usize;
-        if n == 0 {
-            return Ok(());
-        }
-        // SAFETY: `n <= asked` bytes past `len` were written by read(2).
-        unsafe { buf.set_len(buf.len() + n) };
-        if one_shot && n < asked {
+        if n == 0 || (one_shot && n < asked) {
             return Ok(());
         }
     }
 }
 
 /// `openat(dir, path, O_RDONLY | O_CLOEXEC | flags)` as an owned descriptor.
-fn open_raw(dir: RawFd, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-    // SAFETY: `path` is NUL-terminated and `dir` is AT_FDCWD or an open
-    // directory descriptor; the result is checked before use.
-    let fd = unsafe { libc::openat(dir, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC | flags) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+fn open_at(dir: BorrowedFd<'_>, path: impl rustix::path::Arg, flags: OFlags) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
+        dir,
+        path,
+        OFlags::RDONLY | OFlags::CLOEXEC | flags,
+        rustix::fs::Mode::empty(),
+    )?)
 }
 
 /// `n` in decimal (with a '-' when negative) in the end of `buf`, for paths
@@ -296,19 +283,19 @@ pub fn trim_ascii(b: &[u8]) -> &[u8] {
 
 /// CLOCK_MONOTONIC in nanoseconds: the timestamp every raw sample carries.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC
-    // is always supported on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+    timespec_ns(rustix::time::clock_gettime(ClockId::Monotonic))
 }
 
 /// CPU time used by this process so far, in nanoseconds (for benchmarks).
 pub fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: as above, with a clock every Linux kernel has.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+    timespec_ns(rustix::time::clock_gettime(ClockId::ProcessCPUTime))
+}
+
+fn timespec_ns(ts: rustix::time::Timespec) -> u64 {
+    u64::try_from(ts.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -288,27 +288,25 @@ pub struct ProcReader {
 /// RLIMIT_NOFILE towards the hard one (as Go programs do by default), and
 /// leaves 512 descriptors for everything else.
 fn keep_budget() -> usize {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let (cur, max) = (lim.current.unwrap_or(u64::MAX), lim.maximum);
+    let want = max.unwrap_or(u64::MAX).min(2 * KEEP_FILES_MAX as u64 + 1024);
+    let cur = if cur < want
+        && setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(want),
+                maximum: max,
+            },
+        )
+        .is_ok()
+    {
+        want
+    } else {
+        cur
     };
-    // SAFETY: getrlimit/setrlimit only read and write the struct we own.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 0;
-        }
-        let want = lim.rlim_max.min(2 * KEEP_FILES_MAX as libc::rlim_t + 1024);
-        if lim.rlim_cur < want {
-            let raised = libc::rlimit {
-                rlim_cur: want,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim.rlim_cur = want;
-            }
-        }
-    }
-    let fds = usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX).saturating_sub(512);
+    let fds = usize::try_from(cur).unwrap_or(usize::MAX).saturating_sub(512);
     (fds / 2).min(KEEP_FILES_MAX)
 }
 

@@ -4,7 +4,6 @@
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::view::{coarse_histogram, lat};
@@ -82,23 +81,6 @@ pub fn config(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ProbeConfig> {
     Ok(cfg)
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-fn catch_interrupts() {
-    let handler: extern "C" fn(libc::c_int) = on_signal;
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe.
-        unsafe {
-            libc::signal(sig, handler as libc::sighandler_t);
-        }
-    }
-}
-
 pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(cli, args)?;
     if cfg.drop_caches {
@@ -106,7 +88,7 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
             "iolens: warning: --drop-caches drops the page cache of the whole machine; every program will re-read its files from disk"
         );
     }
-    catch_interrupts();
+    crate::sys::signal::catch_interrupts();
     let cancel = CancelToken::new();
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = super::spawn(cfg, cancel.clone(), move |m| {
@@ -115,7 +97,7 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
     let live = std::io::stderr().is_terminal();
     let mut err = std::io::stderr();
     let outcome = loop {
-        if INTERRUPTED.load(Ordering::Relaxed) {
+        if crate::sys::signal::interrupted() {
             cancel.cancel();
         }
         match rx.recv_timeout(Duration::from_millis(20)) {

@@ -11,16 +11,18 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::num::NonZeroU64;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
+use rustix::fs::{Advice, AtFlags, SeekFrom, StatxFlags};
 use serde::Serialize;
 
 use crate::collect::Reader;
 use crate::collect::sysblock::{self, DevKind};
 use crate::format;
+use crate::sys::blkdev;
 
 /// What the target is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -142,7 +144,7 @@ pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
         Ok(f) => (f, CacheMode::Direct),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             let f = open_flags(path, false).map_err(|e| anyhow::anyhow!("cannot open {shown} read-only: {e}"))?;
-            fadvise(&f, 0, 0, libc::POSIX_FADV_RANDOM);
+            fadvise(&f, 0, 0, Advice::Random);
             (f, CacheMode::BufferedFadvise)
         }
         Err(e) => anyhow::bail!("cannot open {shown} read-only with O_DIRECT: {e}"),
@@ -175,7 +177,7 @@ pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
         Some((mem, off)) if off > 0 => (u64::from(off), mem.max(1) as usize, "statx STATX_DIOALIGN".to_string()),
         _ => {
             let lbs = match kind {
-                TargetKind::BlockDevice => ioctl_u32(&file, libc::BLKSSZGET).map(u64::from),
+                TargetKind::BlockDevice => blkdev::logical_block(&file).map(u64::from),
                 TargetKind::RegularFile | TargetKind::Directory => None,
             };
             match lbs.or(device.as_ref().and_then(|d| d.logical_block_size)) {
@@ -203,7 +205,7 @@ impl Target {
     /// Physical block size of the device, or of the ioctl on a block device.
     pub fn physical_block(&self) -> Option<u64> {
         if self.kind == TargetKind::BlockDevice
-            && let Some(p) = ioctl_u32(&self.file, libc::BLKPBSZGET)
+            && let Some(p) = blkdev::physical_block(&self.file)
         {
             return Some(u64::from(p));
         }
@@ -213,7 +215,7 @@ impl Target {
     /// Evict `[off, off+len)` from the page cache (buffered mode only).
     pub fn evict(&self, off: u64, len: u64) {
         if self.cache == CacheMode::BufferedFadvise {
-            fadvise(&self.file, off, len, libc::POSIX_FADV_DONTNEED);
+            fadvise(&self.file, off, len, Advice::DontNeed);
         }
     }
 }
@@ -228,59 +230,32 @@ fn open_flags(path: &Path, direct: bool) -> io::Result<File> {
     o.open(path)
 }
 
-fn fadvise(f: &File, off: u64, len: u64, advice: libc::c_int) {
+fn fadvise(f: &File, off: u64, len: u64, advice: Advice) {
     // Advice only: a failure changes nothing we rely on beyond what the
     // result already states.
-    // SAFETY: plain syscall on a descriptor we own.
-    unsafe {
-        libc::posix_fadvise(f.as_raw_fd(), off as libc::off_t, len as libc::off_t, advice);
-    }
+    let _ = rustix::fs::fadvise(f, off, NonZeroU64::new(len), advice);
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 { v as usize } else { 4096 }
+    rustix::param::page_size()
 }
 
 fn split_dev(dev: u64) -> (u32, u32) {
-    (libc::major(dev), libc::minor(dev))
+    (rustix::fs::major(dev), rustix::fs::minor(dev))
 }
 
-/// Size of a block device: `lseek(SEEK_END)` (no ioctl needed).
+/// Size of a block device: `lseek(SEEK_END)` (no ioctl needed). Reads use
+/// pread, so the offset does not matter afterwards.
 fn device_size(f: &File) -> io::Result<u64> {
-    // SAFETY: lseek on our own descriptor; reads use pread so the offset
-    // does not matter afterwards.
-    let end = unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_END) };
-    if end < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(end as u64)
-}
-
-fn ioctl_u32(f: &File, req: libc::Ioctl) -> Option<u32> {
-    let mut v: libc::c_int = 0;
-    // SAFETY: BLKSSZGET and BLKPBSZGET write one int.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), req, &mut v) };
-    (rc == 0 && v > 0).then_some(v as u32)
+    Ok(rustix::fs::seek(f, SeekFrom::End(0))?)
 }
 
 /// (dio_mem_align, dio_offset_align) from statx, when the kernel and
 /// filesystem report them (files: 6.1+, block devices: 6.11+).
 fn statx_dio(f: &File) -> Option<(u32, u32)> {
-    // SAFETY: statx fills the zeroed struct we own; the empty path with
-    // AT_EMPTY_PATH refers to the descriptor itself.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let rc = unsafe {
-        libc::statx(
-            f.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH,
-            libc::STATX_DIOALIGN,
-            &mut stx,
-        )
-    };
-    (rc == 0 && stx.stx_mask & libc::STATX_DIOALIGN != 0).then_some((stx.stx_dio_mem_align, stx.stx_dio_offset_align))
+    // The empty path with AT_EMPTY_PATH refers to the descriptor itself.
+    let stx = rustix::fs::statx(f, c"", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN).ok()?;
+    (stx.stx_mask & StatxFlags::DIOALIGN.bits() != 0).then_some((stx.stx_dio_mem_align, stx.stx_dio_offset_align))
 }
 
 /// Find the diskstats name of device `maj:min` through `/sys/dev/block`,
@@ -321,38 +296,39 @@ pub fn device_hints(root: &Path, maj: u32, min: u32) -> Option<DeviceHints> {
     })
 }
 
-/// A heap buffer aligned for direct I/O.
+/// A heap buffer aligned for direct I/O: a zeroed allocation one alignment
+/// larger than asked, used from its first aligned byte.
 pub struct AlignedBuf {
-    ptr: std::ptr::NonNull<u8>,
-    layout: std::alloc::Layout,
+    mem: Vec<u8>,
+    start: usize,
+    len: usize,
 }
 
 impl AlignedBuf {
     pub fn new(len: usize, align: usize) -> anyhow::Result<Self> {
-        let layout = std::alloc::Layout::from_size_align(len.max(1), align.max(1).next_power_of_two())
-            .map_err(|e| anyhow::anyhow!("buffer of {len} B aligned to {align}: {e}"))?;
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = std::ptr::NonNull::new(raw).ok_or_else(|| anyhow::anyhow!("out of memory for a {len} B buffer"))?;
-        Ok(AlignedBuf { ptr, layout })
+        let align = align.max(1).checked_next_power_of_two().unwrap_or(0);
+        let total = len.max(1).checked_add(align);
+        anyhow::ensure!(
+            align > 0 && total.is_some_and(|t| t <= isize::MAX as usize),
+            "buffer of {len} B aligned to {align}: too large"
+        );
+        let mut mem = Vec::new();
+        mem.try_reserve_exact(total.unwrap_or(0))
+            .map_err(|_| anyhow::anyhow!("out of memory for a {len} B buffer"))?;
+        mem.resize(total.unwrap_or(0), 0);
+        let start = mem.as_ptr().align_offset(align);
+        anyhow::ensure!(start < align, "cannot align a buffer of {len} B to {align}");
+        Ok(AlignedBuf {
+            mem,
+            start,
+            len: len.max(1),
+        })
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: ptr is valid for layout.size() bytes, zero-initialised,
-        // and uniquely borrowed through &mut self.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
+        &mut self.mem[self.start..self.start + self.len]
     }
 }
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated in new() with this layout.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
-// SAFETY: the buffer is plain owned memory.
-unsafe impl Send for AlignedBuf {}
 
 /// Read exactly `buf.len()` bytes at `off` (retrying on EINTR and short
 /// reads); an error says where.

@@ -14,9 +14,12 @@
 //! ([`is_root`], [`euid`], [`has_capability`]) and the I/O priority type and
 //! its encoding ([`ioprio::IoPrio`]).
 
+pub mod blkdev;
+pub mod dirent;
 pub mod fiemap;
 pub mod ioprio;
 pub mod mount;
+pub mod signal;
 pub mod uring;
 
 pub use rustix::thread::CapabilitySet;

@@ -29,21 +29,24 @@
 //! [`RawFd::path`]). Captured trees (`--root`) have no fds to scan: their fd
 //! links would point at this machine's files.
 
+mod lister;
+mod procdir;
+
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::Path;
 use std::sync::Arc;
 
+use rustix::fs::{AtFlags, StatxFlags, statx};
 use serde::Serialize;
 
-use rustix::fs::{AtFlags, StatxFlags, statx};
-
 use super::mountinfo::MountTable;
-use super::process::{ProcIo, ProcKey, RawProc, parse_io, parse_stat};
+use super::process::{ProcIo, ProcKey, RawProc};
 use super::{Reader, parse_u64};
+use procdir::{CName, block_size, list_fd_numbers, open_dir, read_at, read_link_at, read_small};
+
+pub use lister::ProcLister;
+pub use procdir::{MOUNTINFO_CAP, SMALL_CAP};
 
 /// A process stays scanned this many scans after its last sign of activity.
 pub const TRACK_IDLE_SAMPLES: u32 = 60;
@@ -586,252 +589,10 @@ impl FdScanner {
     }
 }
 
-/// A NUL-terminated relative path built on the stack:
-/// `<prefix><number><suffix>` (prefixes and suffixes used are short).
-#[derive(Default)]
-struct CName {
-    buf: [u8; 32],
-}
-
-impl CName {
-    fn set(&mut self, prefix: &[u8], n: i32) -> &CStr {
-        self.set3(prefix, n, b"")
-    }
-
-    fn set3(&mut self, prefix: &[u8], n: i32, suffix: &[u8]) -> &CStr {
-        let mut digits = [0u8; 11];
-        let num = super::decimal(n, &mut digits);
-        let (a, b) = (prefix.len(), prefix.len() + num.len());
-        let len = b + suffix.len();
-        if len >= self.buf.len() {
-            return c"";
-        }
-        self.buf[..a].copy_from_slice(prefix);
-        self.buf[a..b].copy_from_slice(num);
-        self.buf[b..len].copy_from_slice(suffix);
-        self.buf[len] = 0;
-        CStr::from_bytes_with_nul(&self.buf[..=len]).unwrap_or(c"")
-    }
-}
-
-fn open_dir(path: &Path) -> io::Result<OwnedFd> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: c is NUL-terminated; open returns a new fd or -1.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just returned by open and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// The numeric entries of an open fd directory, listed with getdents64.
-fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::Result<()> {
-    if buf.len() < 32 * 1024 {
-        buf.resize(32 * 1024, 0);
-    }
-    loop {
-        // SAFETY: buf is a writable buffer of buf.len() bytes; the kernel
-        // writes at most that many.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = n as usize;
-        let mut off = 0;
-        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
-        while off + 19 <= n {
-            let reclen = usize::from(u16::from_ne_bytes([buf[off + 16], buf[off + 17]]));
-            if reclen < 19 || off + reclen > n {
-                break;
-            }
-            let name = &buf[off + 19..off + reclen];
-            let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
-            if let Some(fd) = parse_u64(name).and_then(|v| i32::try_from(v).ok()) {
-                out.push(fd);
-            }
-            off += reclen;
-        }
-        // procfs fills the buffer until it runs out of entries: one that is
-        // far from full was the last (this saves the call returning 0).
-        if n + 1024 < buf.len() {
-            return Ok(());
-        }
-    }
-}
-
-/// Read a small procfs file relative to `dir`. `buf` keeps its length
-/// between calls so nothing is zeroed per read. A single-record seq_file
-/// (stat, io, fdinfo) returns everything that fits in one `read`, so a short
-/// read is the end: the call that would return 0 is skipped. At most
-/// [`SMALL_CAP`] bytes are read (fdinfo of an epoll or inotify fd lists
-/// every watch; the fields iolens uses come first).
-fn read_small<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>) -> io::Result<&'b [u8]> {
-    read_at(dir, name, buf, true, SMALL_CAP)
-}
-
-/// Cap of [`read_small`].
-pub const SMALL_CAP: usize = 256 * 1024;
-
-/// Cap of a mountinfo read: ~50,000 mounts. What is cut off counts as
-/// mounts that may block.
-pub const MOUNTINFO_CAP: usize = 8 << 20;
-
-/// Read a procfs file relative to `dir` into `buf`, at most `cap` bytes;
-/// with `one_shot`, a short read ends it (see [`read_small`]), otherwise
-/// reads go on until end of file (multi-record files such as mountinfo).
-fn read_at<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>, one_shot: bool, cap: usize) -> io::Result<&'b [u8]> {
-    if buf.len() < 4096 {
-        buf.resize(4096, 0);
-    }
-    // SAFETY: dir is open, name NUL-terminated; returns a new fd or -1.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just opened and is owned here alone.
-    let f = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut len = 0;
-    loop {
-        let want = (buf.len() - len).min(cap - len);
-        // SAFETY: the destination is the unfilled tail of buf, `want` bytes long.
-        let n = unsafe { libc::read(f.as_raw_fd(), buf[len..].as_mut_ptr().cast(), want) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        len += n as usize;
-        if n == 0 || (one_shot && (n as usize) < want) || len >= cap {
-            return Ok(&buf[..len]);
-        }
-        if len == buf.len() {
-            let grown = (buf.len() * 2).min(cap);
-            buf.resize(grown, 0);
-        }
-    }
-}
-
-fn read_link_at(dir: &OwnedFd, name: &CStr) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; 4096];
-    // SAFETY: buf is writable for buf.len() bytes; readlinkat does not
-    // NUL-terminate and returns the length written.
-    let n = unsafe { libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    let n = usize::try_from(n).ok()?;
-    buf.truncate(n);
-    Some(buf)
-}
-
-/// Size of a block device: `/sys/dev/block/<maj>:<min>/size` (512-byte
-/// sectors), else `BLKGETSIZE64` on an O_RDONLY open of the fd link (which
-/// reopens the device read-only and never writes to it).
-fn block_size(r: &Reader, fd_dir: &OwnedFd, name: &CStr, (maj, min): (u32, u32), buf: &mut Vec<u8>) -> Option<u64> {
-    let sys = r.path(format!("/sys/dev/block/{maj}:{min}/size"));
-    if let Ok(mut f) = std::fs::File::open(&sys)
-        && super::read_into(&mut f, buf).is_ok()
-        && let Some(sectors) = parse_u64(buf.trim_ascii())
-    {
-        return sectors.checked_mul(512);
-    }
-    // SAFETY: as in read_small.
-    let fd = unsafe {
-        libc::openat(
-            fd_dir.as_raw_fd(),
-            name.as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd is ours; closed when dropped.
-    let f = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut size: u64 = 0;
-    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-    // SAFETY: the ioctl writes one u64 into `size`.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size) };
-    (rc == 0).then_some(size)
-}
-
-/// Lists processes for the `progress` command without the full process
-/// collector. Every pass reads each process's `/proc/<pid>/io` (to see who
-/// did I/O); `/proc/<pid>/stat` (start time and comm) only for a pid not
-/// seen before or whose counters changed — a reused pid has new counters
-/// (they restart near zero), so the key stays right — and whenever `io` is
-/// not readable (another user's process without root).
-#[derive(Debug, Default)]
-pub struct ProcLister {
-    known: HashMap<i32, (ProcKey, String, ProcIo)>,
-    buf: Vec<u8>,
-    dents: Vec<u8>,
-    pids: Vec<i32>,
-}
-
-impl ProcLister {
-    /// The processes of this pass: all of them, or with a `watch` only the
-    /// watched ones unless `all` is set.
-    pub fn list(&mut self, r: &Reader, watch: &Watch, all: bool) -> io::Result<Vec<ScanProc<'_>>> {
-        let proc_dir = open_dir(&r.path("/proc"))?;
-        self.pids.clear();
-        if watch.names.is_empty() && !watch.pids.is_empty() && !all {
-            self.pids.extend_from_slice(&watch.pids);
-        } else {
-            list_fd_numbers(&proc_dir, &mut self.dents, &mut self.pids)?;
-        }
-        self.pids.sort_unstable();
-        let mut name = CName::default();
-        let mut keep: HashMap<i32, (ProcKey, String, ProcIo)> = HashMap::with_capacity(self.pids.len());
-        let mut order = Vec::with_capacity(self.pids.len());
-        for &pid in &self.pids {
-            let io = read_small(&proc_dir, name.set3(b"", pid, b"/io"), &mut self.buf)
-                .ok()
-                .and_then(parse_io);
-            let cached = self.known.remove(&pid);
-            let (key, comm) = match (cached, io) {
-                (Some((k, c, old)), Some(cur)) if old == cur && cur != ProcIo::default() => (k, c),
-                _ => {
-                    let Some(stat) = read_small(&proc_dir, name.set3(b"", pid, b"/stat"), &mut self.buf)
-                        .ok()
-                        .and_then(parse_stat)
-                    else {
-                        continue;
-                    };
-                    let key = ProcKey {
-                        pid,
-                        start_time: stat.start_time,
-                    };
-                    (key, stat.comm)
-                }
-            };
-            if all || watch.is_empty() || watch.matches(pid, &comm) {
-                order.push((pid, io));
-            }
-            // Without counters the entry never matches next time: stat is re-read.
-            keep.insert(pid, (key, comm, io.unwrap_or_default()));
-        }
-        self.known = keep;
-        let known = &self.known;
-        Ok(order
-            .into_iter()
-            .filter_map(|(pid, io)| {
-                let (key, comm, _) = known.get(&pid)?;
-                Some(ScanProc {
-                    key: *key,
-                    comm: Cow::Borrowed(comm.as_str()),
-                    io,
-                })
-            })
-            .collect())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn fdinfo_of_a_file() {
