@@ -9,8 +9,8 @@ use crate::ui::Popup;
 impl App {
     /// `D`: ask before turning delay accounting on, or say why not.
     pub(super) fn ask_delayacct(&mut self) {
-        if self.replaying {
-            self.status("not on a replayed tree (--root)", true);
+        if self.captured_tree {
+            self.status("not on a captured /proc and /sys tree (--root)", true);
         } else if self.model.delayacct != Some(false) {
             self.status("delay accounting is already on", false);
         } else if !self.model.host.is_root {

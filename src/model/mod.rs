@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::collect::RawSample;
-use crate::collect::process::{ProcIo, ProcKey, RawProc};
+use crate::collect::process::RawProc;
 use crate::collect::sample::HostInfo;
 use crate::collect::sysblock::DeviceInfo;
 use crate::collect::system::{CpuTimes, MemDirty, Pressure};
@@ -28,6 +28,11 @@ use procdev::ProcDevice;
 use process::ProcRates;
 use totals::{IoTotals, WriteStep, WriteWindow};
 use worker::Worker;
+
+// The collectors' types the model is made of, named here so views read the
+// model's vocabulary and never import the collectors.
+pub use crate::collect::process::{IoClass, IoPrio, IoUnavailable, ProcIo, ProcKey};
+pub use crate::collect::sysblock::DevKind;
 
 /// How many samples of history each device keeps (10 minutes at 1 s).
 pub const HISTORY_LEN: usize = 600;

@@ -7,79 +7,18 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table, TableState};
 
+use super::viewmodel::{self, ViewModel};
 use super::{DevCol, Pane, ViewState, pane_block, sparkline};
-use crate::collect::sysblock::DevKind;
 use crate::format;
-use crate::model::disk::{DirRates, DiskRates};
+use crate::model::disk::DirRates;
 use crate::model::{DeviceRow, Model};
 
-/// One visible line of the pane.
-#[derive(Debug, Clone, Copy)]
-pub struct DevLine<'a> {
-    pub row: &'a DeviceRow,
-    /// 0 for a disk, 1 for a partition under it.
-    pub depth: u8,
-    /// Number of partitions folded away under this disk.
-    pub folded: usize,
-    /// Last partition of its disk (for the tree glyph).
-    pub last: bool,
-}
-
-fn is_partition(r: &DeviceRow) -> bool {
-    r.info
-        .as_ref()
-        .is_some_and(|i| i.kind == DevKind::Partition && i.parent.is_some())
-}
-
-fn parent_of(r: &DeviceRow) -> Option<&str> {
-    r.info.as_ref().and_then(|i| i.parent.as_deref())
-}
-
-/// Idle: counters compared and nothing happened. A device without rates yet
-/// (first sample) is not idle, it is unknown.
-fn idle(r: &DeviceRow) -> bool {
-    r.rates.as_ref().is_some_and(DiskRates::is_idle)
-}
+pub use super::viewmodel::DevLine;
 
 /// The rows in display order: each disk followed by its partitions (unless
 /// folded), idle devices left out when `hide_idle` is on, empty ones always.
 pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
-    let mut out = Vec::new();
-    let mut tops: Vec<&DeviceRow> = model
-        .devices
-        .iter()
-        .filter(|r| !r.has_no_media())
-        .filter(|r| !is_partition(r) || !model.devices.iter().any(|d| Some(d.name.as_str()) == parent_of(r)))
-        .collect();
-    tops.sort_by(|a, b| a.name.cmp(&b.name));
-    for top in tops {
-        let parts: Vec<&DeviceRow> = model
-            .devices
-            .iter()
-            .filter(|p| is_partition(p) && parent_of(p) == Some(top.name.as_str()))
-            .filter(|p| !(view.hide_idle && idle(p)))
-            .collect();
-        let folded = view.folded.contains(&top.name);
-        if view.hide_idle && idle(top) && parts.is_empty() {
-            continue;
-        }
-        out.push(DevLine {
-            row: top,
-            depth: 0,
-            folded: if folded { parts.len() } else { 0 },
-            last: false,
-        });
-        if !folded {
-            let n = parts.len();
-            out.extend(parts.into_iter().enumerate().map(|(i, p)| DevLine {
-                row: p,
-                depth: 1,
-                folded: 0,
-                last: i + 1 == n,
-            }));
-        }
-    }
-    out
+    viewmodel::device_lines(model, view)
 }
 
 /// Columns in the order they are given up when the terminal is too narrow:
@@ -275,9 +214,9 @@ pub fn truncate(s: &str, w: usize) -> String {
     }
 }
 
-pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
     let t = &view.theme;
-    let lines = visible(model, view);
+    let lines = vm.dev_lines(model);
     let focused = view.focus == Pane::Devices;
     let mut title = vec![Span::styled(" Devices ", t.title())];
     let n_empty = model.devices.iter().filter(|r| r.has_no_media()).count();

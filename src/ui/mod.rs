@@ -14,6 +14,7 @@ pub mod progress;
 pub mod results;
 pub mod status;
 pub mod theme;
+pub mod viewmodel;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -23,10 +24,10 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
-use crate::collect::process::ProcKey;
-use crate::model::Model;
+use crate::model::{Model, ProcKey};
 use crate::probe::{Depth, ProbeView, Tests};
 pub use theme::Theme;
+use viewmodel::ViewModel;
 
 /// Smallest terminal the dashboard lays out in; below this a message says so.
 pub const MIN_WIDTH: u16 = 50;
@@ -332,8 +333,14 @@ impl ViewState {
     }
 }
 
-/// Draw the whole screen.
+/// Draw the whole screen, computing the view-model first.
 pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
+    render_view(frame, model, view, &ViewModel::new(model, view));
+}
+
+/// Draw the whole screen from the view-model computed for `model` and
+/// `view` (the dashboard keeps it current; panes only read it).
+pub fn render_view(frame: &mut Frame, model: &Model, view: &ViewState, vm: &ViewModel) {
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         render_too_small(frame, area);
@@ -348,7 +355,7 @@ pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
     header::render(frame, head, model, view);
     match &view.popup {
         Popup::Detail(name) => detail::render(frame, body, model, view, name),
-        _ => render_panes(frame, body, model, view),
+        _ => render_panes(frame, body, model, view, vm),
     }
     status::render(frame, status_area, model, view);
     match &view.popup {
@@ -364,14 +371,12 @@ pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
 /// (at most 45% of the height, less when more panes are shown), transfers
 /// sized to their rows (at most 25%), probe results (up to 26 rows, at most
 /// 55%), and processes take the rest.
-fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
     let panes = view.panes(model);
     let pct = |p: u32| (u32::from(area.height) * p / 100) as u16;
     let rows = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).saturating_add(3);
     let extra = panes.len() > 2;
-    let dev_h = rows(devices::visible(model, view).len())
-        .min(pct(if extra { 30 } else { 45 }))
-        .max(4);
+    let dev_h = rows(vm.devices.len()).min(pct(if extra { 30 } else { 45 })).max(4);
     let mut constraints = Vec::with_capacity(panes.len());
     for p in &panes {
         constraints.push(match p {
@@ -385,10 +390,10 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) 
     let areas = Layout::vertical(constraints).split(area);
     for (p, a) in panes.iter().zip(areas.iter()) {
         match p {
-            Pane::Devices => devices::render(frame, *a, model, view),
+            Pane::Devices => devices::render(frame, *a, model, view, vm),
             Pane::Progress => progress::render_pane(frame, *a, model, view),
             Pane::Results => results::render_pane(frame, *a, view),
-            Pane::Processes => processes::render(frame, *a, model, view),
+            Pane::Processes => processes::render(frame, *a, model, view, vm),
         }
     }
 }

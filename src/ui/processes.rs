@@ -1,8 +1,6 @@
 //! Processes pane (iotop-like): per-process storage and logical I/O, sorted,
 //! filtered, as rates or as totals since iolens started.
 
-use std::cmp::Ordering;
-
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
@@ -10,173 +8,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table, TableState};
 
 use super::devices::truncate;
+use super::viewmodel::{self, ProcNums, ViewModel, active, natural_desc, nums};
 use super::{Pane, ProcCol, ViewState, pane_block};
-use crate::collect::process::{IoUnavailable, ProcIo};
 use crate::format;
-use crate::model::process::CACHE_SHARE_MIN_BYTES;
-use crate::model::{Model, ProcRow};
+use crate::model::{IoUnavailable, Model, ProcRow};
 
-/// The numbers one row shows, as rates or as totals (accumulated mode).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ProcNums {
-    pub disk_read: f64,
-    pub disk_write: f64,
-    pub cancelled: f64,
-    pub read: f64,
-    pub write: f64,
-    pub syscalls: f64,
-    pub avg_syscall: Option<f64>,
-    pub cache: Option<f64>,
-    pub io_wait: Option<f64>,
-}
-
-fn totals(io: &ProcIo, reads_files: bool) -> ProcNums {
-    let sys = io.syscr + io.syscw;
-    ProcNums {
-        disk_read: io.read_bytes as f64,
-        disk_write: io.write_bytes as f64,
-        cancelled: io.cancelled_write_bytes as f64,
-        read: io.rchar as f64,
-        write: io.wchar as f64,
-        syscalls: sys as f64,
-        avg_syscall: (sys > 0).then(|| (io.rchar + io.wchar) as f64 / sys as f64),
-        cache: (reads_files && io.rchar >= CACHE_SHARE_MIN_BYTES)
-            .then(|| (1.0 - io.read_bytes as f64 / io.rchar as f64).clamp(0.0, 1.0)),
-        io_wait: None,
-    }
-}
-
-/// The row's numbers in the current mode; `None` when unknown (first sample,
-/// counters not readable).
-pub fn nums(p: &ProcRow, accumulated: bool) -> Option<ProcNums> {
-    if accumulated {
-        return p.since_start.as_ref().map(|io| totals(io, p.reads_files));
-    }
-    let r = p.rates?;
-    let sys = r.syscr_per_s + r.syscw_per_s;
-    Some(ProcNums {
-        disk_read: r.read_bps,
-        disk_write: r.write_bps,
-        cancelled: r.cancelled_write_bps,
-        read: r.rchar_bps,
-        write: r.wchar_bps,
-        syscalls: sys,
-        avg_syscall: (sys > 0.0).then(|| (r.rchar_bps + r.wchar_bps) / sys),
-        cache: r.cache_share,
-        io_wait: r.io_wait_pct,
-    })
-}
-
-fn active(p: &ProcRow, accumulated: bool) -> bool {
-    nums(p, accumulated).is_some_and(|n| n.disk_read + n.disk_write + n.cancelled + n.read + n.write > 0.0)
-}
-
-/// The command line; "[comm]" for kernel threads ("[loop0 backing I/O]
-/// kworker/u8:3-loop0" for a loop worker); "(comm) cmdline" when the
-/// process renamed itself (comm is not where argv[0] points), so a changed
-/// comm is never invisible.
-pub fn command(p: &ProcRow) -> String {
-    let (comm, cmd) = (&p.raw.comm, &p.raw.cmdline);
-    if let Some(w) = &p.worker {
-        return format!("[{}] {}", w.label(), format::escape(comm));
-    }
-    if cmd.is_empty() {
-        return format!("[{}]", format::escape(comm));
-    }
-    let argv0 = cmd.split(' ').next().unwrap_or("");
-    let base = argv0.rsplit('/').next().unwrap_or(argv0);
-    if base.starts_with(comm.as_str()) || comm.starts_with(base) && !base.is_empty() {
-        format::escape(cmd)
-    } else {
-        format!("({}) {}", format::escape(comm), format::escape(cmd))
-    }
-}
-
-/// Numbers sort largest first; PID and text sort ascending.
-fn natural_desc(c: ProcCol) -> bool {
-    !matches!(
-        c,
-        ProcCol::Pid | ProcCol::User | ProcCol::Prio | ProcCol::Devices | ProcCol::Command
-    )
-}
-
-fn matches(p: &ProcRow, filter: &str) -> bool {
-    if filter.is_empty() {
-        return true;
-    }
-    let f = filter.to_lowercase();
-    p.raw.key.pid.to_string().contains(&f)
-        || p.raw.comm.to_lowercase().contains(&f)
-        || p.raw.cmdline.to_lowercase().contains(&f)
-        || p.raw.user.as_deref().is_some_and(|u| u.to_lowercase().contains(&f))
-}
-
-fn num_key(n: Option<ProcNums>, c: ProcCol) -> f64 {
-    let Some(n) = n else { return f64::NEG_INFINITY };
-    let v = match c {
-        ProcCol::DiskRead => Some(n.disk_read),
-        ProcCol::DiskWrite => Some(n.disk_write),
-        ProcCol::Cancelled => Some(n.cancelled),
-        ProcCol::Read => Some(n.read),
-        ProcCol::Write => Some(n.write),
-        ProcCol::Syscalls => Some(n.syscalls),
-        ProcCol::AvgSyscall => n.avg_syscall,
-        ProcCol::Cache => n.cache,
-        ProcCol::IoWait => n.io_wait,
-        _ => None,
-    };
-    v.unwrap_or(f64::NEG_INFINITY)
-}
-
-/// Compare two rows on `col` in its natural order (numbers largest first,
-/// text and PIDs ascending), ties broken by PID so the order is stable.
-fn compare(a: &ProcRow, b: &ProcRow, col: ProcCol, accumulated: bool) -> Ordering {
-    let by_pid = a.raw.key.pid.cmp(&b.raw.key.pid);
-    let o = match col {
-        ProcCol::Pid => Ordering::Equal,
-        ProcCol::User => a.raw.user.cmp(&b.raw.user),
-        ProcCol::Prio => prio_rank(a).cmp(&prio_rank(b)),
-        ProcCol::Command => command(a).cmp(&command(b)),
-        ProcCol::Devices => a.devices.cmp(&b.devices),
-        // Busiest first; for disk reads, busiest on the disk overall then.
-        _ => {
-            let ka = num_key(nums(a, accumulated), col);
-            let kb = num_key(nums(b, accumulated), col);
-            kb.partial_cmp(&ka).unwrap_or(Ordering::Equal).then_with(|| {
-                let t = |p: &ProcRow| nums(p, accumulated).map_or(f64::NEG_INFINITY, |n| n.disk_read + n.disk_write);
-                t(b).partial_cmp(&t(a)).unwrap_or(Ordering::Equal)
-            })
-        }
-    };
-    o.then(by_pid)
-}
-
-fn prio_rank(p: &ProcRow) -> (u8, u8) {
-    use crate::collect::process::IoClass;
-    match p.raw.ioprio {
-        Some(io) => match io.class {
-            IoClass::RealTime => (0, io.level),
-            IoClass::BestEffort => (1, io.level),
-            IoClass::None => (1, ((p.raw.nice.clamp(-20, 19) + 20) / 5) as u8),
-            IoClass::Idle => (2, 0),
-        },
-        None => (3, 0),
-    }
-}
+pub use super::viewmodel::command;
 
 /// The rows in display order after filter, only-active and sort.
 pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<&'a ProcRow> {
-    let mut v: Vec<&ProcRow> = model
-        .procs
-        .iter()
-        .filter(|p| !view.only_active || active(p, view.accumulated))
-        .filter(|p| matches(p, &view.filter))
-        .collect();
-    v.sort_by(|a, b| {
-        let o = compare(a, b, view.sort, view.accumulated);
-        if view.reverse { o.reverse() } else { o }
-    });
-    v
+    viewmodel::proc_rows(model, view)
 }
 
 /// Columns kept longest first; the command always gets what is left.
@@ -325,9 +166,9 @@ pub fn devices_text(p: &ProcRow) -> String {
     names.join(",")
 }
 
-pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
     let t = &view.theme;
-    let rows = visible(model, view);
+    let rows = vm.proc_rows(model);
     let focused = view.focus == Pane::Processes;
     let mut title = vec![
         Span::styled(" Processes ", t.title()),
@@ -426,23 +267,5 @@ mod tests {
             "{at120:?}"
         );
         assert_eq!(fit_columns(&all, 300), all);
-    }
-
-    #[test]
-    fn totals_give_average_and_cache_share() {
-        let io = ProcIo {
-            rchar: 1_000_000,
-            wchar: 0,
-            syscr: 250,
-            syscw: 0,
-            read_bytes: 250_000,
-            write_bytes: 0,
-            cancelled_write_bytes: 0,
-        };
-        let n = totals(&io, true);
-        assert_eq!(totals(&io, false).cache, None);
-        assert_eq!(n.avg_syscall, Some(4000.0));
-        assert_eq!(n.cache, Some(0.75));
-        assert_eq!(n.syscalls, 250.0);
     }
 }

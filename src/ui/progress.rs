@@ -8,10 +8,9 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-use crate::collect::process::ProcKey;
 use crate::format::{self, escape, escape_bytes};
-use crate::model::Model;
 use crate::model::progress::{Job, Label};
+use crate::model::{Model, ProcKey};
 use crate::ui::{Pane, ViewState, pane_block};
 
 /// Width of the text progress bar, in cells.

@@ -1,0 +1,177 @@
+//! Keys: what each does in the focused pane or the open popup. Popups are
+//! modal; typing a filter takes every printable key.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::{App, Command, IoPrioChoice};
+use crate::ui::{Confirm, ConfirmAction, Pane, Popup, ProcCol};
+
+/// Rows moved by PgUp / PgDn.
+const PAGE: isize = 10;
+
+/// Interval steps for `+` / `-`, seconds.
+const STEPS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0];
+
+impl App {
+    pub(super) fn cycle_sort(&mut self, back: bool) {
+        let cols: Vec<ProcCol> = ProcCol::ALL
+            .into_iter()
+            .filter(|c| self.view.proc_cols.contains(c))
+            .collect();
+        if cols.is_empty() {
+            return;
+        }
+        let n = cols.len();
+        let i = cols.iter().position(|c| *c == self.view.sort).unwrap_or(0);
+        self.view.sort = cols[if back { (i + n - 1) % n } else { (i + 1) % n }];
+    }
+
+    fn step_interval(&mut self, up: bool) -> Option<Command> {
+        let cur = self.view.interval.as_secs_f64();
+        let next = if up {
+            STEPS.iter().copied().find(|s| *s > cur + 1e-9)
+        } else {
+            STEPS.iter().rev().copied().find(|s| *s < cur - 1e-9)
+        }?;
+        self.view.interval = Duration::from_secs_f64(next);
+        Some(Command::SetInterval(self.view.interval))
+    }
+
+    /// React to a key. Changes the view state; returns work for the loop.
+    /// Popups are modal: while one is open, keys go to it alone.
+    pub fn on_key(&mut self, key: KeyEvent) -> Option<Command> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('C')) {
+            return Some(Command::Quit);
+        }
+        if self.view.editing_filter {
+            match key.code {
+                KeyCode::Enter => self.view.editing_filter = false,
+                KeyCode::Esc => {
+                    self.view.editing_filter = false;
+                    self.view.filter.clear();
+                }
+                KeyCode::Backspace => {
+                    self.view.filter.pop();
+                }
+                KeyCode::Char(c) if !ctrl => self.view.filter.push(c),
+                _ => {}
+            }
+            self.fix_selection();
+            return None;
+        }
+        match self.view.popup.clone() {
+            Popup::None => {}
+            Popup::Confirm(c) => return self.on_confirm_key(&c, key.code),
+            Popup::ProbeMenu(m) => return self.on_menu_key(m, key.code),
+            Popup::DelayAcct => return self.on_delayacct_key(key.code),
+            Popup::Help | Popup::Detail(_) => {
+                let closes = match key.code {
+                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') => true,
+                    KeyCode::Enter => matches!(self.view.popup, Popup::Detail(_)),
+                    _ => false,
+                };
+                if closes {
+                    self.view.popup = Popup::None;
+                }
+                return None;
+            }
+        }
+        self.view.status = None;
+        let in_procs = self.view.focus == Pane::Processes;
+        match key.code {
+            KeyCode::Char('q') => return Some(Command::Quit),
+            KeyCode::Char('?') => self.view.popup = Popup::Help,
+            KeyCode::Esc => {
+                if self.view.probe.is_running() {
+                    self.cancel_probe();
+                } else {
+                    self.view.filter.clear();
+                }
+            }
+            KeyCode::Enter => match self.view.focus {
+                Pane::Devices => {
+                    if let Some(n) = self.view.dev_sel.clone() {
+                        self.view.popup = Popup::Detail(n);
+                    }
+                }
+                Pane::Progress => self.jump_to_transfer(),
+                Pane::Results | Pane::Processes => {}
+            },
+            KeyCode::Tab => self.cycle_focus(false),
+            KeyCode::BackTab => self.cycle_focus(true),
+            KeyCode::Down | KeyCode::Char('j') => self.move_sel(1),
+            KeyCode::Up => self.move_sel(-1),
+            KeyCode::Char('k') if !in_procs => self.move_sel(-1),
+            KeyCode::PageDown => self.move_sel(PAGE),
+            KeyCode::PageUp => self.move_sel(-PAGE),
+            KeyCode::Home => self.move_sel(isize::MIN),
+            KeyCode::End => self.move_sel(isize::MAX),
+            KeyCode::Char(' ') => self.fold(None),
+            KeyCode::Left => self.fold(Some(true)),
+            KeyCode::Right => self.fold(Some(false)),
+            KeyCode::Char('a') => self.view.hide_idle = !self.view.hide_idle,
+            KeyCode::Char('s') | KeyCode::Char('>') => self.cycle_sort(false),
+            KeyCode::Char('S') | KeyCode::Char('<') => self.cycle_sort(true),
+            KeyCode::Char('r') => self.view.reverse = !self.view.reverse,
+            KeyCode::Char('o') => self.view.only_active = !self.view.only_active,
+            KeyCode::Char('/') => {
+                self.view.editing_filter = true;
+                self.view.focus = Pane::Processes;
+            }
+            KeyCode::Char('c') => self.view.accumulated = !self.view.accumulated,
+            KeyCode::Char('p') => {
+                self.view.paused = !self.view.paused;
+                if !self.view.paused {
+                    // The next sample is a new baseline, not an average over the pause.
+                    self.model.rebaseline();
+                }
+                return Some(Command::Pause(self.view.paused));
+            }
+            KeyCode::Char('+') | KeyCode::Char('=') => return self.step_interval(true),
+            KeyCode::Char('-') => return self.step_interval(false),
+            KeyCode::Char('t') => self.open_probe_menu(),
+            KeyCode::Char('D') => self.ask_delayacct(),
+            KeyCode::Char(c @ ('i' | 'k')) => {
+                if !in_procs {
+                    self.status("select a process first (Tab to the processes pane)", true);
+                } else if let Some((key, comm)) = self.selected_proc() {
+                    let action = if c == 'k' {
+                        ConfirmAction::Kill
+                    } else {
+                        ConfirmAction::Ionice
+                    };
+                    self.view.popup = Popup::Confirm(Confirm { action, key, comm });
+                } else {
+                    self.status("no process selected", true);
+                }
+            }
+            _ => {}
+        }
+        self.fix_selection();
+        None
+    }
+
+    pub(super) fn on_confirm_key(&mut self, c: &Confirm, code: KeyCode) -> Option<Command> {
+        let cmd = match (c.action, code) {
+            (ConfirmAction::Kill, KeyCode::Char('y') | KeyCode::Char('Y')) => Some(Command::Kill(c.key)),
+            (ConfirmAction::Ionice, KeyCode::Char('i')) => Some(Command::Ionice(c.key, IoPrioChoice::Idle)),
+            (ConfirmAction::Ionice, KeyCode::Char(d @ '0'..='7')) => {
+                Some(Command::Ionice(c.key, IoPrioChoice::BestEffort(d as u8 - b'0')))
+            }
+            (_, KeyCode::Esc | KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Char('q')) => {
+                self.status("cancelled", false);
+                None
+            }
+            // Any other key leaves the question open.
+            _ => return None,
+        };
+        self.view.popup = Popup::None;
+        cmd
+    }
+}

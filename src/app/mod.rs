@@ -1,0 +1,155 @@
+//! The dashboard's controller: one [`App::update`] takes a [`Msg`] (a
+//! sample, a key, a probe message, a signal), changes the state, and returns
+//! the work that needs I/O or other threads as a [`Command`] for the run
+//! loop to carry out. Nothing in here but the run loop and the sampler
+//! touches the system, so the whole controller is tested without a terminal.
+//!
+//! - [`input`]: keys → actions, through the one table of [`keymap`];
+//! - [`select`]: the selections and the focus, over the view-model;
+//! - [`probe_ctl`]: the probe menu, starting, cancelling and the results;
+//! - [`sampler`]: the thread that reads /proc and /sys on a steady clock;
+//! - [`run`]: the async loop (samples, terminal events, signals, frames);
+//! - [`actions`]: SIGTERM and ionice on a process; [`delay`]: the `D` key
+//!   (delay accounting on, after a yes); [`terminal`]: raw mode in and out
+//!   on every path.
+
+mod actions;
+mod delay;
+mod input;
+mod probe_ctl;
+mod run;
+mod sampler;
+mod select;
+pub mod terminal;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crossterm::event::KeyEvent;
+
+pub use actions::IoPrioChoice;
+pub use run::{FIRST_FRAME_MAX, FRAME_MIN, run};
+pub use sampler::SamplerCtl;
+
+use crate::collect::RawSample;
+use crate::model::{Model, ProcKey};
+use crate::probe::{CancelToken, ProbeConfig, ProbeMsg, ProbeResult};
+use crate::ui::viewmodel::ViewModel;
+use crate::ui::{StatusMsg, ViewState};
+
+/// Everything the loop reacts to.
+#[derive(Debug)]
+pub enum Msg {
+    Sample(Box<RawSample>),
+    /// Progress and results of the running probe (from its thread).
+    Probe(ProbeMsg),
+    Key(KeyEvent),
+    Resize,
+    /// The terminal went away (SIGHUP, read error, end of input).
+    TermGone(String),
+    /// SIGTERM / SIGINT / SIGQUIT.
+    Terminate(&'static str),
+}
+
+/// Work for the loop that needs I/O or other threads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Quit,
+    /// End with this exit status (a signal, the terminal gone).
+    Exit(u8),
+    SetInterval(Duration),
+    Pause(bool),
+    Kill(ProcKey),
+    Ionice(ProcKey, IoPrioChoice),
+    /// Start this probe on its own thread; its token is [`App::probe_token`].
+    StartProbe(Box<ProbeConfig>),
+    /// Set `kernel.task_delayacct` to 1 (restored at exit).
+    DelayAcctOn,
+}
+
+/// Stores a finished probe result and says where it went.
+pub type SaveResult = fn(&ProbeResult) -> anyhow::Result<PathBuf>;
+
+/// Data model, view state and the view-model computed from both.
+#[derive(Debug)]
+pub struct App {
+    pub model: Model,
+    pub view: ViewState,
+    /// The rows of the panes for the current model and view state,
+    /// recomputed after every change ([`App::fix_selection`]).
+    pub rows: ViewModel,
+    /// Last row index of the process selection, to stay near it when the
+    /// selected process ends.
+    proc_idx: usize,
+    dev_idx: usize,
+    /// Cancels the probe thread; `Some` from the start of a probe until its
+    /// thread has reported its end (also after Esc, while it stops).
+    pub probe_token: Option<CancelToken>,
+    /// Reading a captured /proc and /sys tree (`--root`): device names are
+    /// not this machine's, so probes are refused.
+    pub captured_tree: bool,
+    /// Where [`App::update`] stores finished probe results.
+    pub save: SaveResult,
+}
+
+impl App {
+    pub fn new(model: Model, view: ViewState) -> Self {
+        let mut app = App {
+            model,
+            view,
+            rows: ViewModel::default(),
+            proc_idx: 0,
+            dev_idx: 0,
+            probe_token: None,
+            captured_tree: false,
+            save: crate::probe::store::append,
+        };
+        app.fix_selection();
+        app
+    }
+
+    /// The one entry point of the controller.
+    pub fn update(&mut self, msg: Msg) -> Option<Command> {
+        match msg {
+            Msg::Sample(s) => {
+                self.on_sample(*s);
+                None
+            }
+            Msg::Probe(m) => {
+                self.on_probe(m, self.save);
+                None
+            }
+            Msg::Key(k) => self.on_key(k),
+            Msg::Resize => None,
+            Msg::TermGone(_) => Some(Command::Exit(129)),
+            Msg::Terminate(sig) => Some(Command::Exit(match sig {
+                "SIGINT" => 130,
+                "SIGQUIT" => 131,
+                _ => 143,
+            })),
+        }
+    }
+
+    /// Fold in a sample.
+    pub fn on_sample(&mut self, s: RawSample) {
+        self.model.update(s);
+        self.fix_selection();
+    }
+
+    fn status(&mut self, text: impl Into<String>, error: bool) {
+        self.view.status = Some(StatusMsg {
+            text: text.into(),
+            error,
+        });
+    }
+
+    /// Record the result of a command the loop carried out.
+    pub fn report(&mut self, r: Result<String, String>) {
+        match r {
+            Ok(t) => self.status(t, false),
+            Err(t) => self.status(t, true),
+        }
+    }
+}

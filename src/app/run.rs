@@ -1,0 +1,208 @@
+//! The run loop: `select!` over samples, terminal events, signals, probe
+//! messages and a frame timer that is armed only when something changed
+//! (an idle screen costs no wakeups and no terminal output; at most one
+//! frame per [`FRAME_MIN`]). Every message goes through [`App::update`];
+//! the loop carries out the [`Command`]s it returns.
+
+use std::process::ExitCode;
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use crossterm::event::{Event, EventStream};
+use futures_util::StreamExt;
+use tokio::signal::unix::{SignalKind, signal};
+
+use super::probe_ctl::ProbeSink;
+use super::sampler::{SamplerCtl, sampler};
+use super::{App, Command, Msg, actions, terminal};
+use crate::batch::clk_tck;
+use crate::cli::Cli;
+use crate::collect::sample::HostInfo;
+use crate::collect::{Collector, Reader, delayacct};
+use crate::config;
+use crate::model::Model;
+use crate::probe::{self, ProbeMsg};
+use crate::ui::{self, ViewState};
+
+/// Frames are at least this far apart (key repeat, bursts of events).
+pub const FRAME_MIN: Duration = Duration::from_millis(50);
+
+/// The longest the screen stays blank while the first sample is taken.
+pub const FIRST_FRAME_MAX: Duration = Duration::from_millis(250);
+
+/// Sets back what iolens changed on the machine (the delay accounting
+/// sysctl) when dropped: on quit, error, signal and unwinding panic (the
+/// panic hook covers the rest).
+struct RestoreSysctl;
+
+impl Drop for RestoreSysctl {
+    fn drop(&mut self) {
+        delayacct::restore();
+    }
+}
+
+/// What the panic hook puts back: the terminal, then the sysctl.
+fn restore_all() {
+    terminal::restore();
+    delayacct::restore();
+}
+
+/// Run the dashboard until quit. The terminal and any sysctl iolens changed
+/// are restored on every path.
+pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let settings = config::load(cli)?;
+    let _restore = RestoreSysctl;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(run_loop(cli, settings))
+}
+
+async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitCode> {
+    let view = ViewState {
+        interval: settings.interval,
+        theme: settings.theme,
+        dev_cols: settings.dev_cols,
+        proc_cols: settings.proc_cols,
+        ..Default::default()
+    };
+    let (sample_tx, mut samples) = tokio::sync::mpsc::channel(2);
+    let (ctl_tx, ctl_rx) = std_mpsc::channel();
+    let mut collector = Collector::new(&cli.root);
+    let activity = collector.activity.clone();
+    let start_ns = crate::collect::monotonic_ns();
+    let mut watchdog = tokio::time::interval(Duration::from_millis(500));
+    // Watched processes have their fds read every sample (others only when
+    // they did I/O), and their open files show before they move.
+    collector.fds.watch = crate::collect::fdinfo::Watch {
+        pids: cli.pid.clone(),
+        names: cli.name.clone(),
+    };
+    std::thread::Builder::new()
+        .name("iolens-sampler".into())
+        .spawn(move || sampler(collector, settings.interval, ctl_rx, sample_tx))?;
+    // Dropped at the end of this function, on every way out of the loop:
+    // the tracefs instance is removed.
+    let tracing = crate::tracer::Tracing::start(crate::batch::trace_disabled(cli));
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigquit = signal(SignalKind::quit())?;
+    terminal::chain_panic_hook(restore_all);
+    let mut guard = terminal::enter()?;
+    let mut events = EventStream::new();
+    let mut model = Model::new(HostInfo::read(), clk_tck());
+    model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
+    let mut app = App::new(model, view);
+    app.captured_tree = cli.root != std::path::Path::new("/");
+    let (probe_tx, mut probe_rx) = tokio::sync::mpsc::unbounded_channel::<ProbeMsg>();
+    let mut reader = Reader::new("/");
+    let debug_panic = std::env::var_os("IOLENS_DEBUG_PANIC").is_some_and(|v| v == "1");
+    // The first frame waits for the first sample (a frame of "n/a" is no
+    // use), but not longer than FIRST_FRAME_MAX on a slow machine.
+    let mut dirty = true;
+    let mut drawn = false;
+    let mut next_frame = tokio::time::Instant::now() + FIRST_FRAME_MAX;
+    let mut exit: Result<ExitCode, anyhow::Error> = Ok(ExitCode::SUCCESS);
+    loop {
+        let msg = tokio::select! {
+            s = samples.recv() => match s {
+                Some(s) => Msg::Sample(s),
+                None => {
+                    exit = Err(anyhow::anyhow!("the sampler thread stopped"));
+                    break;
+                }
+            },
+            Some(m) = probe_rx.recv() => Msg::Probe(m),
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(k))) => Msg::Key(k),
+                Some(Ok(Event::Resize(..))) => Msg::Resize,
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => Msg::TermGone(format!("reading the terminal: {e}")),
+                None => Msg::TermGone("end of terminal input".into()),
+            },
+            _ = sighup.recv() => Msg::TermGone("SIGHUP".into()),
+            _ = sigterm.recv() => Msg::Terminate("SIGTERM"),
+            _ = sigint.recv() => Msg::Terminate("SIGINT"),
+            _ = sigquit.recv() => Msg::Terminate("SIGQUIT"),
+            _ = watchdog.tick() => {
+                // A sample later than stall_after(interval) is said in the
+                // header, with what the sampler waits on.
+                let stall = (!app.view.paused)
+                    .then(|| {
+                        crate::collect::activity::stall_text(
+                            crate::collect::monotonic_ns(),
+                            activity.last_done_ns(),
+                            start_ns,
+                            app.view.interval,
+                            &activity.describe(),
+                        )
+                    })
+                    .flatten();
+                if stall != app.view.stall {
+                    app.view.stall = stall;
+                    dirty = true;
+                }
+                continue;
+            }
+            _ = tokio::time::sleep_until(next_frame), if dirty => {
+                if let Err(e) = guard.term.draw(|f| ui::render_view(f, &app.model, &app.view, &app.rows)) {
+                    // Writing failed: the terminal is gone.
+                    exit = Err(anyhow::anyhow!("writing to the terminal: {e}"));
+                    break;
+                }
+                dirty = false;
+                drawn = true;
+                next_frame = tokio::time::Instant::now() + FRAME_MIN;
+                if debug_panic && app.model.samples > 0 {
+                    panic!("debug panic requested by IOLENS_DEBUG_PANIC=1");
+                }
+                continue;
+            }
+        };
+        let sample = matches!(msg, Msg::Sample(_));
+        let from_probe = matches!(msg, Msg::Probe(_));
+        dirty = true;
+        let cmd = app.update(msg);
+        if sample {
+            app.model.apply_trace(tracing.take());
+            app.fix_selection();
+            if !drawn {
+                next_frame = tokio::time::Instant::now();
+            }
+        }
+        if from_probe && !terminal::active() {
+            // The probe thread panicked and the hook restored the terminal
+            // (its message is on the normal screen, seen after quitting):
+            // take the screen back and go on.
+            drop(guard);
+            guard = terminal::enter()?;
+            guard.term.clear()?;
+        }
+        match cmd {
+            None => {}
+            Some(Command::Quit) => break,
+            Some(Command::Exit(code)) => {
+                exit = Ok(ExitCode::from(code));
+                break;
+            }
+            Some(Command::SetInterval(d)) => {
+                let _ = ctl_tx.send(SamplerCtl::Interval(d));
+            }
+            Some(Command::Pause(p)) => {
+                let _ = ctl_tx.send(SamplerCtl::Pause(p));
+            }
+            Some(Command::Kill(key)) => app.report(actions::terminate(&mut reader, key)),
+            Some(Command::Ionice(key, prio)) => app.report(actions::set_ioprio(&mut reader, key, prio)),
+            Some(Command::DelayAcctOn) => app.report(delayacct::switch_on(&mut reader)),
+            Some(Command::StartProbe(cfg)) => {
+                let token = app.probe_token.clone().unwrap_or_default();
+                let sink = ProbeSink::new(probe_tx.clone());
+                if let Err(e) = probe::spawn(*cfg, token, move |m| sink.send(m)) {
+                    let failed = ProbeMsg::Failed(format!("starting the probe thread: {e}"));
+                    app.on_probe(failed, |_| Err(anyhow::anyhow!("no result")));
+                }
+            }
+        }
+    }
+    drop(guard);
+    exit
+}

@@ -1,0 +1,62 @@
+//! The sampler thread: the blocking reads of /proc and /sys, on a steady
+//! clock, off the async loop.
+
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use crate::collect::{Collector, RawSample};
+
+/// Messages to the sampler thread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SamplerCtl {
+    Interval(Duration),
+    Pause(bool),
+}
+
+/// The sampler thread: samples at once, then every `interval` on a steady
+/// clock; changes of interval and pause arrive on `ctl`. Ends when either
+/// channel closes.
+pub(super) fn sampler(
+    mut collector: Collector,
+    mut interval: Duration,
+    ctl: std_mpsc::Receiver<SamplerCtl>,
+    tx: tokio::sync::mpsc::Sender<Box<RawSample>>,
+) {
+    let mut paused = false;
+    let mut last = Instant::now();
+    let mut next = last;
+    loop {
+        let now = Instant::now();
+        if !paused && now >= next {
+            last = now;
+            if tx.blocking_send(Box::new(collector.sample())).is_err() {
+                return;
+            }
+            next += interval;
+            if next <= Instant::now() {
+                // Fell behind (suspend, slow sample): skip, don't burst.
+                next = Instant::now() + interval;
+            }
+        }
+        let msg = if paused {
+            ctl.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected)
+        } else {
+            ctl.recv_timeout(next.saturating_duration_since(Instant::now()))
+        };
+        match msg {
+            Ok(SamplerCtl::Interval(d)) => {
+                interval = d;
+                next = last + d;
+            }
+            Ok(SamplerCtl::Pause(p)) => {
+                paused = p;
+                // On resume, sample at once: the model takes it as the new
+                // baseline (`Model::rebaseline`), so the first rates after a
+                // pause cover one normal interval.
+                next = Instant::now();
+            }
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}

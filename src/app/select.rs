@@ -1,0 +1,173 @@
+//! Selections and focus: which device, process and transfer is selected,
+//! kept on the same row across samples and re-sorts, moved by keys over the
+//! view-model's rows.
+
+use super::App;
+use crate::model::ProcKey;
+use crate::ui::Pane;
+use crate::ui::viewmodel::{self, ViewModel};
+
+impl App {
+    /// Recompute the view-model, then keep the selections on rows that
+    /// exist: the same device / process if still shown, else the row at the
+    /// same position. Called after every change of the model or view state.
+    pub fn fix_selection(&mut self) {
+        self.rows = ViewModel::new(&self.model, &self.view);
+        let devs = &self.rows.devices;
+        let name_at = |i: usize| {
+            devs.get(i)
+                .and_then(|d| self.model.devices.get(d.index))
+                .map(|r| r.name.clone())
+        };
+        match self.view.dev_sel.as_ref().and_then(|n| {
+            devs.iter()
+                .position(|d| self.model.devices.get(d.index).is_some_and(|r| &r.name == n))
+        }) {
+            Some(i) => self.dev_idx = i,
+            None => {
+                self.dev_idx = self.dev_idx.min(devs.len().saturating_sub(1));
+                self.view.dev_sel = name_at(self.dev_idx);
+            }
+        }
+        let procs = &self.rows.procs;
+        let key_at = |i: usize| procs.get(i).and_then(|&p| self.model.procs.get(p)).map(|p| p.raw.key);
+        match self
+            .view
+            .proc_sel
+            .and_then(|k| (0..procs.len()).position(|i| key_at(i) == Some(k)))
+        {
+            Some(i) => self.proc_idx = i,
+            None => {
+                self.proc_idx = self.proc_idx.min(procs.len().saturating_sub(1));
+                self.view.proc_sel = key_at(self.proc_idx);
+            }
+        }
+        let jobs = &self.model.progress.jobs;
+        if !self.view.xfer_sel.is_some_and(|k| jobs.iter().any(|j| j.proc == k)) {
+            self.view.xfer_sel = jobs.first().map(|j| j.proc);
+        }
+        // A pane that went away (no transfers left) gives the focus back.
+        if !self.view.panes(&self.model).contains(&self.view.focus) {
+            self.view.focus = Pane::Processes;
+        }
+    }
+
+    /// Move the selection of the focused pane by `delta` rows, clamped
+    /// (`isize::MIN` / `isize::MAX` go to the first / last row).
+    pub(super) fn move_sel(&mut self, delta: isize) {
+        let step = |idx: usize, len: usize| -> usize {
+            (idx as isize).saturating_add(delta).clamp(0, (len as isize - 1).max(0)) as usize
+        };
+        match self.view.focus {
+            Pane::Devices => {
+                self.dev_idx = step(self.dev_idx, self.rows.devices.len());
+                self.view.dev_sel = self
+                    .rows
+                    .devices
+                    .get(self.dev_idx)
+                    .and_then(|d| self.model.devices.get(d.index))
+                    .map(|r| r.name.clone());
+            }
+            Pane::Processes => {
+                self.proc_idx = step(self.proc_idx, self.rows.procs.len());
+                self.view.proc_sel = self
+                    .rows
+                    .procs
+                    .get(self.proc_idx)
+                    .and_then(|&i| self.model.procs.get(i))
+                    .map(|p| p.raw.key);
+            }
+            Pane::Progress => {
+                let jobs = &self.model.progress.jobs;
+                let idx = self
+                    .view
+                    .xfer_sel
+                    .and_then(|k| jobs.iter().position(|j| j.proc == k))
+                    .unwrap_or(0);
+                self.view.xfer_sel = jobs.get(step(idx, jobs.len())).map(|j| j.proc);
+            }
+            Pane::Results => {}
+        }
+    }
+
+    pub(super) fn cycle_focus(&mut self, back: bool) {
+        let panes = self.view.panes(&self.model);
+        let i = panes.iter().position(|p| *p == self.view.focus).unwrap_or(0);
+        let n = panes.len();
+        self.view.focus = panes[if back { (i + n - 1) % n } else { (i + 1) % n }];
+    }
+
+    /// The process selected in the focused pane: the processes pane's
+    /// selection, or the process of the selected transfer.
+    pub(super) fn selected_proc(&self) -> Option<(ProcKey, String)> {
+        let k = match self.view.focus {
+            Pane::Processes => self.view.proc_sel?,
+            Pane::Progress => self.view.xfer_sel?,
+            Pane::Devices | Pane::Results => return None,
+        };
+        let p = self.model.procs.iter().find(|p| p.raw.key == k)?;
+        Some((k, p.raw.comm.clone()))
+    }
+
+    /// The disk of the selected device (itself, or a partition's parent).
+    pub(super) fn selected_disk(&self) -> Option<String> {
+        let name = self.view.dev_sel.clone()?;
+        let is_part = self
+            .model
+            .devices
+            .iter()
+            .find(|d| d.name == name)
+            .and_then(|d| d.info.as_ref())
+            .and_then(|i| i.parent.clone());
+        Some(is_part.unwrap_or(name))
+    }
+
+    /// Space, ← →: fold or unfold the partitions of the selected disk.
+    pub(super) fn fold(&mut self, fold: Option<bool>) {
+        if let Some(disk) = self.selected_disk() {
+            if fold.unwrap_or(!self.view.folded.contains(&disk)) {
+                self.view.folded.insert(disk.clone());
+                self.view.dev_sel = Some(disk);
+            } else {
+                self.view.folded.remove(&disk);
+            }
+        }
+    }
+
+    /// Enter on a transfer: select its process in the processes pane,
+    /// clearing the filters that hide it (and saying so).
+    pub(super) fn jump_to_transfer(&mut self) {
+        let Some(k) = self.view.xfer_sel else {
+            self.status("no transfer selected", true);
+            return;
+        };
+        let shown = |a: &App| viewmodel::proc_rows(&a.model, &a.view).iter().any(|p| p.raw.key == k);
+        let Some(comm) = self
+            .model
+            .procs
+            .iter()
+            .find(|p| p.raw.key == k)
+            .map(|p| p.raw.comm.clone())
+        else {
+            self.status(format!("PID {} is not in the process list (it ended)", k.pid), true);
+            return;
+        };
+        let mut cleared = Vec::new();
+        if !shown(self) && !self.view.filter.is_empty() {
+            self.view.filter.clear();
+            cleared.push("filter cleared");
+        }
+        if !shown(self) && self.view.only_active {
+            self.view.only_active = false;
+            cleared.push("showing idle processes");
+        }
+        self.view.proc_sel = Some(k);
+        self.view.focus = Pane::Processes;
+        self.fix_selection();
+        let mut text = format!("PID {} ({comm}): i ionice, k SIGTERM", k.pid);
+        if !cleared.is_empty() {
+            text = format!("{text} ({})", cleared.join(", "));
+        }
+        self.status(text, false);
+    }
+}

@@ -1,0 +1,413 @@
+//! The controller's tests: keys in, state and commands out, no terminal.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::probe_ctl::ProbeSink;
+use super::*;
+use crate::model::Model;
+use crate::probe::{self, ProbeConfig, ProbeMsg, Status};
+use crate::ui::{Pane, Popup, ProbeMenu, ProcCol, ViewState};
+
+fn key(c: KeyCode) -> KeyEvent {
+    KeyEvent::new(c, KeyModifiers::NONE)
+}
+
+fn app() -> App {
+    App::new(Model::default(), ViewState::default())
+}
+
+#[test]
+fn quit_keys() {
+    let mut a = app();
+    assert_eq!(a.on_key(key(KeyCode::Char('q'))), Some(Command::Quit));
+    assert_eq!(
+        a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+        Some(Command::Quit)
+    );
+}
+
+#[test]
+fn interval_steps_and_pause() {
+    let mut a = app();
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('+'))),
+        Some(Command::SetInterval(Duration::from_secs(2)))
+    );
+    a.on_key(key(KeyCode::Char('-')));
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('-'))),
+        Some(Command::SetInterval(Duration::from_millis(500)))
+    );
+    for _ in 0..10 {
+        a.on_key(key(KeyCode::Char('-')));
+    }
+    assert_eq!(a.view.interval, Duration::from_millis(100));
+    assert_eq!(a.on_key(key(KeyCode::Char('-'))), None);
+    assert_eq!(a.on_key(key(KeyCode::Char('p'))), Some(Command::Pause(true)));
+    assert!(a.view.paused);
+    assert_eq!(a.on_key(key(KeyCode::Char('p'))), Some(Command::Pause(false)));
+}
+
+#[test]
+fn toggles_focus_sort_and_filter() {
+    let mut a = app();
+    assert_eq!(a.view.focus, Pane::Processes);
+    a.on_key(key(KeyCode::Tab));
+    assert_eq!(a.view.focus, Pane::Devices);
+    a.on_key(key(KeyCode::BackTab));
+    assert_eq!(a.view.focus, Pane::Processes);
+    assert_eq!(a.view.sort, ProcCol::DiskRead);
+    a.on_key(key(KeyCode::Char('s')));
+    assert_eq!(a.view.sort, ProcCol::DiskWrite);
+    a.on_key(key(KeyCode::Char('<')));
+    a.on_key(key(KeyCode::Char('<')));
+    assert_eq!(a.view.sort, ProcCol::Prio);
+    a.on_key(key(KeyCode::Char('r')));
+    assert!(a.view.reverse);
+    a.on_key(key(KeyCode::Char('/')));
+    assert!(a.view.editing_filter);
+    for c in "dd q".chars() {
+        a.on_key(key(KeyCode::Char(c)));
+    }
+    // 'q' while typing a filter is text, not quit.
+    assert_eq!(a.view.filter, "dd q");
+    a.on_key(key(KeyCode::Backspace));
+    a.on_key(key(KeyCode::Enter));
+    assert!(!a.view.editing_filter);
+    assert_eq!(a.view.filter, "dd ");
+    a.on_key(key(KeyCode::Esc));
+    assert_eq!(a.view.filter, "");
+    for (c, check) in [
+        ('o', (|v: &ViewState| v.only_active) as fn(&ViewState) -> bool),
+        ('c', |v| v.accumulated),
+        ('a', |v| v.hide_idle),
+    ] {
+        a.on_key(key(KeyCode::Char(c)));
+        assert!(check(&a.view), "{c}");
+    }
+    a.on_key(key(KeyCode::Char('?')));
+    assert_eq!(a.view.popup, Popup::Help);
+    a.on_key(key(KeyCode::Esc));
+    assert_eq!(a.view.popup, Popup::None);
+}
+
+#[test]
+fn actions_need_a_selected_process_and_a_confirmation() {
+    use crate::collect::process::RawProc;
+    let mut a = app();
+    a.on_key(key(KeyCode::Char('k')));
+    assert!(a.view.status.as_ref().is_some_and(|s| s.error));
+    let raw = RawProc::example(42, 7, "evil\x1b[2J");
+    a.model.procs.push(crate::model::ProcRow::example(raw));
+    a.fix_selection();
+    let k = ProcKey { pid: 42, start_time: 7 };
+    assert_eq!(a.view.proc_sel, Some(k));
+    a.on_key(key(KeyCode::Char('k')));
+    let Popup::Confirm(c) = &a.view.popup else {
+        panic!("no confirmation")
+    };
+    // Kept raw in the state; the popup escapes it when drawn (see the
+    // confirm_kill snapshot).
+    assert_eq!(c.comm, "evil\x1b[2J");
+    // Unrelated keys leave the question open; y answers it.
+    assert_eq!(a.on_key(key(KeyCode::Char('x'))), None);
+    assert_eq!(a.on_key(key(KeyCode::Char('y'))), Some(Command::Kill(k)));
+    assert_eq!(a.view.popup, Popup::None);
+    a.on_key(key(KeyCode::Char('i')));
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('3'))),
+        Some(Command::Ionice(k, IoPrioChoice::BestEffort(3)))
+    );
+    a.on_key(key(KeyCode::Char('i')));
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('i'))),
+        Some(Command::Ionice(k, IoPrioChoice::Idle))
+    );
+    a.on_key(key(KeyCode::Char('k')));
+    assert_eq!(a.on_key(key(KeyCode::Esc)), None);
+    assert_eq!(a.view.status.as_ref().map(|s| s.text.as_str()), Some("cancelled"));
+    // In the devices pane k moves up instead.
+    a.on_key(key(KeyCode::Tab));
+    assert_eq!(a.on_key(key(KeyCode::Char('k'))), None);
+    assert_eq!(a.view.popup, Popup::None);
+}
+
+fn app_with_device(name: &str) -> App {
+    let mut m = Model::default();
+    m.devices.push(crate::model::DeviceRow {
+        name: name.into(),
+        major: 0,
+        minor: 0,
+        info: None,
+        rates: None,
+        rebaseline: None,
+        history: Default::default(),
+    });
+    App::new(m, ViewState::default())
+}
+
+fn status(a: &App) -> (String, bool) {
+    a.view
+        .status
+        .as_ref()
+        .map(|s| (s.text.clone(), s.error))
+        .unwrap_or_default()
+}
+
+fn menu(a: &App) -> ProbeMenu {
+    match &a.view.popup {
+        Popup::ProbeMenu(m) => m.clone(),
+        p => panic!("no probe menu: {p:?}"),
+    }
+}
+
+#[test]
+fn probe_menu_opens_chooses_and_cancels() {
+    let mut a = app_with_device("loop0");
+    // Only from the devices pane.
+    a.on_key(key(KeyCode::Char('t')));
+    assert_eq!(a.view.popup, Popup::None);
+    assert!(
+        status(&a).1 && status(&a).0.contains("devices pane"),
+        "{:?}",
+        status(&a)
+    );
+    a.on_key(key(KeyCode::Tab));
+    assert_eq!(a.view.focus, Pane::Devices);
+    a.on_key(key(KeyCode::Char('t')));
+    assert_eq!(menu(&a), ProbeMenu::new("loop0".into()));
+    for c in ['z', 'd', 'i'] {
+        a.on_key(key(KeyCode::Char(c)));
+    }
+    let m = menu(&a);
+    assert_eq!(
+        (m.tests, m.depth, m.idle),
+        (probe::Tests::Sweep, probe::Depth::Thorough, true)
+    );
+    // Not root: no dropping of the page cache.
+    a.on_key(key(KeyCode::Char('c')));
+    assert!(!menu(&a).drop_cache && !menu(&a).confirm_drop);
+    assert_eq!(status(&a), ("dropping the page cache needs root".into(), true));
+    // Modal: Tab and s do nothing underneath.
+    a.on_key(key(KeyCode::Tab));
+    a.on_key(key(KeyCode::Char('s')));
+    assert_eq!((a.view.focus, a.view.sort), (Pane::Devices, ProcCol::DiskRead));
+    assert_eq!(a.on_key(key(KeyCode::Esc)), None);
+    assert_eq!(a.view.popup, Popup::None);
+    assert!(!a.view.probe.is_running() && a.probe_token.is_none());
+    assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Processes]);
+}
+
+#[test]
+fn probes_are_refused_on_a_captured_tree() {
+    let mut a = app_with_device("loop0");
+    a.captured_tree = true;
+    a.on_key(key(KeyCode::Tab));
+    a.on_key(key(KeyCode::Char('t')));
+    assert_eq!(a.view.popup, Popup::None);
+    assert!(status(&a).0.contains("--root"), "{:?}", status(&a));
+}
+
+#[test]
+fn probe_starts_refuses_a_second_and_esc_cancels_it() {
+    let mut a = app_with_device("loop0");
+    a.model.host.is_root = true;
+    a.on_key(key(KeyCode::Tab));
+    a.on_key(key(KeyCode::Char('t')));
+    // Dropping the page cache asks first; n keeps it off, y turns it on.
+    a.on_key(key(KeyCode::Char('c')));
+    assert!(menu(&a).confirm_drop);
+    a.on_key(key(KeyCode::Char('n')));
+    assert!(!menu(&a).confirm_drop && !menu(&a).drop_cache);
+    a.on_key(key(KeyCode::Char('c')));
+    a.on_key(key(KeyCode::Char('y')));
+    assert!(menu(&a).drop_cache);
+    a.on_key(key(KeyCode::Char('p')));
+    assert_eq!(menu(&a).tests, probe::Tests::QueueDepth);
+    a.on_key(key(KeyCode::Char('b')));
+    let Some(Command::StartProbe(cfg)) = a.on_key(key(KeyCode::Enter)) else {
+        panic!("no probe started")
+    };
+    let mut want = ProbeConfig::new("/dev/loop0", probe::Tests::Both, probe::Depth::Quick);
+    want.drop_caches = true;
+    assert_eq!(*cfg, want);
+    assert_eq!(a.view.popup, Popup::None);
+    assert!(a.view.probe.is_running());
+    assert_eq!(a.view.focus, Pane::Results);
+    assert_eq!(
+        status(&a).0,
+        "probe started on /dev/loop0 (random read + zone sweep, quick), dropping the page cache first"
+    );
+    assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Results, Pane::Processes]);
+    let token = a.probe_token.clone().expect("a token");
+    // A second probe is refused.
+    a.on_key(key(KeyCode::BackTab));
+    assert_eq!(a.view.focus, Pane::Devices);
+    a.on_key(key(KeyCode::Char('t')));
+    assert_eq!(a.view.popup, Popup::None);
+    assert!(
+        status(&a).1 && status(&a).0.contains("already running on /dev/loop0"),
+        "{:?}",
+        status(&a)
+    );
+    // Esc cancels at once, without waiting for the probe thread.
+    a.view.filter = "keep".into();
+    a.on_key(key(KeyCode::Esc));
+    assert!(token.is_cancelled());
+    assert!(matches!(a.view.probe.state, probe::view::RunState::Cancelled(None)));
+    assert_eq!(a.view.filter, "keep");
+    assert_eq!(status(&a).0, "probe on /dev/loop0 cancelled");
+    // Until its thread reports its end, no new probe.
+    a.on_key(key(KeyCode::Char('t')));
+    assert!(status(&a).0.contains("still stopping"), "{:?}", status(&a));
+    let r = probe::example::result(Status::Cancelled);
+    a.on_probe(ProbeMsg::Finished(Box::new(r)), |_| {
+        Ok(PathBuf::from("/state/probes.jsonl"))
+    });
+    assert!(a.probe_token.is_none());
+    assert_eq!(
+        status(&a),
+        (
+            "probe on /dev/loop0 cancelled (partial results); saved to /state/probes.jsonl".into(),
+            false
+        )
+    );
+    assert!(matches!(a.view.probe.state, probe::view::RunState::Cancelled(Some(_))));
+    assert_eq!(a.view.probe.past.len(), 1);
+    // Then a new one may start; its result is kept next to the first.
+    a.on_key(key(KeyCode::Char('t')));
+    assert!(matches!(a.on_key(key(KeyCode::Enter)), Some(Command::StartProbe(_))));
+    let mut r = probe::example::result(Status::Completed);
+    r.method.global_cache_dropped = true;
+    a.on_probe(ProbeMsg::Finished(Box::new(r)), |_| Err(anyhow::anyhow!("disk full")));
+    let (text, err) = status(&a);
+    assert!(err, "{text}");
+    assert!(
+        text.starts_with("probe finished on /dev/loop0: ")
+            && text.ends_with("; page cache dropped; not saved: disk full"),
+        "{text}"
+    );
+    assert_eq!(a.view.probe.past.len(), 2);
+    // Esc with nothing running clears the filter again.
+    a.on_key(key(KeyCode::Esc));
+    assert_eq!(a.view.filter, "");
+}
+
+#[test]
+fn probe_failure_is_reported() {
+    let mut a = app_with_device("loop0");
+    a.on_key(key(KeyCode::Tab));
+    a.on_key(key(KeyCode::Char('t')));
+    a.on_key(key(KeyCode::Enter));
+    a.on_probe(
+        ProbeMsg::Failed("opening /dev/loop0: EACCES".into()),
+        |_| unreachable!(),
+    );
+    assert_eq!(status(&a), ("probe failed: opening /dev/loop0: EACCES".into(), true));
+    assert!(a.probe_token.is_none() && !a.view.probe.is_running());
+}
+
+#[test]
+fn help_and_detail_are_modal() {
+    let mut a = app_with_device("sda");
+    a.on_key(key(KeyCode::Char('?')));
+    for c in [KeyCode::Tab, KeyCode::Char('s'), KeyCode::Char('p'), KeyCode::Char('t')] {
+        assert_eq!(a.on_key(key(c)), None);
+    }
+    assert_eq!(
+        (a.view.focus, a.view.sort, a.view.paused),
+        (Pane::Processes, ProcCol::DiskRead, false)
+    );
+    assert_eq!(a.view.popup, Popup::Help);
+    // q closes the help instead of quitting.
+    assert_eq!(a.on_key(key(KeyCode::Char('q'))), None);
+    assert_eq!(a.view.popup, Popup::None);
+    a.on_key(key(KeyCode::Tab));
+    a.on_key(key(KeyCode::Enter));
+    assert_eq!(a.view.popup, Popup::Detail("sda".into()));
+    a.on_key(key(KeyCode::Tab));
+    assert_eq!(a.view.focus, Pane::Devices);
+    a.on_key(key(KeyCode::Char('?')));
+    assert_eq!(a.view.popup, Popup::None);
+}
+
+#[test]
+fn enter_on_a_transfer_selects_its_process_clearing_filters() {
+    use crate::collect::process::RawProc;
+    use crate::model::progress::{Label, example_job};
+    let mut a = app();
+    for (pid, comm) in [(10, "bash"), (4242, "pv")] {
+        a.model
+            .procs
+            .push(crate::model::ProcRow::example(RawProc::example(pid, 1, comm)));
+    }
+    a.model.progress.jobs = vec![
+        example_job(4242, "pv", b"/tmp/f", 50, 100, 10.0, Label::Progress),
+        example_job(999, "gone", b"/tmp/g", 5, 100, 10.0, Label::Progress),
+    ];
+    a.view.filter = "bash".into();
+    a.view.only_active = true;
+    a.fix_selection();
+    assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Progress, Pane::Processes]);
+    a.on_key(key(KeyCode::Tab));
+    a.on_key(key(KeyCode::Tab));
+    assert_eq!(a.view.focus, Pane::Progress);
+    let pv = ProcKey {
+        pid: 4242,
+        start_time: 1,
+    };
+    assert_eq!(a.view.xfer_sel, Some(pv));
+    a.on_key(key(KeyCode::Enter));
+    assert_eq!(a.view.focus, Pane::Processes);
+    assert_eq!(a.view.proc_sel, Some(pv));
+    assert_eq!((a.view.filter.as_str(), a.view.only_active), ("", false));
+    assert_eq!(
+        status(&a).0,
+        "PID 4242 (pv): i ionice, k SIGTERM (filter cleared, showing idle processes)"
+    );
+    // From there it can be ioniced.
+    a.on_key(key(KeyCode::Char('i')));
+    assert!(matches!(&a.view.popup, Popup::Confirm(c) if c.key == pv));
+    a.on_key(key(KeyCode::Esc));
+    // A transfer whose process is not listed says so.
+    a.view.focus = Pane::Progress;
+    a.on_key(key(KeyCode::Down));
+    a.on_key(key(KeyCode::Enter));
+    assert_eq!(a.view.focus, Pane::Progress);
+    assert_eq!(
+        status(&a),
+        ("PID 999 is not in the process list (it ended)".into(), true)
+    );
+    // The pane goes away with its transfers, and the focus with it.
+    a.model.progress.jobs.clear();
+    a.fix_selection();
+    assert_eq!(a.view.focus, Pane::Processes);
+}
+
+#[test]
+fn a_probe_thread_that_dies_is_reported() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let sink = ProbeSink {
+        tx,
+        ended: std::sync::atomic::AtomicBool::new(false),
+    };
+    let h = std::thread::spawn(move || {
+        let _s = sink;
+        panic!("probe thread panics");
+    });
+    assert!(h.join().is_err());
+    assert!(matches!(rx.try_recv(), Ok(ProbeMsg::Failed(e)) if e.contains("without a result")));
+    // A sink that delivered its end says nothing more.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let sink = ProbeSink {
+        tx,
+        ended: std::sync::atomic::AtomicBool::new(false),
+    };
+    sink.send(ProbeMsg::Failed("x".into()));
+    drop(sink);
+    assert!(matches!(rx.try_recv(), Ok(ProbeMsg::Failed(e)) if e == "x"));
+    assert!(rx.try_recv().is_err());
+}

@@ -1,0 +1,332 @@
+//! The view-model: which rows the panes show and in what order, computed
+//! once per change (a sample, a key) from the [`Model`] and the
+//! [`ViewState`] — devices in tree order with folding and idle-hiding,
+//! processes filtered and sorted, each process row's numbers in the current
+//! mode. The controller (`app`) keeps it current and moves the selections
+//! over it; panes only read it.
+
+use std::cmp::Ordering;
+
+use super::{ProcCol, ViewState};
+use crate::format;
+use crate::model::disk::DiskRates;
+use crate::model::process::CACHE_SHARE_MIN_BYTES;
+use crate::model::{DevKind, DeviceRow, IoClass, Model, ProcIo, ProcRow};
+
+/// One visible line of the devices pane.
+#[derive(Debug, Clone, Copy)]
+pub struct DevLine<'a> {
+    pub row: &'a DeviceRow,
+    /// 0 for a disk, 1 for a partition under it.
+    pub depth: u8,
+    /// Number of partitions folded away under this disk.
+    pub folded: usize,
+    /// Last partition of its disk (for the tree glyph).
+    pub last: bool,
+}
+
+/// A [`DevLine`] by index into [`Model::devices`], to be kept next to the
+/// model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevItem {
+    pub index: usize,
+    pub depth: u8,
+    pub folded: usize,
+    pub last: bool,
+}
+
+/// The rows of the panes, by index into the model they were computed from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ViewModel {
+    pub devices: Vec<DevItem>,
+    /// Indices into [`Model::procs`], in display order.
+    pub procs: Vec<usize>,
+}
+
+impl ViewModel {
+    pub fn new(model: &Model, view: &ViewState) -> Self {
+        ViewModel {
+            devices: device_items(model, view),
+            procs: proc_order(model, view),
+        }
+    }
+
+    /// The device lines, resolved against `model` (the one this was
+    /// computed from).
+    pub fn dev_lines<'a>(&self, model: &'a Model) -> Vec<DevLine<'a>> {
+        resolve(&self.devices, model)
+    }
+
+    /// The process rows in display order.
+    pub fn proc_rows<'a>(&self, model: &'a Model) -> Vec<&'a ProcRow> {
+        self.procs.iter().filter_map(|&i| model.procs.get(i)).collect()
+    }
+}
+
+fn resolve<'a>(items: &[DevItem], model: &'a Model) -> Vec<DevLine<'a>> {
+    items
+        .iter()
+        .filter_map(|it| {
+            Some(DevLine {
+                row: model.devices.get(it.index)?,
+                depth: it.depth,
+                folded: it.folded,
+                last: it.last,
+            })
+        })
+        .collect()
+}
+
+/// The device lines in display order (see [`device_items`]).
+pub fn device_lines<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
+    resolve(&device_items(model, view), model)
+}
+
+/// The process rows in display order (see [`proc_order`]).
+pub fn proc_rows<'a>(model: &'a Model, view: &ViewState) -> Vec<&'a ProcRow> {
+    proc_order(model, view)
+        .into_iter()
+        .filter_map(|i| model.procs.get(i))
+        .collect()
+}
+
+fn is_partition(r: &DeviceRow) -> bool {
+    r.info
+        .as_ref()
+        .is_some_and(|i| i.kind == DevKind::Partition && i.parent.is_some())
+}
+
+fn parent_of(r: &DeviceRow) -> Option<&str> {
+    r.info.as_ref().and_then(|i| i.parent.as_deref())
+}
+
+/// Idle: counters compared and nothing happened. A device without rates yet
+/// (first sample) is not idle, it is unknown.
+fn idle(r: &DeviceRow) -> bool {
+    r.rates.as_ref().is_some_and(DiskRates::is_idle)
+}
+
+/// The rows in display order: each disk followed by its partitions (unless
+/// folded), idle devices left out when `hide_idle` is on, empty ones always.
+pub fn device_items(model: &Model, view: &ViewState) -> Vec<DevItem> {
+    let devs = &model.devices;
+    let mut out = Vec::new();
+    let mut tops: Vec<usize> = (0..devs.len())
+        .filter(|&i| !devs[i].has_no_media())
+        .filter(|&i| !is_partition(&devs[i]) || !devs.iter().any(|d| Some(d.name.as_str()) == parent_of(&devs[i])))
+        .collect();
+    tops.sort_by(|&a, &b| devs[a].name.cmp(&devs[b].name));
+    for top in tops {
+        let name = devs[top].name.as_str();
+        let parts: Vec<usize> = (0..devs.len())
+            .filter(|&p| is_partition(&devs[p]) && parent_of(&devs[p]) == Some(name))
+            .filter(|&p| !(view.hide_idle && idle(&devs[p])))
+            .collect();
+        let folded = view.folded.contains(name);
+        if view.hide_idle && idle(&devs[top]) && parts.is_empty() {
+            continue;
+        }
+        out.push(DevItem {
+            index: top,
+            depth: 0,
+            folded: if folded { parts.len() } else { 0 },
+            last: false,
+        });
+        if !folded {
+            let n = parts.len();
+            out.extend(parts.into_iter().enumerate().map(|(i, p)| DevItem {
+                index: p,
+                depth: 1,
+                folded: 0,
+                last: i + 1 == n,
+            }));
+        }
+    }
+    out
+}
+
+/// The numbers one row shows, as rates or as totals (accumulated mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProcNums {
+    pub disk_read: f64,
+    pub disk_write: f64,
+    pub cancelled: f64,
+    pub read: f64,
+    pub write: f64,
+    pub syscalls: f64,
+    pub avg_syscall: Option<f64>,
+    pub cache: Option<f64>,
+    pub io_wait: Option<f64>,
+}
+
+fn totals(io: &ProcIo, reads_files: bool) -> ProcNums {
+    let sys = io.syscr + io.syscw;
+    ProcNums {
+        disk_read: io.read_bytes as f64,
+        disk_write: io.write_bytes as f64,
+        cancelled: io.cancelled_write_bytes as f64,
+        read: io.rchar as f64,
+        write: io.wchar as f64,
+        syscalls: sys as f64,
+        avg_syscall: (sys > 0).then(|| (io.rchar + io.wchar) as f64 / sys as f64),
+        cache: (reads_files && io.rchar >= CACHE_SHARE_MIN_BYTES)
+            .then(|| (1.0 - io.read_bytes as f64 / io.rchar as f64).clamp(0.0, 1.0)),
+        io_wait: None,
+    }
+}
+
+/// The row's numbers in the current mode; `None` when unknown (first sample,
+/// counters not readable).
+pub fn nums(p: &ProcRow, accumulated: bool) -> Option<ProcNums> {
+    if accumulated {
+        return p.since_start.as_ref().map(|io| totals(io, p.reads_files));
+    }
+    let r = p.rates?;
+    let sys = r.syscr_per_s + r.syscw_per_s;
+    Some(ProcNums {
+        disk_read: r.read_bps,
+        disk_write: r.write_bps,
+        cancelled: r.cancelled_write_bps,
+        read: r.rchar_bps,
+        write: r.wchar_bps,
+        syscalls: sys,
+        avg_syscall: (sys > 0.0).then(|| (r.rchar_bps + r.wchar_bps) / sys),
+        cache: r.cache_share,
+        io_wait: r.io_wait_pct,
+    })
+}
+
+/// Did I/O in the interval (or since start, in accumulated mode).
+pub fn active(p: &ProcRow, accumulated: bool) -> bool {
+    nums(p, accumulated).is_some_and(|n| n.disk_read + n.disk_write + n.cancelled + n.read + n.write > 0.0)
+}
+
+/// The command line; "[comm]" for kernel threads ("[loop0 backing I/O]
+/// kworker/u8:3-loop0" for a loop worker); "(comm) cmdline" when the
+/// process renamed itself (comm is not where argv[0] points), so a changed
+/// comm is never invisible.
+pub fn command(p: &ProcRow) -> String {
+    let (comm, cmd) = (&p.raw.comm, &p.raw.cmdline);
+    if let Some(w) = &p.worker {
+        return format!("[{}] {}", w.label(), format::escape(comm));
+    }
+    if cmd.is_empty() {
+        return format!("[{}]", format::escape(comm));
+    }
+    let argv0 = cmd.split(' ').next().unwrap_or("");
+    let base = argv0.rsplit('/').next().unwrap_or(argv0);
+    if base.starts_with(comm.as_str()) || comm.starts_with(base) && !base.is_empty() {
+        format::escape(cmd)
+    } else {
+        format!("({}) {}", format::escape(comm), format::escape(cmd))
+    }
+}
+
+/// Numbers sort largest first; PID and text sort ascending.
+pub fn natural_desc(c: ProcCol) -> bool {
+    !matches!(
+        c,
+        ProcCol::Pid | ProcCol::User | ProcCol::Prio | ProcCol::Devices | ProcCol::Command
+    )
+}
+
+fn matches(p: &ProcRow, filter: &str) -> bool {
+    if filter.is_empty() {
+        return true;
+    }
+    let f = filter.to_lowercase();
+    p.raw.key.pid.to_string().contains(&f)
+        || p.raw.comm.to_lowercase().contains(&f)
+        || p.raw.cmdline.to_lowercase().contains(&f)
+        || p.raw.user.as_deref().is_some_and(|u| u.to_lowercase().contains(&f))
+}
+
+fn num_key(n: Option<ProcNums>, c: ProcCol) -> f64 {
+    let Some(n) = n else { return f64::NEG_INFINITY };
+    let v = match c {
+        ProcCol::DiskRead => Some(n.disk_read),
+        ProcCol::DiskWrite => Some(n.disk_write),
+        ProcCol::Cancelled => Some(n.cancelled),
+        ProcCol::Read => Some(n.read),
+        ProcCol::Write => Some(n.write),
+        ProcCol::Syscalls => Some(n.syscalls),
+        ProcCol::AvgSyscall => n.avg_syscall,
+        ProcCol::Cache => n.cache,
+        ProcCol::IoWait => n.io_wait,
+        _ => None,
+    };
+    v.unwrap_or(f64::NEG_INFINITY)
+}
+
+/// Compare two rows on `col` in its natural order (numbers largest first,
+/// text and PIDs ascending), ties broken by PID so the order is stable.
+fn compare(a: &ProcRow, b: &ProcRow, col: ProcCol, accumulated: bool) -> Ordering {
+    let by_pid = a.raw.key.pid.cmp(&b.raw.key.pid);
+    let o = match col {
+        ProcCol::Pid => Ordering::Equal,
+        ProcCol::User => a.raw.user.cmp(&b.raw.user),
+        ProcCol::Prio => prio_rank(a).cmp(&prio_rank(b)),
+        ProcCol::Command => command(a).cmp(&command(b)),
+        ProcCol::Devices => a.devices.cmp(&b.devices),
+        // Busiest first; for disk reads, busiest on the disk overall then.
+        _ => {
+            let ka = num_key(nums(a, accumulated), col);
+            let kb = num_key(nums(b, accumulated), col);
+            kb.partial_cmp(&ka).unwrap_or(Ordering::Equal).then_with(|| {
+                let t = |p: &ProcRow| nums(p, accumulated).map_or(f64::NEG_INFINITY, |n| n.disk_read + n.disk_write);
+                t(b).partial_cmp(&t(a)).unwrap_or(Ordering::Equal)
+            })
+        }
+    };
+    o.then(by_pid)
+}
+
+fn prio_rank(p: &ProcRow) -> (u8, u8) {
+    match p.raw.ioprio {
+        Some(io) => match io.class {
+            IoClass::RealTime => (0, io.level),
+            IoClass::BestEffort => (1, io.level),
+            IoClass::None => (1, ((p.raw.nice.clamp(-20, 19) + 20) / 5) as u8),
+            IoClass::Idle => (2, 0),
+        },
+        None => (3, 0),
+    }
+}
+
+/// The rows in display order after filter, only-active and sort, as indices
+/// into [`Model::procs`].
+pub fn proc_order(model: &Model, view: &ViewState) -> Vec<usize> {
+    let procs = &model.procs;
+    let mut v: Vec<usize> = (0..procs.len())
+        .filter(|&i| !view.only_active || active(&procs[i], view.accumulated))
+        .filter(|&i| matches(&procs[i], &view.filter))
+        .collect();
+    v.sort_by(|&a, &b| {
+        let o = compare(&procs[a], &procs[b], view.sort, view.accumulated);
+        if view.reverse { o.reverse() } else { o }
+    });
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_give_average_and_cache_share() {
+        let io = ProcIo {
+            rchar: 1_000_000,
+            wchar: 0,
+            syscr: 250,
+            syscw: 0,
+            read_bytes: 250_000,
+            write_bytes: 0,
+            cancelled_write_bytes: 0,
+        };
+        let n = totals(&io, true);
+        assert_eq!(totals(&io, false).cache, None);
+        assert_eq!(n.avg_syscall, Some(4000.0));
+        assert_eq!(n.cache, Some(0.75));
+        assert_eq!(n.syscalls, 250.0);
+    }
+}
