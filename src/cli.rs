@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     about = "Live disk analysis for Linux: devices, processes, progress, probes"
 )]
 pub struct Cli {
-    /// Read /proc and /sys under this directory instead of "/" (for replaying captured trees)
+    /// Read /proc and /sys under this directory instead of "/": a captured /proc and /sys tree
     #[arg(long, env = "IOLENS_ROOT", default_value = "/", global = true)]
     pub root: PathBuf,
 

@@ -25,6 +25,8 @@ pub struct FileConfig {
     pub interval: Option<f64>,
     /// `false` turns colours off.
     pub color: Option<bool>,
+    /// `true`: j/k/g/G move the selection, SIGTERM moves to K and F9.
+    pub vim_keys: Option<bool>,
     #[serde(default)]
     pub columns: Columns,
     #[serde(default)]
@@ -66,6 +68,7 @@ pub struct Settings {
     pub theme: Theme,
     pub dev_cols: Vec<DevCol>,
     pub proc_cols: Vec<ProcCol>,
+    pub vim_keys: bool,
     /// The file the settings came from, if any.
     pub file: Option<PathBuf>,
 }
@@ -151,6 +154,7 @@ pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Resu
         },
         dev_cols: columns(&file.columns.devices, &DevCol::ALL, DevCol::from_key, "devices")?,
         proc_cols: columns(&file.columns.processes, &ProcCol::ALL, ProcCol::from_key, "processes")?,
+        vim_keys: file.vim_keys.unwrap_or(false),
         file: None,
     })
 }

@@ -1,6 +1,6 @@
 //! Unit formatting and escaping of system-supplied text.
 //!
-//! Conventions (DESIGN.md): throughput and capacity in decimal units
+//! Conventions (see the crate docs): throughput and capacity in decimal units
 //! (kB/s, MB/s, GB); request, block and buffer sizes in binary units
 //! (KiB, MiB); latency in ms with enough digits to show 0.05 ms; "n/a" for
 //! values that cannot be known.

@@ -63,7 +63,7 @@ fn full_sample_of_the_captured_vm() {
     assert_eq!(vda.diskseq, Some(9));
     assert_eq!(vda.queue_depth, None);
     assert!(vda.counts_in_total());
-    // Mounts come from <root>/proc/mounts under a replay root.
+    // Mounts come from <root>/proc/mounts under a captured tree.
     assert_eq!(vda.mounts.len(), 1);
     assert_eq!(vda.mounts[0].mount_point, "/");
     assert_eq!(vda.mounts[0].fs_type, "ext4");
@@ -116,7 +116,7 @@ fn full_sample_of_the_captured_vm() {
     assert_eq!((p.key.pid, p.key.start_time), (24641, 105_815));
     assert_eq!((p.comm.as_str(), p.state, p.ppid), ("bash", 'S', 24594));
     assert_eq!(p.cmdline, "bash tests/fixtures/capture.sh tests/fixtures/vm-6.18");
-    assert_eq!(p.ioprio, None, "no ioprio_get on a replayed tree");
+    assert_eq!(p.ioprio, None, "no ioprio_get on a captured tree");
     let pio = p.io.as_ref().unwrap();
     assert_eq!((pio.rchar, pio.wchar, pio.syscr, pio.syscw), (79077, 4871, 117, 6));
     assert_eq!((pio.read_bytes, pio.write_bytes), (0, 32768));

@@ -204,7 +204,7 @@ fn permission_denied_counts_in_json_output_of_a_non_root_run() {
 
 #[test]
 fn exec_after_first_sight_refreshes_the_cached_command_line() {
-    // A replayed tree: pid 300 is first seen as the shell that forked it,
+    // A captured tree: pid 300 is first seen as the shell that forked it,
     // then (same pid, same start time) after it exec'd tar.
     let dir = tempfile::tempdir().unwrap();
     let pdir = dir.path().join("proc/300");

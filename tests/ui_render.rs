@@ -224,12 +224,56 @@ fn colours_follow_severity_and_no_color_is_plain() {
 }
 
 #[test]
-fn readme_key_table_lists_every_key() {
+fn readme_key_table_is_the_keymap() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for (keys, what) in ui::help::KEYS {
-        let row = format!("| {keys} | {what} |");
-        assert!(readme.contains(&row), "README lacks the key row {row}");
-    }
+    let start = readme
+        .find("| key | where | what it does |")
+        .expect("the README's key table");
+    let table: Vec<&str> = readme[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let want: Vec<String> = ui::keymap::ROWS
+        .iter()
+        .map(|r| format!("| {} | {} | {} |", r.label, r.place(), r.help))
+        .collect();
+    assert_eq!(table, want, "the README's key table is not the keymap");
+}
+
+#[test]
+fn no_color_reaches_the_results_pane() {
+    use iolens::probe::{ProbeMsg, Status, example};
+    let m = common::model();
+    let mut v = ViewState {
+        theme: Theme::plain(),
+        focus: Pane::Results,
+        ..Default::default()
+    };
+    v.probe
+        .start("/dev/sda".into(), "random read + zone sweep, quick".into());
+    v.probe
+        .apply(ProbeMsg::Finished(Box::new(example::result(Status::Completed))));
+    let t = draw(&m, &v, 120, 40);
+    assert!(text(&t).contains("latency histogram"), "{}", text(&t));
+    assert!(
+        t.backend()
+            .buffer()
+            .content()
+            .iter()
+            .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
+        "NO_COLOR must give no colours in the results pane"
+    );
+    // With colours, the histogram bars are in the accent colour.
+    v.theme = Theme::default();
+    let t = draw(&m, &v, 120, 40);
+    assert!(
+        t.backend()
+            .buffer()
+            .content()
+            .iter()
+            .any(|c| c.symbol() == "█" && c.fg == Color::Cyan)
+    );
 }
 
 #[test]
@@ -272,7 +316,7 @@ fn keys_fold_partitions_hide_idle_and_open_the_detail() {
     app.on_key(key(KeyCode::Tab));
     assert_eq!(app.view.focus, Pane::Devices);
     // Down twice to sda, then fold its partitions.
-    app.on_key(key(KeyCode::Char('j')));
+    app.on_key(key(KeyCode::Down));
     app.on_key(key(KeyCode::Down));
     assert_eq!(app.view.dev_sel.as_deref(), Some("sda"));
     app.on_key(key(KeyCode::Char(' ')));
@@ -290,8 +334,8 @@ fn keys_fold_partitions_hide_idle_and_open_the_detail() {
     // Hide idle: sda1 and sdb did nothing.
     app.on_key(key(KeyCode::Char('a')));
     assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sda2"]);
-    // k moves up in the devices pane; Enter opens the detail of the selection.
-    app.on_key(key(KeyCode::Char('k')));
+    // Up moves up (k is SIGTERM, not movement); Enter opens the detail of the selection.
+    app.on_key(key(KeyCode::Up));
     assert_eq!(app.view.dev_sel.as_deref(), Some("loop0"));
     app.on_key(key(KeyCode::Enter));
     assert_eq!(app.view.popup, Popup::Detail("loop0".into()));

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{App, Command, IoPrioChoice};
+use crate::ui::keymap::{self, Action};
 use crate::ui::{Confirm, ConfirmAction, Pane, Popup, ProcCol};
 
 /// Rows moved by PgUp / PgDn.
@@ -83,18 +84,31 @@ impl App {
             }
         }
         self.view.status = None;
-        let in_procs = self.view.focus == Pane::Processes;
-        match key.code {
-            KeyCode::Char('q') => return Some(Command::Quit),
-            KeyCode::Char('?') => self.view.popup = Popup::Help,
-            KeyCode::Esc => {
+        let cmd = match keymap::lookup(key.code, self.view.focus, self.view.vim_keys) {
+            Some(Ok(action)) => self.act(action),
+            Some(Err(row)) => {
+                self.status(keymap::works_elsewhere(&key_name(key.code), row), true);
+                None
+            }
+            None => None,
+        };
+        self.fix_selection();
+        cmd
+    }
+
+    /// Carry out an action of the keymap in the focused pane.
+    fn act(&mut self, action: Action) -> Option<Command> {
+        match action {
+            Action::Quit => return Some(Command::Quit),
+            Action::Help => self.view.popup = Popup::Help,
+            Action::Escape => {
                 if self.view.probe.is_running() {
                     self.cancel_probe();
                 } else {
                     self.view.filter.clear();
                 }
             }
-            KeyCode::Enter => match self.view.focus {
+            Action::Enter => match self.view.focus {
                 Pane::Devices => {
                     if let Some(n) = self.view.dev_sel.clone() {
                         self.view.popup = Popup::Detail(n);
@@ -103,29 +117,28 @@ impl App {
                 Pane::Progress => self.jump_to_transfer(),
                 Pane::Results | Pane::Processes => {}
             },
-            KeyCode::Tab => self.cycle_focus(false),
-            KeyCode::BackTab => self.cycle_focus(true),
-            KeyCode::Down | KeyCode::Char('j') => self.move_sel(1),
-            KeyCode::Up => self.move_sel(-1),
-            KeyCode::Char('k') if !in_procs => self.move_sel(-1),
-            KeyCode::PageDown => self.move_sel(PAGE),
-            KeyCode::PageUp => self.move_sel(-PAGE),
-            KeyCode::Home => self.move_sel(isize::MIN),
-            KeyCode::End => self.move_sel(isize::MAX),
-            KeyCode::Char(' ') => self.fold(None),
-            KeyCode::Left => self.fold(Some(true)),
-            KeyCode::Right => self.fold(Some(false)),
-            KeyCode::Char('a') => self.view.hide_idle = !self.view.hide_idle,
-            KeyCode::Char('s') | KeyCode::Char('>') => self.cycle_sort(false),
-            KeyCode::Char('S') | KeyCode::Char('<') => self.cycle_sort(true),
-            KeyCode::Char('r') => self.view.reverse = !self.view.reverse,
-            KeyCode::Char('o') => self.view.only_active = !self.view.only_active,
-            KeyCode::Char('/') => {
+            Action::FocusNext => self.cycle_focus(false),
+            Action::FocusPrev => self.cycle_focus(true),
+            Action::Down => self.move_sel(1),
+            Action::Up => self.move_sel(-1),
+            Action::PageDown => self.move_sel(PAGE),
+            Action::PageUp => self.move_sel(-PAGE),
+            Action::First => self.move_sel(isize::MIN),
+            Action::Last => self.move_sel(isize::MAX),
+            Action::FoldToggle => self.fold(None),
+            Action::Fold => self.fold(Some(true)),
+            Action::Unfold => self.fold(Some(false)),
+            Action::HideIdle => self.view.hide_idle = !self.view.hide_idle,
+            Action::SortNext => self.cycle_sort(false),
+            Action::SortPrev => self.cycle_sort(true),
+            Action::Reverse => self.view.reverse = !self.view.reverse,
+            Action::OnlyActive => self.view.only_active = !self.view.only_active,
+            Action::Filter => {
                 self.view.editing_filter = true;
                 self.view.focus = Pane::Processes;
             }
-            KeyCode::Char('c') => self.view.accumulated = !self.view.accumulated,
-            KeyCode::Char('p') => {
+            Action::Accumulated => self.view.accumulated = !self.view.accumulated,
+            Action::Pause => {
                 self.view.paused = !self.view.paused;
                 if !self.view.paused {
                     // The next sample is a new baseline, not an average over the pause.
@@ -133,27 +146,22 @@ impl App {
                 }
                 return Some(Command::Pause(self.view.paused));
             }
-            KeyCode::Char('+') | KeyCode::Char('=') => return self.step_interval(true),
-            KeyCode::Char('-') => return self.step_interval(false),
-            KeyCode::Char('t') => self.open_probe_menu(),
-            KeyCode::Char('D') => self.ask_delayacct(),
-            KeyCode::Char(c @ ('i' | 'k')) => {
-                if !in_procs {
-                    self.status("select a process first (Tab to the processes pane)", true);
-                } else if let Some((key, comm)) = self.selected_proc() {
-                    let action = if c == 'k' {
+            Action::Slower => return self.step_interval(true),
+            Action::Faster => return self.step_interval(false),
+            Action::Probe => self.open_probe_menu(),
+            Action::DelayAcct => self.ask_delayacct(),
+            Action::Ionice | Action::Kill => match self.selected_proc() {
+                Some((key, comm)) => {
+                    let action = if action == Action::Kill {
                         ConfirmAction::Kill
                     } else {
                         ConfirmAction::Ionice
                     };
                     self.view.popup = Popup::Confirm(Confirm { action, key, comm });
-                } else {
-                    self.status("no process selected", true);
                 }
-            }
-            _ => {}
+                None => self.status("no process selected", true),
+            },
         }
-        self.fix_selection();
         None
     }
 
@@ -173,5 +181,24 @@ impl App {
         };
         self.view.popup = Popup::None;
         cmd
+    }
+}
+
+/// A key as the help shows it, for "works in ..." messages.
+fn key_name(code: KeyCode) -> String {
+    match code {
+        KeyCode::Char(' ') => "Space".into(),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Enter => "Enter".into(),
+        KeyCode::Up => "↑".into(),
+        KeyCode::Down => "↓".into(),
+        KeyCode::Left => "←".into(),
+        KeyCode::Right => "→".into(),
+        KeyCode::PageUp => "PgUp".into(),
+        KeyCode::PageDown => "PgDn".into(),
+        KeyCode::Home => "Home".into(),
+        KeyCode::End => "End".into(),
+        KeyCode::F(n) => format!("F{n}"),
+        other => format!("{other:?}"),
     }
 }

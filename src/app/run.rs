@@ -62,6 +62,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
         theme: settings.theme,
         dev_cols: settings.dev_cols,
         proc_cols: settings.proc_cols,
+        vim_keys: settings.vim_keys,
         ..Default::default()
     };
     let (sample_tx, mut samples) = tokio::sync::mpsc::channel(2);

@@ -411,3 +411,160 @@ fn a_probe_thread_that_dies_is_reported() {
     assert!(matches!(rx.try_recv(), Ok(ProbeMsg::Failed(e)) if e == "x"));
     assert!(rx.try_recv().is_err());
 }
+
+/// Press a sequence of keys through [`App::update`], as the run loop does:
+/// words separated by spaces, each a key name ("Tab", "BackTab", "Enter",
+/// "Esc", "Up", "Down", "PgUp", "PgDn", "Home", "End", "Left", "Right",
+/// "Space", "Bksp", "F9") or one character. Returns the commands.
+fn press(a: &mut App, keys: &str) -> Vec<Command> {
+    keys.split(' ')
+        .filter(|w| !w.is_empty())
+        .filter_map(|w| {
+            let code = match w {
+                "Tab" => KeyCode::Tab,
+                "BackTab" => KeyCode::BackTab,
+                "Enter" => KeyCode::Enter,
+                "Esc" => KeyCode::Esc,
+                "Up" => KeyCode::Up,
+                "Down" => KeyCode::Down,
+                "PgUp" => KeyCode::PageUp,
+                "PgDn" => KeyCode::PageDown,
+                "Home" => KeyCode::Home,
+                "End" => KeyCode::End,
+                "Left" => KeyCode::Left,
+                "Right" => KeyCode::Right,
+                "Space" => KeyCode::Char(' '),
+                "Bksp" => KeyCode::Backspace,
+                "F9" => KeyCode::F(9),
+                c if c.chars().count() == 1 => KeyCode::Char(c.chars().next().unwrap_or(' ')),
+                other => panic!("unknown key {other}"),
+            };
+            a.update(Msg::Key(key(code)))
+        })
+        .collect()
+}
+
+/// Three processes (pids 10 bash, 20 tar, 30 gzip) and a transfer of tar's.
+fn app_with_processes() -> App {
+    use crate::collect::process::RawProc;
+    use crate::model::progress::{Label, example_job};
+    let mut a = app_with_device("sda");
+    for (pid, comm) in [(10, "bash"), (20, "tar"), (30, "gzip")] {
+        a.model
+            .procs
+            .push(crate::model::ProcRow::example(RawProc::example(pid, 1, comm)));
+    }
+    a.model.progress.jobs = vec![example_job(20, "tar", b"/srv/db.dump", 50, 100, 10.0, Label::Progress)];
+    a.fix_selection();
+    a
+}
+
+fn pid(k: u32) -> ProcKey {
+    ProcKey {
+        pid: k as i32,
+        start_time: 1,
+    }
+}
+
+#[test]
+fn key_sequences_focus_select_and_confirm() {
+    let mut a = app_with_processes();
+    assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Progress, Pane::Processes]);
+    // Sorted by disk reads (none), ties by PID: 10, 20, 30.
+    assert_eq!(a.view.proc_sel, Some(pid(10)));
+    assert!(press(&mut a, "End").is_empty());
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    press(&mut a, "Up");
+    assert_eq!(a.view.proc_sel, Some(pid(20)));
+    press(&mut a, "Home PgDn");
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    // k asks first; n cancels; k y sends SIGTERM to the selection.
+    assert!(press(&mut a, "k").is_empty());
+    assert!(matches!(&a.view.popup, Popup::Confirm(c) if c.key == pid(30) && c.comm == "gzip"));
+    assert!(press(&mut a, "n").is_empty());
+    assert_eq!(status(&a), ("cancelled".into(), false));
+    assert_eq!(press(&mut a, "k y"), [Command::Kill(pid(30))]);
+    assert_eq!(
+        press(&mut a, "i 5"),
+        [Command::Ionice(pid(30), IoPrioChoice::BestEffort(5))]
+    );
+    // Focus: Tab cycles devices, transfers, processes.
+    press(&mut a, "Tab");
+    assert_eq!(a.view.focus, Pane::Devices);
+    // k does nothing to a device: it says where it works, and opens nothing.
+    assert!(press(&mut a, "k").is_empty());
+    assert_eq!(a.view.popup, Popup::None);
+    let (text, err) = status(&a);
+    assert!(
+        err && text.starts_with("k (send SIGTERM") && text.contains("transfers, processes panes"),
+        "{text}"
+    );
+    // Enter on the devices pane: the detail; Esc closes it.
+    press(&mut a, "Enter");
+    assert_eq!(a.view.popup, Popup::Detail("sda".into()));
+    press(&mut a, "Esc Tab");
+    assert_eq!(a.view.focus, Pane::Progress);
+    // In the transfers pane k and i act on the transfer's process.
+    assert_eq!(press(&mut a, "k y"), [Command::Kill(pid(20))]);
+    assert_eq!(press(&mut a, "i i"), [Command::Ionice(pid(20), IoPrioChoice::Idle)]);
+    // t only on the devices pane.
+    press(&mut a, "t");
+    assert!(status(&a).0.contains("devices pane"), "{:?}", status(&a));
+    press(&mut a, "BackTab BackTab");
+    assert_eq!(a.view.focus, Pane::Processes);
+}
+
+#[test]
+fn key_sequences_sort_and_filter() {
+    let mut a = app_with_processes();
+    // Sort by PID descending (natural order of PID is ascending; r reverses).
+    let pids = |a: &App| -> Vec<i32> { a.rows.proc_rows(&a.model).iter().map(|p| p.raw.key.pid).collect() };
+    press(&mut a, "< < < r");
+    assert_eq!(a.view.sort, ProcCol::Pid);
+    assert_eq!(pids(&a), [30, 20, 10]);
+    // The filter narrows the rows as it is typed; the selection follows.
+    press(&mut a, "/ t a");
+    assert!(a.view.editing_filter);
+    assert_eq!(pids(&a), [20]);
+    assert_eq!(a.view.proc_sel, Some(pid(20)));
+    press(&mut a, "Bksp Bksp g Enter");
+    assert_eq!((a.view.filter.as_str(), a.view.editing_filter), ("g", false));
+    assert_eq!(pids(&a), [30]);
+    // q while typing is text; Esc clears the filter.
+    press(&mut a, "/ q");
+    assert_eq!(a.view.filter, "gq");
+    assert!(pids(&a).is_empty());
+    assert_eq!(a.view.proc_sel, None);
+    press(&mut a, "Esc");
+    assert_eq!(a.view.filter, "");
+    assert_eq!(pids(&a), [30, 20, 10]);
+    assert_eq!(press(&mut a, "q"), [Command::Quit]);
+}
+
+#[test]
+fn vim_keys_move_and_never_clash_with_sigterm() {
+    let mut a = app_with_processes();
+    press(&mut a, "j");
+    assert_eq!(a.view.proc_sel, Some(pid(10)), "j is nothing without vim_keys");
+    a.view.vim_keys = true;
+    press(&mut a, "j j");
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    assert!(press(&mut a, "k").is_empty());
+    assert_eq!((a.view.proc_sel, &a.view.popup), (Some(pid(20)), &Popup::None));
+    press(&mut a, "g");
+    assert_eq!(a.view.proc_sel, Some(pid(10)));
+    press(&mut a, "G");
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    assert_eq!(press(&mut a, "K y"), [Command::Kill(pid(30))]);
+    assert_eq!(press(&mut a, "F9 y"), [Command::Kill(pid(30))]);
+}
+
+#[test]
+fn signals_and_a_lost_terminal_end_the_loop_with_their_status() {
+    let mut a = app();
+    assert_eq!(a.update(Msg::Terminate("SIGTERM")), Some(Command::Exit(143)));
+    assert_eq!(a.update(Msg::Terminate("SIGINT")), Some(Command::Exit(130)));
+    assert_eq!(a.update(Msg::Terminate("SIGQUIT")), Some(Command::Exit(131)));
+    assert_eq!(a.update(Msg::TermGone("SIGHUP".into())), Some(Command::Exit(129)));
+    assert_eq!(a.update(Msg::Resize), None);
+}

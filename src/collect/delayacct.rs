@@ -103,7 +103,7 @@ static RESTORE: Mutex<Option<u64>> = Mutex::new(None);
 /// value. Returns what was done, or why not.
 pub fn switch_on(r: &mut Reader) -> Result<String, String> {
     if !r.is_live() {
-        return Err("not on a replayed tree (--root)".into());
+        return Err("not on a captured /proc and /sys tree (--root)".into());
     }
     let path = r.path(SYSCTL);
     let old = r
@@ -157,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn switch_on_refuses_a_replayed_tree() {
+    fn switch_on_refuses_a_captured_tree() {
         let mut r = Reader::new(format!("{FIX}/root-6.8"));
         assert!(switch_on(&mut r).is_err());
         assert!(!changed_by_us());

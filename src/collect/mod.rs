@@ -1,8 +1,8 @@
 //! Collection: the only code that touches /proc and /sys.
 //!
 //! Every read goes through a [`Reader`], which resolves paths under a
-//! configurable root (default "/") so that tests and `--root` can replay a
-//! captured tree, and which reads each file with one `read` into a reused
+//! configurable root (default "/") so that tests and `--root` can read a
+//! captured /proc and /sys tree, and which reads each file with one `read` into a reused
 //! buffer. Parsers are pure functions over `&[u8]`.
 
 pub mod activity;

@@ -202,7 +202,7 @@ pub fn parse_anon(text: &str) -> Vec<AnonMount> {
 }
 
 /// The anonymous-device mounts seen by this process (empty when mountinfo
-/// cannot be read, as under most replay roots).
+/// cannot be read, as under most captured trees).
 pub fn read_anon(r: &mut Reader) -> Vec<AnonMount> {
     match r.read("/proc/self/mountinfo") {
         Ok(b) => parse_anon(&String::from_utf8_lossy(b)),

@@ -5,7 +5,7 @@
 //! `statvfs` only for local filesystems whose mount point is not reached
 //! through a FUSE, network or automount mount (see [`MountTable`]): a
 //! `statvfs` there can wait forever (or trigger an automount). Those mounts
-//! say "n/a" for space. Under a replay root `<root>/proc/mounts` is parsed
+//! say "n/a" for space. Under a captured tree (`--root`) `<root>/proc/mounts` is parsed
 //! instead (captured trees hold it); space is then unknown.
 
 use std::collections::HashMap;
@@ -107,7 +107,7 @@ fn statvfs_space(path: &str) -> Option<(u64, u64)> {
 }
 
 /// Read the mounts: /proc/self/mountinfo on the live system, /proc/mounts
-/// under a replay root. `devs` are (name, major, minor) of the block devices.
+/// under a captured tree. `devs` are (name, major, minor) of the block devices.
 pub fn read_mounts(r: &mut Reader, devs: &[(String, u32, u32)]) -> MountMap {
     if !r.is_live() {
         return r

@@ -270,7 +270,7 @@ pub const KEEP_FILES_MAX: usize = 4096;
 /// regenerates them), which saves an open and a close per file per sample:
 /// about half the kernel time of a sample. A kept file of a process that
 /// has ended reads as ESRCH, even when its pid has been reused, so the pid
-/// is then opened afresh. Not done under a replay root, where files can be
+/// is then opened afresh. Not done under a captured tree (`--root`), where files can be
 /// replaced under a kept descriptor.
 #[derive(Debug, Default)]
 pub struct ProcReader {

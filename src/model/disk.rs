@@ -1,5 +1,5 @@
 //! Per-device rates between two `/proc/diskstats` samples, with the formulas
-//! of `iostat -x` (see DESIGN.md, "What the numbers mean").
+//! of `iostat -x` (see "What the numbers mean" in the crate docs).
 
 use serde::Serialize;
 

@@ -73,10 +73,10 @@ pub fn config(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ProbeConfig> {
     cfg.idle = args.idle;
     cfg.drop_caches = args.drop_caches;
     // Probes read the live /proc and /sys (and may drop the live page
-    // cache): a replayed tree's device names are not this machine's.
+    // cache): a captured tree's device names are not this machine's.
     anyhow::ensure!(
         cli.root == std::path::Path::new("/"),
-        "probes run on the live system and cannot be combined with --root (a replayed tree)"
+        "probes run on the live system and cannot be combined with --root (a captured /proc and /sys tree)"
     );
     Ok(cfg)
 }

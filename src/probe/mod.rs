@@ -7,7 +7,7 @@
 //! * [`verdict`]: HDD / SATA-class SSD / NVMe-class / virtual or
 //!   cache-backed / inconclusive, with its evidence.
 //!
-//! Rules (DESIGN.md, "Probes"): the target is opened `O_RDONLY | O_DIRECT |
+//! Rules (see "Probes" in the crate docs): the target is opened `O_RDONLY | O_DIRECT |
 //! O_CLOEXEC` and only ever read; every test has a time cap and an I/O cap;
 //! a [`CancelToken`] stops it between two reads (one read lasts well under
 //! 200 ms on any working device); results carry their method.

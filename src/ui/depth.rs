@@ -4,10 +4,11 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Bar, BarChart, BarGroup};
 
+use super::Theme;
 use crate::format;
 use crate::probe::sync::SyncResult;
 use crate::probe::view::lat;
@@ -69,7 +70,7 @@ pub fn table(points: &[QdPoint]) -> Vec<Line<'static>> {
 }
 
 /// Vertical bars of IOPS per depth, labelled "QD1", "QD2", …
-pub fn chart(frame: &mut Frame, area: Rect, points: &[QdPoint]) {
+pub fn chart(frame: &mut Frame, area: Rect, points: &[QdPoint], t: &Theme) {
     if points.is_empty() || area.height < 3 {
         return;
     }
@@ -95,8 +96,8 @@ pub fn chart(frame: &mut Frame, area: Rect, points: &[QdPoint]) {
         .data(BarGroup::default().bars(&bars))
         .bar_width(width)
         .bar_gap(1)
-        .bar_style(Style::default().fg(Color::Green))
-        .value_style(Style::default().fg(Color::Black).bg(Color::Green));
+        .bar_style(t.ok())
+        .value_style(t.ok().add_modifier(Modifier::REVERSED));
     frame.render_widget(chart, area);
 }
 

@@ -1,38 +1,12 @@
-//! The help popup: every key. The same table is in the README.
+//! The help popup: every key of the keymap ([`keymap::ROWS`], also the
+//! README's key table), then what the less obvious numbers mean.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::{ViewState, centered, pane_block};
-
-/// Every key of the dashboard: (keys, what they do).
-pub const KEYS: &[(&str, &str)] = &[
-    ("q, Ctrl-C", "quit"),
-    ("?", "this help (Esc, q or ? closes it)"),
-    ("Tab, Shift-Tab", "move the focus between panes"),
-    ("↑ ↓, j k", "move the selection (k: not in the processes pane)"),
-    ("PgUp PgDn, Home End", "move by a page, to the first / last row"),
-    ("Enter", "device detail; on a transfer: jump to its process"),
-    ("Esc", "close a popup, cancel a running probe, clear the filter"),
-    ("Space, ← →", "fold / unfold the partitions of the selected disk"),
-    ("a", "hide / show idle devices"),
-    ("t", "probe the selected device (read-only): menu"),
-    ("s >, S <", "sort processes by the next / previous column"),
-    ("r", "reverse the sort order"),
-    ("o", "only processes doing I/O"),
-    ("/", "filter processes by text (Enter keeps it, Esc clears)"),
-    ("c", "accumulated mode: totals since iolens started"),
-    ("i", "set I/O priority of the process: idle or best-effort 0-7"),
-    ("k", "send SIGTERM to the process (processes pane, asks first)"),
-    (
-        "D",
-        "turn delay accounting on for IO% (root, asks first; undone at exit)",
-    ),
-    ("p", "pause / resume sampling (rates restart after a pause)"),
-    ("+ -", "longer / shorter sample interval"),
-];
+use super::{ViewState, centered, keymap, pane_block};
 
 /// What the less obvious numbers mean, under the keys.
 const NOTES: &[&str] = &[
@@ -46,17 +20,23 @@ const NOTES: &[&str] = &[
 
 pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
     let t = &view.theme;
-    let key_w = KEYS.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
-    let mut lines: Vec<Line> = KEYS
+    let rows: Vec<&keymap::Row> = keymap::rows(view.vim_keys).collect();
+    let key_w = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
+    let mut lines: Vec<Line> = rows
         .iter()
-        .map(|(k, what)| {
-            Line::from(vec![
-                Span::styled(format!(" {k:<key_w$}  "), t.title()),
-                Span::raw(*what),
-            ])
+        .map(|r| {
+            let mut l = vec![
+                Span::styled(format!(" {:<key_w$}  ", r.label), t.title()),
+                Span::raw(r.help),
+            ];
+            if r.scope != keymap::Scope::Global {
+                l.push(Span::styled(format!("  {}", r.marks()), t.dim()));
+            }
+            Line::from(l)
         })
         .collect();
     lines.push(Line::raw(""));
+    lines.push(Line::styled(keymap::MARKS_LEGEND, t.dim()));
     for note in NOTES {
         lines.push(Line::styled(*note, t.dim()));
     }

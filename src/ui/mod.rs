@@ -8,6 +8,7 @@ pub mod detail;
 pub mod devices;
 pub mod header;
 pub mod help;
+pub mod keymap;
 pub mod menu;
 pub mod processes;
 pub mod progress;
@@ -281,6 +282,8 @@ pub struct ViewState {
     pub proc_cols: Vec<ProcCol>,
     /// The results pane: the running or last probe and this session's results.
     pub probe: ProbeView,
+    /// j/k/g/G move (config `vim_keys`); SIGTERM is then on K and F9.
+    pub vim_keys: bool,
 }
 
 impl Default for ViewState {
@@ -307,6 +310,7 @@ impl Default for ViewState {
             dev_cols: DevCol::ALL.to_vec(),
             proc_cols: ProcCol::ALL.to_vec(),
             probe: ProbeView::default(),
+            vim_keys: false,
         }
     }
 }

@@ -4,25 +4,29 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, Gauge, GraphType, Paragraph, Wrap};
 
+use super::Theme;
+use super::theme::Severity;
 use crate::format;
 use crate::probe::view::{RunState, coarse_histogram, lat, summary_line};
 use crate::probe::{Phase, ProbeResult, ProbeView, Progress, Stop, Zone};
 
+/// The results with the default theme, in a plain border (tests, and any
+/// caller without a view state).
 pub fn render(frame: &mut Frame, area: Rect, view: &ProbeView) {
     let block = Block::default().borders(Borders::ALL).title(title(view));
-    draw(frame, area, view, block);
+    draw(frame, area, view, block, &Theme::default());
 }
 
 /// The pane in the dashboard, with its focus border.
 pub fn render_pane(frame: &mut Frame, area: Rect, view: &crate::ui::ViewState) {
     let focused = view.focus == crate::ui::Pane::Results;
     let block = crate::ui::pane_block(Line::from(title(&view.probe)), focused, &view.theme);
-    draw(frame, area, &view.probe, block);
+    draw(frame, area, &view.probe, block, &view.theme);
 }
 
 fn title(view: &ProbeView) -> String {
@@ -33,7 +37,7 @@ fn title(view: &ProbeView) -> String {
     }
 }
 
-fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block) {
+fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block, t: &Theme) {
     let mut inner = block.inner(area);
     frame.render_widget(block, area);
     // Earlier results of this session (the current one is shown in full).
@@ -60,40 +64,35 @@ fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block) {
         RunState::Starting => {
             frame.render_widget(Paragraph::new("opening the target…"), inner);
         }
-        RunState::Running(p) => running(frame, inner, p),
-        RunState::Finished(r) => result(frame, inner, r, None),
+        RunState::Running(p) => running(frame, inner, p, t),
+        RunState::Finished(r) => result(frame, inner, r, None, t),
         RunState::Cancelled(Some(r)) => result(
             frame,
             inner,
             r,
             Some(Line::styled(
                 "cancelled — partial results",
-                Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                t.severity(Severity::Warn).add_modifier(Modifier::BOLD),
             )),
+            t,
         ),
         RunState::Cancelled(None) => {
             frame.render_widget(
                 Paragraph::new(Line::styled(
                     "cancelled — stopping after the read in flight",
-                    Style::default().fg(Color::Yellow),
+                    t.severity(Severity::Warn),
                 )),
                 inner,
             );
         }
         RunState::Failed(e) => {
-            let text = vec![
-                Line::styled(
-                    "probe failed",
-                    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
-                ),
-                Line::raw(format::escape(e)),
-            ];
+            let text = vec![Line::styled("probe failed", t.error()), Line::raw(format::escape(e))];
             frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), inner);
         }
     }
 }
 
-fn running(frame: &mut Frame, area: Rect, p: &Progress) {
+fn running(frame: &mut Frame, area: Rect, p: &Progress, t: &Theme) {
     let [gauge, info, chart] =
         Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let what = match p.phase {
@@ -106,7 +105,7 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress) {
         Gauge::default()
             .ratio(p.fraction.clamp(0.0, 1.0))
             .label(format!("{what} {:.0}%", p.fraction * 100.0))
-            .gauge_style(Style::default().fg(Color::Cyan)),
+            .gauge_style(t.accent()),
         gauge,
     );
     let line = match p.phase {
@@ -137,14 +136,14 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress) {
     frame.render_widget(Paragraph::new(line), info);
     if !p.depths.is_empty() {
         let h = chart.height.min(12);
-        crate::ui::depth::chart(frame, Rect { height: h, ..chart }, &p.depths);
+        crate::ui::depth::chart(frame, Rect { height: h, ..chart }, &p.depths, t);
     }
     if !p.zones.is_empty() {
-        sweep_chart(frame, chart, &p.zones, Some(p.size_bytes).filter(|s| *s > 0));
+        sweep_chart(frame, chart, &p.zones, Some(p.size_bytes).filter(|s| *s > 0), t);
     }
 }
 
-fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) {
+fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>, t: &Theme) {
     let has_sweep = r.sweep.as_ref().is_some_and(|s| !s.zones.is_empty());
     let qd = r.queue_depth_sweep.as_ref().filter(|q| !q.points.is_empty());
     let hist_rows = match (&r.random, qd) {
@@ -167,7 +166,7 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
     if room < 6 {
         let mut lines = vec![head_line];
         lines.extend(numbers(r));
-        lines.extend(evidence(r));
+        lines.extend(evidence(r, t));
         frame.render_widget(Paragraph::new(lines), area);
         return;
     }
@@ -206,7 +205,7 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
                     lat(Some(lo as f64 / 1e6)),
                     lat(Some((hi + 1) as f64 / 1e6))
                 )),
-                Span::styled("█".repeat(w), Style::default().fg(Color::Cyan)),
+                Span::styled("█".repeat(w), t.accent()),
             ]));
         }
         frame.render_widget(Paragraph::new(lines), right);
@@ -216,15 +215,15 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>) 
         frame.render_widget(Paragraph::new(crate::ui::depth::sync_table(s)), right);
     }
     if let Some(sw) = r.sweep.as_ref().filter(|_| chart_h > 0) {
-        sweep_chart(frame, chart, &sw.zones, Some(r.method.size_bytes));
+        sweep_chart(frame, chart, &sw.zones, Some(r.method.size_bytes), t);
     } else if let Some(q) = qd.filter(|_| chart_h > 0) {
-        crate::ui::depth::chart(frame, chart, &q.points);
+        crate::ui::depth::chart(frame, chart, &q.points, t);
     }
-    frame.render_widget(Paragraph::new(evidence(r)).wrap(Wrap { trim: false }), verdict);
+    frame.render_widget(Paragraph::new(evidence(r, t)).wrap(Wrap { trim: false }), verdict);
 }
 
 /// The verdict's evidence, impossibilities and notes, one line each.
-fn evidence(r: &ProbeResult) -> Vec<Line<'static>> {
+fn evidence(r: &ProbeResult, t: &Theme) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     if r.status == crate::probe::Status::Cancelled {
         lines.push(Line::from(vec![
@@ -233,13 +232,13 @@ fn evidence(r: &ProbeResult) -> Vec<Line<'static>> {
         ]));
     }
     for e in &r.verdict.impossible {
-        lines.push(Line::styled(format!("! {e}"), Style::default().fg(Color::Red)));
+        lines.push(Line::styled(format!("! {e}"), t.severity(Severity::Crit)));
     }
     for e in &r.verdict.evidence {
         lines.push(Line::raw(format!("- {e}")));
     }
     for n in &r.notes {
-        lines.push(Line::styled(format!("note: {n}"), Style::default().fg(Color::Yellow)));
+        lines.push(Line::styled(format!("note: {n}"), t.severity(Severity::Warn)));
     }
     lines
 }
@@ -338,7 +337,7 @@ fn numbers(r: &ProbeResult) -> Vec<Line<'static>> {
     v
 }
 
-fn sweep_chart(frame: &mut Frame, area: Rect, zones: &[Zone], size: Option<u64>) {
+fn sweep_chart(frame: &mut Frame, area: Rect, zones: &[Zone], size: Option<u64>, t: &Theme) {
     let points: Vec<(f64, f64)> = zones.iter().map(|z| (z.offset as f64 / 1e9, z.mb_per_s)).collect();
     let x_max = size
         .map(|s| s as f64 / 1e9)
@@ -350,7 +349,7 @@ fn sweep_chart(frame: &mut Frame, area: Rect, zones: &[Zone], size: Option<u64>)
         .name("MB/s")
         .marker(Marker::Braille)
         .graph_type(GraphType::Line)
-        .style(Style::default().fg(Color::Green))
+        .style(t.ok())
         .data(&points);
     let chart = Chart::new(vec![data])
         .legend_position(None)

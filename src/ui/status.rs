@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::{Confirm, ConfirmAction, Pane, ViewState, centered, pane_block};
+use super::{Confirm, ConfirmAction, ViewState, centered, keymap, pane_block};
 use crate::format;
 use crate::model::Model;
 
@@ -22,16 +22,7 @@ pub fn render(frame: &mut Frame, area: Rect, _model: &Model, view: &ViewState) {
     } else if let Some(s) = &view.status {
         Line::styled(format::escape(&s.text), if s.error { t.error() } else { t.ok() })
     } else {
-        let hints = match view.focus {
-            Pane::Devices => {
-                "q quit  ? help  Tab focus  Enter detail  t probe  a idle  Space fold  p pause  +/- interval"
-            }
-            Pane::Progress => "q quit  ? help  Tab focus  ↑↓ select  Enter go to its process (to ionice it)",
-            Pane::Results => "q quit  ? help  Tab focus  Esc cancel a running probe  t (devices pane) new probe",
-            Pane::Processes => {
-                "q quit  ? help  Tab focus  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill"
-            }
-        };
+        let hints = keymap::hints(view.focus, view.vim_keys);
         Line::styled(hints, t.dim())
     };
     frame.render_widget(Paragraph::new(line), area);

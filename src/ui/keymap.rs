@@ -1,0 +1,483 @@
+//! The one keymap of the dashboard: every key of the normal mode, where it
+//! works (everywhere, or in some panes), what it does and how it is
+//! described. The key handler (`app::input`), the help screen, the status
+//! line hints and the README's key table (checked by a test) all come from
+//! [`ROWS`]. Popups (help, detail, confirmation, probe menu) and typing a
+//! filter are modal; their few keys are shown in the popup or the status
+//! line itself.
+//!
+//! Movement is arrows, PgUp/PgDn and Home/End. `vim_keys = true` in the
+//! config adds j/k/g/G; then SIGTERM is on `K` (and F9, as in htop) so that
+//! no key ever means two things.
+
+use crossterm::event::KeyCode;
+
+use super::Pane;
+
+/// What a key does in the normal mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    Help,
+    FocusNext,
+    FocusPrev,
+    Down,
+    Up,
+    PageDown,
+    PageUp,
+    First,
+    Last,
+    /// Device detail, or on a transfer: select its process.
+    Enter,
+    /// Close, cancel the running probe, else clear the filter.
+    Escape,
+    FoldToggle,
+    Fold,
+    Unfold,
+    HideIdle,
+    Probe,
+    SortNext,
+    SortPrev,
+    Reverse,
+    OnlyActive,
+    Filter,
+    Accumulated,
+    Ionice,
+    Kill,
+    /// Turn delay accounting on (root, after a yes).
+    DelayAcct,
+    Pause,
+    Slower,
+    Faster,
+}
+
+/// Which keymap a row belongs to (config `vim_keys`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Both,
+    /// Without `vim_keys` only.
+    Default,
+    /// With `vim_keys = true` only.
+    Vim,
+}
+
+/// Where a row's keys work: everywhere, or only with the focus on these
+/// panes (elsewhere the key says where it works).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Global,
+    Panes(&'static [Pane]),
+}
+
+impl Scope {
+    pub fn contains(self, p: Pane) -> bool {
+        match self {
+            Scope::Global => true,
+            Scope::Panes(ps) => ps.contains(&p),
+        }
+    }
+}
+
+/// One row of the key table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    /// The keys as shown ("s >, S <").
+    pub label: &'static str,
+    /// What they do (help screen and README).
+    pub help: &'static str,
+    pub scope: Scope,
+    pub layout: Layout,
+    pub keys: &'static [(KeyCode, Action)],
+    /// Status-line hints: (pane, text) for the panes that show one.
+    pub hints: &'static [(Pane, &'static str)],
+}
+
+const LISTS: &[Pane] = &[Pane::Devices, Pane::Progress, Pane::Processes];
+const PROCESS_PANES: &[Pane] = &[Pane::Progress, Pane::Processes];
+const ALL_PANES: [Pane; 4] = [Pane::Devices, Pane::Progress, Pane::Results, Pane::Processes];
+
+use Action as A;
+use KeyCode as K;
+use Pane as P;
+
+/// The key table, in the order of the help screen, the README and the hints.
+pub const ROWS: &[Row] = &[
+    Row {
+        label: "q, Ctrl-C",
+        help: "quit",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('q'), A::Quit)],
+        hints: &[
+            (P::Devices, "q quit"),
+            (P::Progress, "q quit"),
+            (P::Results, "q quit"),
+            (P::Processes, "q quit"),
+        ],
+    },
+    Row {
+        label: "?",
+        help: "this help (Esc, q or ? closes it)",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('?'), A::Help)],
+        hints: &[
+            (P::Devices, "? help"),
+            (P::Progress, "? help"),
+            (P::Results, "? help"),
+            (P::Processes, "? help"),
+        ],
+    },
+    Row {
+        label: "Tab, Shift-Tab",
+        help: "move the focus between panes",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Tab, A::FocusNext), (K::BackTab, A::FocusPrev)],
+        hints: &[
+            (P::Devices, "Tab focus"),
+            (P::Progress, "Tab focus"),
+            (P::Results, "Tab focus"),
+            (P::Processes, "Tab focus"),
+        ],
+    },
+    Row {
+        label: "↑ ↓",
+        help: "move the selection",
+        scope: Scope::Panes(LISTS),
+        layout: Layout::Both,
+        keys: &[(K::Down, A::Down), (K::Up, A::Up)],
+        hints: &[(P::Progress, "↑↓ select")],
+    },
+    Row {
+        label: "PgUp PgDn, Home End",
+        help: "move by a page, to the first / last row",
+        scope: Scope::Panes(LISTS),
+        layout: Layout::Both,
+        keys: &[
+            (K::PageUp, A::PageUp),
+            (K::PageDown, A::PageDown),
+            (K::Home, A::First),
+            (K::End, A::Last),
+        ],
+        hints: &[],
+    },
+    Row {
+        label: "j k, g G",
+        help: "with vim_keys = true in the config: down / up, to the first / last row",
+        scope: Scope::Panes(LISTS),
+        layout: Layout::Vim,
+        keys: &[
+            (K::Char('j'), A::Down),
+            (K::Char('k'), A::Up),
+            (K::Char('g'), A::First),
+            (K::Char('G'), A::Last),
+        ],
+        hints: &[],
+    },
+    Row {
+        label: "Enter",
+        help: "device detail; on a transfer: select its process",
+        scope: Scope::Panes(&[Pane::Devices, Pane::Progress]),
+        layout: Layout::Both,
+        keys: &[(K::Enter, A::Enter)],
+        hints: &[
+            (P::Devices, "Enter detail"),
+            (P::Progress, "Enter go to its process (to ionice it)"),
+        ],
+    },
+    Row {
+        label: "Esc",
+        help: "close a popup, cancel a running probe, clear the filter",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Esc, A::Escape)],
+        hints: &[(P::Results, "Esc cancel a running probe")],
+    },
+    Row {
+        label: "t",
+        help: "probe the selected device (read-only): menu",
+        scope: Scope::Panes(&[Pane::Devices]),
+        layout: Layout::Both,
+        keys: &[(K::Char('t'), A::Probe)],
+        hints: &[(P::Devices, "t probe"), (P::Results, "t (devices pane) new probe")],
+    },
+    Row {
+        label: "a",
+        help: "hide / show idle devices",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('a'), A::HideIdle)],
+        hints: &[(P::Devices, "a idle")],
+    },
+    Row {
+        label: "Space, ← →",
+        help: "fold / unfold the partitions of the selected disk",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char(' '), A::FoldToggle), (K::Left, A::Fold), (K::Right, A::Unfold)],
+        hints: &[(P::Devices, "Space fold")],
+    },
+    Row {
+        label: "s >, S <",
+        help: "sort processes by the next / previous column",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[
+            (K::Char('s'), A::SortNext),
+            (K::Char('>'), A::SortNext),
+            (K::Char('S'), A::SortPrev),
+            (K::Char('<'), A::SortPrev),
+        ],
+        hints: &[(P::Processes, "s/S sort")],
+    },
+    Row {
+        label: "r",
+        help: "reverse the sort order",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('r'), A::Reverse)],
+        hints: &[(P::Processes, "r reverse")],
+    },
+    Row {
+        label: "o",
+        help: "only processes doing I/O",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('o'), A::OnlyActive)],
+        hints: &[(P::Processes, "o active")],
+    },
+    Row {
+        label: "/",
+        help: "filter processes by text (Enter keeps it, Esc clears)",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('/'), A::Filter)],
+        hints: &[(P::Processes, "/ filter")],
+    },
+    Row {
+        label: "c",
+        help: "accumulated mode: totals since iolens started",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('c'), A::Accumulated)],
+        hints: &[(P::Processes, "c totals")],
+    },
+    Row {
+        label: "i",
+        help: "set the I/O priority of the process: idle or best-effort 0-7",
+        scope: Scope::Panes(PROCESS_PANES),
+        layout: Layout::Both,
+        keys: &[(K::Char('i'), A::Ionice)],
+        hints: &[(P::Processes, "i ionice")],
+    },
+    Row {
+        label: "k",
+        help: "send SIGTERM to the process (asks first)",
+        scope: Scope::Panes(PROCESS_PANES),
+        layout: Layout::Default,
+        keys: &[(K::Char('k'), A::Kill)],
+        hints: &[(P::Processes, "k kill")],
+    },
+    Row {
+        label: "K, F9",
+        help: "with vim_keys = true: send SIGTERM to the process (asks first)",
+        scope: Scope::Panes(PROCESS_PANES),
+        layout: Layout::Vim,
+        keys: &[(K::Char('K'), A::Kill), (K::F(9), A::Kill)],
+        hints: &[(P::Processes, "K kill")],
+    },
+    Row {
+        label: "D",
+        help: "turn delay accounting on for IO% (root, asks first; undone at exit)",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('D'), A::DelayAcct)],
+        hints: &[],
+    },
+    Row {
+        label: "p",
+        help: "pause / resume sampling (rates restart after a pause)",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('p'), A::Pause)],
+        hints: &[(P::Devices, "p pause")],
+    },
+    Row {
+        label: "+ -",
+        help: "longer / shorter sample interval",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[
+            (K::Char('+'), A::Slower),
+            (K::Char('='), A::Slower),
+            (K::Char('-'), A::Faster),
+        ],
+        hints: &[(P::Devices, "+/- interval")],
+    },
+];
+
+/// The rows of the current keymap.
+pub fn rows(vim: bool) -> impl Iterator<Item = &'static Row> {
+    ROWS.iter().filter(move |r| match r.layout {
+        Layout::Both => true,
+        Layout::Default => !vim,
+        Layout::Vim => vim,
+    })
+}
+
+/// What `code` does with the focus on `pane`: `Ok(action)`, or `Err(row)`
+/// when the key exists but works elsewhere (the row says where), or `None`
+/// for a key that does nothing anywhere.
+pub fn lookup(code: KeyCode, pane: Pane, vim: bool) -> Option<Result<Action, &'static Row>> {
+    let mut elsewhere = None;
+    for r in rows(vim) {
+        if let Some((_, a)) = r.keys.iter().find(|(k, _)| *k == code) {
+            if r.scope.contains(pane) {
+                return Some(Ok(*a));
+            }
+            elsewhere.get_or_insert(r);
+        }
+    }
+    elsewhere.map(Err)
+}
+
+impl Row {
+    /// Where the row's keys work: "everywhere", "devices pane",
+    /// "transfers, processes panes".
+    pub fn place(&self) -> String {
+        match self.scope {
+            Scope::Global => "everywhere".to_string(),
+            Scope::Panes(ps) => {
+                let names: Vec<&str> = ALL_PANES
+                    .into_iter()
+                    .filter(|p| ps.contains(p))
+                    .map(pane_name)
+                    .collect();
+                let s = if names.len() == 1 { "" } else { "s" };
+                format!("{} pane{s}", names.join(", "))
+            }
+        }
+    }
+
+    /// The panes as letters for the help screen ("[T P]"), empty when the
+    /// row works everywhere.
+    pub fn marks(&self) -> String {
+        match self.scope {
+            Scope::Global => String::new(),
+            Scope::Panes(ps) => {
+                let m: Vec<&str> = ALL_PANES
+                    .into_iter()
+                    .filter(|p| ps.contains(p))
+                    .map(|p| match p {
+                        Pane::Devices => "D",
+                        Pane::Progress => "T",
+                        Pane::Results => "R",
+                        Pane::Processes => "P",
+                    })
+                    .collect();
+                format!("[{}]", m.join(" "))
+            }
+        }
+    }
+}
+
+/// What the help screen's marks mean.
+pub const MARKS_LEGEND: &str = " [D T P]: only in the devices, transfers, processes pane (elsewhere the key says so)";
+
+/// "k (send SIGTERM to the selected process (asks first)) works in the
+/// transfers, processes panes: Tab to one".
+pub fn works_elsewhere(key: &str, r: &Row) -> String {
+    format!("{key} ({}) works in the {}: Tab there", r.help, r.place())
+}
+
+pub fn pane_name(p: Pane) -> &'static str {
+    match p {
+        Pane::Devices => "devices",
+        Pane::Progress => "transfers",
+        Pane::Results => "probe results",
+        Pane::Processes => "processes",
+    }
+}
+
+/// The status-line hints of `pane`, in table order.
+pub fn hints(pane: Pane, vim: bool) -> String {
+    let v: Vec<&str> = rows(vim)
+        .flat_map(|r| r.hints.iter())
+        .filter(|(p, _)| *p == pane)
+        .map(|(_, h)| *h)
+        .collect();
+    v.join("  ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_key_means_two_things_in_any_pane_or_keymap() {
+        for vim in [false, true] {
+            for pane in ALL_PANES {
+                let mut seen: Vec<(KeyCode, Action)> = Vec::new();
+                for r in rows(vim).filter(|r| r.scope.contains(pane)) {
+                    for (k, a) in r.keys {
+                        if let Some((_, b)) = seen.iter().find(|(s, _)| s == k) {
+                            panic!("{k:?} is {b:?} and {a:?} in {pane:?} (vim {vim})");
+                        }
+                        seen.push((*k, *a));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn k_is_sigterm_and_movement_is_arrows_by_default() {
+        for pane in [Pane::Processes, Pane::Progress] {
+            assert_eq!(lookup(K::Char('k'), pane, false), Some(Ok(A::Kill)));
+            assert_eq!(lookup(K::Char('K'), pane, true), Some(Ok(A::Kill)));
+            assert_eq!(lookup(K::F(9), pane, true), Some(Ok(A::Kill)));
+        }
+        assert!(matches!(lookup(K::Char('k'), Pane::Devices, false), Some(Err(_))));
+        assert_eq!(lookup(K::Char('j'), Pane::Devices, false), None);
+        assert_eq!(lookup(K::Char('j'), Pane::Devices, true), Some(Ok(A::Down)));
+        assert_eq!(lookup(K::Char('k'), Pane::Processes, true), Some(Ok(A::Up)));
+        assert_eq!(lookup(K::Down, Pane::Processes, false), Some(Ok(A::Down)));
+    }
+
+    #[test]
+    fn a_key_for_another_pane_says_where_it_works() {
+        let Some(Err(r)) = lookup(K::Char('k'), Pane::Devices, false) else {
+            panic!("k in the devices pane")
+        };
+        assert_eq!(
+            works_elsewhere("k", r),
+            "k (send SIGTERM to the process (asks first)) works in the transfers, processes panes: Tab there"
+        );
+        let Some(Err(r)) = lookup(K::Char('t'), Pane::Processes, false) else {
+            panic!("t in the processes pane")
+        };
+        assert!(works_elsewhere("t", r).ends_with("works in the devices pane: Tab there"));
+    }
+
+    #[test]
+    fn hints_are_the_table_rows_of_the_pane() {
+        assert_eq!(
+            hints(Pane::Devices, false),
+            "q quit  ? help  Tab focus  Enter detail  t probe  a idle  Space fold  p pause  +/- interval"
+        );
+        assert_eq!(
+            hints(Pane::Processes, false),
+            "q quit  ? help  Tab focus  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill"
+        );
+        assert_eq!(
+            hints(Pane::Progress, false),
+            "q quit  ? help  Tab focus  ↑↓ select  Enter go to its process (to ionice it)"
+        );
+        assert_eq!(
+            hints(Pane::Results, false),
+            "q quit  ? help  Tab focus  Esc cancel a running probe  t (devices pane) new probe"
+        );
+        assert!(hints(Pane::Processes, true).ends_with("i ionice  K kill"));
+    }
+}
