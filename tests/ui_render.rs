@@ -213,14 +213,16 @@ fn colours_follow_severity_and_no_color_is_plain() {
         ..Default::default()
     };
     let t = draw(&m, &plain, 200, 60);
-    assert!(
-        t.backend()
-            .buffer()
-            .content()
-            .iter()
-            .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
-        "NO_COLOR must give no colours"
-    );
+    assert!(no_colours(&t), "NO_COLOR must give no colours");
+}
+
+/// Not one cell with a foreground or background colour.
+fn no_colours(t: &Terminal<TestBackend>) -> bool {
+    t.backend()
+        .buffer()
+        .content()
+        .iter()
+        .all(|c| c.fg == Color::Reset && c.bg == Color::Reset)
 }
 
 #[test]
@@ -242,6 +244,22 @@ fn readme_key_table_is_the_keymap() {
 }
 
 #[test]
+fn panes_never_name_the_collectors() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/ui");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "rs") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert!(
+                !text.contains("crate::collect"),
+                "{} uses crate::collect: views read model and view-model types only",
+                p.display()
+            );
+        }
+    }
+}
+
+#[test]
 fn no_color_reaches_the_results_pane() {
     use iolens::probe::{ProbeMsg, Status, example};
     let m = common::model();
@@ -256,14 +274,7 @@ fn no_color_reaches_the_results_pane() {
         .apply(ProbeMsg::Finished(Box::new(example::result(Status::Completed))));
     let t = draw(&m, &v, 120, 40);
     assert!(text(&t).contains("latency histogram"), "{}", text(&t));
-    assert!(
-        t.backend()
-            .buffer()
-            .content()
-            .iter()
-            .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
-        "NO_COLOR must give no colours in the results pane"
-    );
+    assert!(no_colours(&t), "NO_COLOR must give no colours in the results pane");
     // With colours, the histogram bars are in the accent colour.
     v.theme = Theme::default();
     let t = draw(&m, &v, 120, 40);

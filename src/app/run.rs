@@ -193,7 +193,11 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             }
             Some(Command::Kill(key)) => app.report(actions::terminate(&mut reader, key)),
             Some(Command::Ionice(key, prio)) => app.report(actions::set_ioprio(&mut reader, key, prio)),
-            Some(Command::DelayAcctOn) => app.report(delayacct::switch_on(&mut reader)),
+            Some(Command::DelayAcctOn) => {
+                let r = delayacct::switch_on(&mut reader);
+                app.view.delayacct_ours = delayacct::changed_by_us();
+                app.report(r);
+            }
             Some(Command::StartProbe(cfg)) => {
                 let token = app.probe_token.clone().unwrap_or_default();
                 let sink = ProbeSink::new(probe_tx.clone());

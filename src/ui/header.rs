@@ -182,9 +182,7 @@ fn totals_line(model: &Model, view: &ViewState) -> Vec<Span<'static>> {
             "IO% n/a: delay accounting off (root: sysctl kernel.task_delayacct=1)",
             t.severity(Severity::Warn),
         )),
-        _ if crate::collect::delayacct::changed_by_us() => {
-            l.push(Span::styled("delay accounting on (restored at exit)", t.dim()))
-        }
+        _ if view.delayacct_ours => l.push(Span::styled("delay accounting on (restored at exit)", t.dim())),
         _ => l.push(Span::styled("delay accounting on", t.dim())),
     }
     if tot.write_window_s > 0.0 {

@@ -271,6 +271,8 @@ pub struct ViewState {
     pub paused: bool,
     /// "no sample for N s (...)" while the sampler is late (the watchdog).
     pub stall: Option<String>,
+    /// iolens turned delay accounting on (and restores it at exit).
+    pub delayacct_ours: bool,
     /// Disks whose partitions are folded away.
     pub folded: BTreeSet<String>,
     pub popup: Popup,
@@ -302,6 +304,7 @@ impl Default for ViewState {
             hide_idle: false,
             paused: false,
             stall: None,
+            delayacct_ours: false,
             folded: BTreeSet::new(),
             popup: Popup::None,
             status: None,
