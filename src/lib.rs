@@ -38,10 +38,11 @@
 //!   their statistics, verdict and results file; the `iolens probe` command.
 //! - [`batch`] and [`progress`]: the outputs without a terminal (`--batch`,
 //!   `--json`, `iolens progress`).
-//! - [`sys`]: the system-call module, the only place with `unsafe`: rustix
-//!   where it covers a call, audited wrappers otherwise (ioprio, getdents64,
-//!   block-device ioctls, the probe's signal flag); the one privilege check
-//!   and the one I/O-priority type.
+//! - [`sys`]: the system-call module, the only place where Rust's safety
+//!   checks may be switched off: rustix where it covers a call, audited
+//!   wrappers otherwise (ioprio, getdents64, block-device ioctls, FIEMAP,
+//!   io_uring, the probe's signal flag); the one privilege check and the
+//!   one I/O-priority type.
 //! - [`cli`], [`config`], [`format`]: flags (each also an `IOLENS_*`
 //!   variable), the optional TOML config, units and escaping.
 //!
