@@ -47,7 +47,7 @@ pub fn trace_disabled(cli: &Cli) -> Option<&'static str> {
     if cli.no_trace {
         Some("--no-trace")
     } else if cli.root != std::path::Path::new("/") {
-        Some("replaying a captured tree with --root")
+        Some("a captured /proc and /sys tree (--root)")
     } else {
         None
     }

@@ -9,6 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Bar, BarChart, BarGroup};
 
 use super::Theme;
+use super::theme::Severity;
 use crate::format;
 use crate::probe::sync::SyncResult;
 use crate::probe::view::lat;
@@ -124,7 +125,7 @@ pub fn sync_summary(s: &SyncResult) -> Vec<Line<'static>> {
 }
 
 /// One row per write size: fdatasync p50/p99/p99.9 and the write p50.
-pub fn sync_table(s: &SyncResult) -> Vec<Line<'static>> {
+pub fn sync_table(s: &SyncResult, t: &Theme) -> Vec<Line<'static>> {
     let mut v = vec![Line::styled(
         format!(
             "{:>6} {:>6} {:>8} {:>8} {:>8} {:>8}",
@@ -145,7 +146,7 @@ pub fn sync_table(s: &SyncResult) -> Vec<Line<'static>> {
             if miss { " over" } else { "" }
         );
         v.push(if miss {
-            Line::styled(line, Style::default().fg(Color::Red))
+            Line::styled(line, t.severity(Severity::Crit))
         } else {
             Line::raw(line)
         });

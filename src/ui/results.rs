@@ -212,7 +212,7 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>, 
     } else if let Some(q) = qd {
         frame.render_widget(Paragraph::new(crate::ui::depth::table(&q.points)), right);
     } else if let Some(s) = &r.sync_write {
-        frame.render_widget(Paragraph::new(crate::ui::depth::sync_table(s)), right);
+        frame.render_widget(Paragraph::new(crate::ui::depth::sync_table(s, t)), right);
     }
     if let Some(sw) = r.sweep.as_ref().filter(|_| chart_h > 0) {
         sweep_chart(frame, chart, &sw.zones, Some(r.method.size_bytes), t);
