@@ -3,15 +3,18 @@
 //! object per interval. Used with `--batch`, `--json`, or when stdout is not
 //! a terminal.
 
+mod bench;
+
+pub use bench::bench_sample;
+
 use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use serde_json::json;
 
-use crate::cli::{BenchArgs, Cli};
+use crate::cli::Cli;
 use crate::collect::Collector;
 use crate::collect::cgroup::CgroupReader;
 use crate::collect::sample::HostInfo;
@@ -588,40 +591,4 @@ fn traced_processes_json(model: &Model) -> serde_json::Value {
         v
     });
     serde_json::Value::Array(rows.collect())
-}
-
-/// `iolens bench-sample`: the CPU cost of one full sample of this machine.
-pub fn bench_sample(cli: &Cli, args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    use crate::collect::process_cpu_ns;
-    let mut collector = Collector::new(&cli.root);
-    let mut model = Model::new(HostInfo::read(), clk_tck());
-    // Warm-up: the first sample fills the per-process cache (cmdline, owner).
-    let cold_start = process_cpu_ns();
-    model.update(collector.sample());
-    let cold_ns = process_cpu_ns() - cold_start;
-    let samples = args.samples.max(1);
-    let (mut sample_ns, mut model_ns, mut procs) = (0u64, 0u64, 0usize);
-    for _ in 0..samples {
-        let t0 = process_cpu_ns();
-        let s = collector.sample();
-        let t1 = process_cpu_ns();
-        procs += s.procs.procs.len();
-        model.update(s);
-        model_ns += process_cpu_ns() - t1;
-        sample_ns += t1 - t0;
-    }
-    let n = f64::from(samples);
-    let per_sample = sample_ns as f64 / n / 1000.0;
-    let per_proc_count = procs as f64 / n;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "processes per sample: {per_proc_count:.0}").context("writing to stdout")?;
-    writeln!(out, "first (cold) sample:  {:.0} µs CPU", cold_ns as f64 / 1000.0)?;
-    writeln!(out, "collect per sample:   {per_sample:.0} µs CPU (mean of {samples})")?;
-    writeln!(out, "model per sample:     {:.0} µs CPU", model_ns as f64 / n / 1000.0)?;
-    writeln!(
-        out,
-        "per process:          {:.2} µs CPU",
-        per_sample / per_proc_count.max(1.0)
-    )?;
-    Ok(ExitCode::SUCCESS)
 }
