@@ -540,3 +540,47 @@ fn every_pane_at_once_keeps_the_processes_visible() {
     insta::assert_snapshot!("all_panes_80x24", t.backend());
     insta::assert_snapshot!("all_panes_120x40", draw(&m, &v, 120, 40).backend());
 }
+
+#[test]
+fn exited_rows_and_the_children_line() {
+    use iolens::model::process::ProcRates;
+    let mut m = common::model();
+    let rates = |read_bps: f64| ProcRates {
+        read_bps,
+        rchar_bps: read_bps,
+        syscr_per_s: 10.0,
+        ..Default::default()
+    };
+    let base = m.procs[0].clone();
+    let mut parent = base.clone();
+    parent.raw.key = ProcKey {
+        pid: 7001,
+        start_time: 1,
+    };
+    parent.raw.comm = "python3".into();
+    parent.raw.cmdline = "python3 parent.py".into();
+    parent.rates = Some(rates(0.0));
+    parent.children_rates = Some(rates(104_857_600.0));
+    let mut gone = base.clone();
+    gone.raw.key = ProcKey {
+        pid: 7002,
+        start_time: 2,
+    };
+    gone.raw.comm = "dd".into();
+    gone.exited = true;
+    gone.rates = Some(rates(4_194_304.0));
+    m.procs = vec![parent, gone];
+    m.host.is_root = false;
+    let s = text(&draw(&m, &ViewState::default(), 160, 40));
+    let lines: Vec<&str> = s.lines().collect();
+    let p = lines.iter().position(|l| l.contains("python3 parent.py")).unwrap();
+    // The arrivals are on the indented line right under their process.
+    assert!(
+        lines[p + 1].contains("↳ exited threads and children"),
+        "{}",
+        lines[p + 1]
+    );
+    assert!(lines[p + 1].contains("105 MB/s"), "{}", lines[p + 1]);
+    assert!(s.contains("dd (exited)"), "{s}");
+    assert!(s.contains("without root: ↳ = exited threads"), "{s}");
+}

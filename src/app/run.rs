@@ -68,6 +68,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let (sample_tx, mut samples) = tokio::sync::mpsc::channel(2);
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
     let mut collector = Collector::new(&cli.root);
+    collector.listen_for_exits();
     let activity = collector.activity.clone();
     let start_ns = crate::collect::monotonic_ns();
     let mut watchdog = tokio::time::interval(Duration::from_millis(500));

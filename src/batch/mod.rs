@@ -60,6 +60,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let every = interval(cli.interval)?;
     let mut collector = Collector::new(&cli.root);
     collector.cgroups = Some(CgroupReader::new());
+    collector.listen_for_exits();
     let activity = collector.activity.clone();
     let mut model = Model::new(HostInfo::read(), clk_tck());
     let tracing = Tracing::start(trace_disabled(cli));
@@ -163,7 +164,7 @@ pub fn top_procs(model: &Model, top: usize) -> Vec<&ProcRow> {
     let mut v: Vec<&ProcRow> = model
         .procs
         .iter()
-        .filter(|p| p.rates.is_some_and(|r| r.is_active()))
+        .filter(|p| p.rates.is_some_and(|r| r.is_active()) || p.children_rates.is_some_and(|r| r.is_active()))
         .collect();
     let key = |p: &ProcRow| {
         p.rates
@@ -346,7 +347,28 @@ pub fn text_report(model: &Model, top: usize) -> String {
             crate::ui::processes::devices_text(p),
             crate::ui::processes::command(p),
         );
+        if let Some(c) = p.children_rates.filter(|c| c.is_active()) {
+            let _ = writeln!(
+                out,
+                "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",
+                "",
+                "",
+                "",
+                format::rate(c.read_bps),
+                format::rate(c.write_bps),
+                format::rate(c.cancelled_write_bps),
+                format::rate(c.rchar_bps),
+                format::rate(c.wchar_bps),
+                format::num(c.syscr_per_s + c.syscw_per_s),
+                "",
+                "",
+                "",
+                "",
+                CHILDREN_LABEL,
+            );
+        }
     }
+    let _ = writeln!(out, "{}", attribution_note(model));
     if let Some(cg) = &model.cgroups {
         crate::batch_cgroups::text(&mut out, cg, top);
     }
@@ -482,6 +504,30 @@ fn traced_report(out: &mut String, model: &Model) {
     }
 }
 
+/// The line under a process for what arrived from its exited threads and
+/// reaped children (without exit records).
+pub const CHILDREN_LABEL: &str = "↳ exited threads and children";
+
+/// What the process rows can and cannot attribute, and why: one line for
+/// the header of every output.
+pub fn attribution_note(model: &Model) -> String {
+    if model.exits.active {
+        format!(
+            "attribution: exact per process (exit records: {} lost to overflow)",
+            model.exits.overflows
+        )
+    } else if model.exits.why_not.as_deref() == Some(crate::collect::sample::EXITS_REPLAY) {
+        "attribution: process-wide counters (a replayed tree has no per-thread counters or exit records)".to_string()
+    } else {
+        let why = model.exits.why_not.as_deref().unwrap_or("no exit records");
+        format!(
+            "attribution: live threads only ({why}): I/O of exited threads and reaped children shows as \
+             \"{CHILDREN_LABEL}\" when it reaches the parent; not attributed: other users' processes, \
+             orphans reaped by PID 1, children reaped with SIGCHLD ignored"
+        )
+    }
+}
+
 fn avg_syscall(r: Option<f64>, w: Option<f64>) -> String {
     match (r, w) {
         (Some(r), _) => format::binary(r),
@@ -507,11 +553,13 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
                 "cmdline": p.raw.cmdline,
                 "user": p.raw.user,
                 "uid": p.raw.uid,
-                "state": p.raw.state.to_string(),
+                "state": if p.exited { "exited".to_string() } else { p.raw.state.to_string() },
+                "exited": p.exited,
                 "ioprio": p.raw.ioprio.map(|io| io.label(p.raw.nice)),
                 "worker": p.worker.as_ref().map(|w| w.label()),
                 "devices": proc_devices_json(&traced, &p.devices),
                 "rates": p.rates,
+                "children_rates": p.children_rates,
             })
         })
         .collect();
@@ -536,6 +584,7 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
             "counted_devices": c.counted_devices,
             "notes": c.notes,
         })),
+        "exit_records": model.exits,
         "errors": model.errors,
         "trace": model.trace.counts_json(),
         "traced_processes": traced_processes_json(model),

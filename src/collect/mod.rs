@@ -16,6 +16,8 @@ pub mod process;
 pub mod sample;
 pub mod sysblock;
 pub mod system;
+pub mod taskstats;
+pub mod threads;
 pub mod trace;
 
 use std::ffi::CStr;

@@ -15,6 +15,7 @@ use std::os::fd::OwnedFd;
 
 use serde::Serialize;
 
+use super::threads::{ThreadIo, read_threads};
 use super::{Reader, parse_i64, parse_u64};
 
 /// A process is identified by (pid, start time): a reused pid is a new process.
@@ -166,6 +167,11 @@ pub struct RawProc {
     #[serde(skip)]
     pub thread_blkio: Option<Vec<(i32, u64)>>,
     pub io: Result<ProcIo, IoUnavailable>,
+    /// Each live thread's own counters, read when the process's counters
+    /// moved since the previous sample or it is seen for the first time;
+    /// `None` otherwise (then no thread did I/O) or when unreadable.
+    #[serde(skip)]
+    pub threads: Option<Vec<ThreadIo>>,
 }
 
 impl RawProc {
@@ -187,6 +193,7 @@ impl RawProc {
             num_threads: 1,
             thread_blkio: None,
             io: Ok(ProcIo::default()),
+            threads: None,
         }
     }
 }
@@ -219,6 +226,9 @@ struct Static {
     cmdline: String,
     uid: Option<u32>,
     seen: u64,
+    /// The process's counters at the previous read: the threads are read
+    /// again only when they moved.
+    last_io: Option<ProcIo>,
 }
 
 /// A hasher for pid-keyed maps, looked up several times per process per
@@ -423,6 +433,7 @@ impl ProcReader {
                     cmdline,
                     uid,
                     seen: generation,
+                    last_io: None,
                 };
                 let out = (s.cmdline.clone(), s.uid);
                 self.cache.insert(key, s);
@@ -430,6 +441,13 @@ impl ProcReader {
             }
         };
         let (cmdline, uid) = st;
+        let threads = match (&io, self.cache.get_mut(&key)) {
+            (Ok(now), Some(s)) if s.last_io != Some(*now) => {
+                s.last_io = Some(*now);
+                read_threads(r, pid)
+            }
+            _ => None,
+        };
         let user = uid.and_then(|u| self.user_name(u));
         Ok(RawProc {
             key,
@@ -446,6 +464,7 @@ impl ProcReader {
             num_threads: stat.num_threads,
             thread_blkio: None,
             io,
+            threads,
         })
     }
 }

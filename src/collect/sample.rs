@@ -15,6 +15,7 @@ use super::mounts::{self, MountMap};
 use super::process::{ProcReader, ProcSnapshot};
 use super::sysblock::{self, DeviceInfo};
 use super::system::{self, CpuTimes, MemDirty, Pressure};
+use super::taskstats::{self, ExitBatch, ExitListener};
 use super::{Reader, monotonic_ns};
 
 /// Everything read in one sample, stamped with CLOCK_MONOTONIC.
@@ -22,6 +23,11 @@ use super::{Reader, monotonic_ns};
 pub struct RawSample {
     /// CLOCK_MONOTONIC nanoseconds when the sample was taken.
     pub mono_ns: u64,
+    /// CLOCK_BOOTTIME at the same moment, ns (the clock of process start
+    /// times), so the model can tell a process born after this sample.
+    pub boot_ns: u64,
+    /// Threads that exited since the previous sample (taskstats, root).
+    pub exits: ExitBatch,
     pub disks: Vec<DiskStat>,
     /// sysfs facts, refreshed when the device set changes and every
     /// `DEVICE_REFRESH_SAMPLES` samples.
@@ -76,6 +82,12 @@ pub enum ProcScope {
     None,
 }
 
+/// Why a collector reading a captured tree has no exit records.
+pub const EXITS_REPLAY: &str = "a replayed tree has no exit records";
+
+/// Why a collector has no exit records until it is asked to listen.
+pub const EXITS_NOT_REQUESTED: &str = "exit records not requested";
+
 /// Takes samples. Keeps the read buffer and the per-process cache between
 /// samples so a steady-state sample does little allocation.
 #[derive(Debug)]
@@ -100,6 +112,8 @@ pub struct Collector {
     /// Reads the cgroup tree every sample when set (it costs one small
     /// read per process and one or two per cgroup).
     pub cgroups: Option<CgroupReader>,
+    /// Exit records, once [`Collector::listen_for_exits`] was called.
+    exits: Result<ExitListener, String>,
 }
 
 /// sysfs facts and mounts are re-read at least this often (in samples).
@@ -126,7 +140,21 @@ impl Collector {
                 .filter(|s| s.is_finite() && *s > 0.0 && *s < 86_400.0)
                 .map(std::time::Duration::from_secs_f64),
             cgroups: None,
+            exits: Err(EXITS_NOT_REQUESTED.to_string()),
         }
+    }
+
+    /// Receive taskstats exit records from now on, so that exited threads
+    /// and processes are attributed (root only; the reason is kept and
+    /// shown otherwise).
+    pub fn listen_for_exits(&mut self) {
+        self.exits = if !self.reader.is_live() {
+            Err(EXITS_REPLAY.to_string())
+        } else if !crate::sys::is_root() {
+            Err("exit records (taskstats) need root".to_string())
+        } else {
+            ExitListener::start()
+        };
     }
 
     pub fn reader(&mut self) -> &mut Reader {
@@ -163,7 +191,17 @@ impl Collector {
     /// `errors` and left empty/`None`.
     pub fn sample(&mut self) -> RawSample {
         let mut errors = Vec::new();
+        // Exit records first: every thread that exited before the /proc
+        // reads below is in this batch or an earlier one.
+        let exits = match &self.exits {
+            Ok(l) => l.drain(),
+            Err(why) => ExitBatch {
+                why_not: Some(why.clone()),
+                ..Default::default()
+            },
+        };
         let mono_ns = monotonic_ns();
+        let boot_ns = taskstats::boot_ns();
         self.activity.set(Step::Diskstats);
         let disks = match self.reader.read("/proc/diskstats") {
             Ok(b) => {
@@ -217,6 +255,8 @@ impl Collector {
         self.activity.done(monotonic_ns());
         RawSample {
             mono_ns,
+            boot_ns,
+            exits,
             disks,
             devices: self.devices.clone(),
             anon_mounts: self.anon_mounts.clone(),

@@ -1,6 +1,7 @@
 //! Pure model code: deltas between two raw samples → rates, per-process
 //! rates, history. No I/O and no clock: time comes from the samples.
 
+pub mod attribution;
 pub mod cgroup;
 pub mod counters;
 pub mod disk;
@@ -113,6 +114,15 @@ pub struct ProcRow {
     pub reads_files: bool,
     /// A kernel worker doing I/O for others (left out of totals).
     pub worker: Option<Worker>,
+    /// The process exited (known from its threads' exit records, root
+    /// only): `rates` is its I/O over the part of the interval it lived,
+    /// zero in the few seconds the row is kept after.
+    pub exited: bool,
+    /// What arrived in the process-wide counters from exited threads and
+    /// reaped children in the interval, shown apart from the process's own
+    /// I/O. `None` with exit records (those bytes are on the rows of the
+    /// threads and processes that did them) or without thread counters.
+    pub children_rates: Option<ProcRates>,
 }
 
 impl ProcRow {
@@ -125,8 +135,26 @@ impl ProcRow {
             devices: Vec::new(),
             reads_files: false,
             worker: None,
+            exited: false,
+            children_rates: None,
         }
     }
+}
+
+/// Seconds an exited process's row is kept.
+pub const EXITED_KEEP_S: f64 = 5.0;
+
+/// State of the exit records (taskstats) behind the attribution.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ExitStatus {
+    /// Exit records are being received (root).
+    pub active: bool,
+    /// Why not, when they are not.
+    pub why_not: Option<String>,
+    /// Times the kernel dropped exit records since iolens started because
+    /// the socket buffer was full; each time at least one record, whose
+    /// thread's I/O is missing from the rows.
+    pub overflows: u64,
 }
 
 /// CPU time shares over the interval, in percent (iostat's avg-cpu line).
@@ -196,6 +224,13 @@ pub struct Model {
     pub trace: trace::view::TraceView,
     /// Where the traced sequential share switches labels.
     pub thresholds: trace::Thresholds,
+    /// Exit records behind the exited rows (root).
+    pub exits: ExitStatus,
+    attribution: attribution::Attribution,
+    /// Own counters accumulated since iolens first could attribute them.
+    own_total: HashMap<ProcKey, ProcIo>,
+    /// Exited rows still shown, with the monotonic time they exited at.
+    exited_rows: Vec<(ProcRow, u64)>,
     prev: Option<RawSample>,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
@@ -235,6 +270,9 @@ impl Model {
     /// history, and keep the new sample as the next baseline.
     pub fn update(&mut self, cur: RawSample) {
         if std::mem::take(&mut self.rebase) {
+            // The attribution takes its baselines from this sample.
+            self.attribution
+                .update(None, &cur.procs, &cur.exits.records, cur.exits.active, self.clk_tck);
             self.mono_ns = cur.mono_ns;
             self.progress.update(&cur.fds, cur.mono_ns);
             self.prev = Some(cur);
@@ -260,6 +298,11 @@ impl Model {
         };
         self.psi = cur.psi;
         self.mem = cur.mem;
+        self.exits = ExitStatus {
+            active: cur.exits.active,
+            why_not: cur.exits.why_not.clone(),
+            overflows: cur.exits.overflows,
+        };
         self.hidden = cur.procs.hidden;
         self.denied = cur.procs.denied();
         self.errors = cur.errors.clone();
@@ -366,6 +409,16 @@ impl Model {
             .unwrap_or_default();
         let files: HashMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
             cur.fds.procs.iter().map(|f| (f.key, f.fds.as_slice())).collect();
+        let interval = self.attribution.update(
+            prev.filter(|_| dt_s.is_some()).map(|p| attribution::Prev {
+                procs: &p.procs,
+                boot_ns: p.boot_ns,
+            }),
+            &cur.procs,
+            &cur.exits.records,
+            cur.exits.active,
+            self.clk_tck,
+        );
         let mut rows = Vec::with_capacity(cur.procs.procs.len());
         for p in &cur.procs.procs {
             let mut rates = match (old.get(&p.key), dt_s) {
@@ -377,17 +430,48 @@ impl Model {
             // nothing to read) or a block device.
             let reads_files =
                 fds.is_some_and(|f| f.iter().any(|fd| fd.access().reads() && fd.size.is_some_and(|s| s > 0)));
-            if !reads_files && let Some(r) = rates.as_mut() {
-                r.cache_share = None;
-            }
             let devices = fds.map_or_else(Vec::new, |f| {
                 procdev::devices_of(f, &cur.disks, &cur.devices, &cur.anon_mounts)
             });
-            let since_start = p.io.as_ref().ok().map(|io| {
-                let first = *self.first_io.entry(p.key).or_insert(*io);
-                since(&first, io)
-            });
             let worker = self.worker_of(p);
+            let mut children_rates = None;
+            let own = interval.own.get(&p.key);
+            let since_start = match (own, &p.io) {
+                (Some(own), Ok(_)) => {
+                    let t = self.own_total.entry(p.key).or_default();
+                    *t = attribution::plus(t, own);
+                    Some(*t)
+                }
+                (None, Ok(io)) => {
+                    let first = *self.first_io.entry(p.key).or_insert(*io);
+                    Some(since(&first, io))
+                }
+                _ => None,
+            };
+            if let (Some(own), Some(dt), Ok(now)) = (own, dt_s, &p.io) {
+                // The process-wide delta: against the previous sample, or
+                // from zero for a process born since.
+                let whole = match old.get(&p.key).map(|o| &o.io) {
+                    Some(Ok(before)) => Some(attribution::minus(now, before)),
+                    None if interval.born.contains(&p.key) => Some(*now),
+                    _ => None,
+                };
+                if let Some(whole) = whole {
+                    let mut r = attribution::own_rates(rates, own, dt);
+                    if rates.is_none() {
+                        r.io_wait_pct = None;
+                    }
+                    rates = Some(r);
+                    if !cur.exits.active {
+                        let arrived = attribution::minus(&whole, own);
+                        children_rates = process::io_rates(&ProcIo::default(), &arrived, dt);
+                    }
+                }
+            }
+            // A page-cache share only for a reader of files.
+            if !reads_files && let Some(r) = rates.as_mut() {
+                r.cache_share = None;
+            }
             rows.push(ProcRow {
                 raw: p.clone(),
                 rates,
@@ -395,11 +479,16 @@ impl Model {
                 devices,
                 reads_files,
                 worker,
+                exited: false,
+                children_rates,
             });
         }
+        self.update_exited(&interval.exited, &rows, cur.mono_ns, dt_s);
         let live: std::collections::HashSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();
         self.first_io.retain(|k, _| live.contains(k));
         self.loop_workers.retain(|k, _| live.contains(k));
+        self.own_total.retain(|k, _| live.contains(k));
+        rows.extend(self.exited_rows.iter().map(|(r, _)| r.clone()));
         self.procs = rows;
     }
 
@@ -441,6 +530,42 @@ impl Model {
             self.writes.push(step);
         }
         self.totals = totals::totals(dev, read, &self.writes);
+    }
+
+    /// Rows for processes that exited: their I/O over the part of the
+    /// interval they lived, then zero for [`EXITED_KEEP_S`].
+    fn update_exited(&mut self, exited: &[attribution::Exited], live: &[ProcRow], mono_ns: u64, dt_s: Option<f64>) {
+        let keep_ns = (EXITED_KEEP_S * 1e9) as u64;
+        self.exited_rows.retain(|(_, at)| mono_ns.saturating_sub(*at) < keep_ns);
+        for (row, _) in &mut self.exited_rows {
+            row.rates = Some(ProcRates::default());
+        }
+        let Some(dt) = dt_s else { return };
+        for e in exited {
+            let mut raw = RawProc::example(e.key.pid, e.key.start_time, &e.comm);
+            raw.ppid = e.ppid;
+            raw.uid = Some(e.uid);
+            // The same uid's name as a listed process has it.
+            raw.user = live
+                .iter()
+                .find(|r| r.raw.uid == Some(e.uid))
+                .and_then(|r| r.raw.user.clone());
+            raw.state = 'X';
+            raw.io = Ok(e.own);
+            let rates = process::io_rates(&ProcIo::default(), &e.own, dt);
+            // Totals: what was shown while it was listed, and its last part.
+            let total = attribution::plus(&self.own_total.get(&e.key).copied().unwrap_or_default(), &e.own);
+            self.exited_rows.retain(|(r, _)| r.raw.key != e.key);
+            self.exited_rows.push((
+                ProcRow {
+                    rates,
+                    since_start: Some(total),
+                    exited: true,
+                    ..ProcRow::example(raw)
+                },
+                mono_ns,
+            ));
+        }
     }
 }
 

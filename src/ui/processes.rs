@@ -152,6 +152,29 @@ fn cell_text(c: ProcCol, p: &ProcRow, n: Option<ProcNums>, accumulated: bool) ->
     }
 }
 
+/// The indented line under a process for what arrived in its counters from
+/// exited threads and reaped children in the interval (without exit
+/// records); rates only, so not in accumulated mode.
+fn children_row(p: &ProcRow, cols: &[ProcCol], accumulated: bool) -> Option<Row<'static>> {
+    let r = p.children_rates.filter(|r| r.is_active() && !accumulated)?;
+    let child = ProcRow {
+        rates: Some(r),
+        children_rates: None,
+        ..p.clone()
+    };
+    let n = nums(&child, false);
+    Some(Row::new(cols.iter().map(|c| {
+        let w = usize::from(width(*c));
+        match c {
+            ProcCol::Command => Cell::from(format!("  {}", crate::batch::CHILDREN_LABEL)),
+            ProcCol::DiskRead | ProcCol::DiskWrite | ProcCol::Read | ProcCol::Write | ProcCol::Syscalls => {
+                Cell::from(format!("{:>w$}", cell_text(*c, &child, n, false)))
+            }
+            _ => Cell::from(""),
+        }
+    })))
+}
+
 fn left_aligned(c: ProcCol) -> bool {
     matches!(c, ProcCol::User | ProcCol::Prio | ProcCol::Devices | ProcCol::Command)
 }
@@ -217,29 +240,39 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     let page = usize::from(area.height.saturating_sub(3)).max(1);
     let selected = view.proc_sel.and_then(|k| rows.iter().position(|p| p.raw.key == k));
     let offset = selected.filter(|_| focused).map_or(0, |s| (s + 1).saturating_sub(page));
-    let body = rows.iter().skip(offset).take(page).map(|p| {
+    let mut body = Vec::with_capacity(page);
+    let mut shown = None;
+    for (i, p) in rows.iter().enumerate().skip(offset).take(page) {
+        if selected == Some(i) && focused {
+            shown = Some(body.len());
+        }
         let n = nums(p, view.accumulated);
         let busy = n.is_some_and(|n| n.disk_read + n.disk_write > 0.0);
-        let row_style = if n.is_none() || !active(p, view.accumulated) {
+        // Exited processes and idle ones are greyed.
+        let row_style = if n.is_none() || p.exited || !active(p, view.accumulated) {
             t.dim()
         } else {
             Style::new()
         };
-        Row::new(cols.iter().map(|c| {
-            let s = cell_text(*c, p, n, view.accumulated);
-            let w = usize::from(width(*c));
-            match c {
-                ProcCol::Command => Cell::from(s),
-                c if left_aligned(*c) => Cell::from(truncate(&s, w)),
-                ProcCol::DiskRead | ProcCol::DiskWrite if busy => {
-                    Cell::from(Span::styled(format!("{s:>w$}"), t.accent()))
+        body.push(
+            Row::new(cols.iter().map(|c| {
+                let s = cell_text(*c, p, n, view.accumulated);
+                let w = usize::from(width(*c));
+                match c {
+                    ProcCol::Command => Cell::from(s),
+                    c if left_aligned(*c) => Cell::from(truncate(&s, w)),
+                    ProcCol::DiskRead | ProcCol::DiskWrite if busy && !p.exited => {
+                        Cell::from(Span::styled(format!("{s:>w$}"), t.accent()))
+                    }
+                    _ => Cell::from(format!("{s:>w$}")),
                 }
-                _ => Cell::from(format!("{s:>w$}")),
-            }
-        }))
-        .style(row_style)
-    });
-    let shown = selected.filter(|_| focused).map(|s| s - offset);
+            }))
+            .style(row_style),
+        );
+        if let Some(row) = children_row(p, &cols, view.accumulated) {
+            body.push(row.style(t.dim()));
+        }
+    }
     let mut state = TableState::default().with_selected(shown);
     let table = Table::new(body, widths)
         .header(head)

@@ -207,6 +207,9 @@ pub fn active(p: &ProcRow, accumulated: bool) -> bool {
 /// comm is never invisible.
 pub fn command(p: &ProcRow) -> String {
     let (comm, cmd) = (&p.raw.comm, &p.raw.cmdline);
+    if p.exited {
+        return format!("{} (exited)", format::escape(comm));
+    }
     if let Some(w) = &p.worker {
         return format!("[{}] {}", w.label(), format::escape(comm));
     }

@@ -1,0 +1,488 @@
+//! Who did the I/O: each process's own I/O over an interval.
+//!
+//! `/proc/<pid>/io` adds the counters of a process's exited threads and of
+//! its reaped children (with everything they had reaped) to its own, so
+//! the process-wide delta would show a parent that reaped a busy child as
+//! busy itself. A row is the process's own I/O instead, computed per thread:
+//!
+//! - a live thread contributes its own counters' delta
+//!   (`/proc/<pid>/task/<tid>/io`, read by the collector whenever the
+//!   process's counters moved), against the value last read — or 0 for a
+//!   thread, or a process, born after the previous sample;
+//! - a thread that exited (taskstats exit record, root only) contributes its
+//!   final counters minus the value last read, once, and is then known as
+//!   dead so that a zombie still listed is not counted again.
+//!
+//! The process-wide delta minus that is what arrived from exited threads
+//! and reaped children; without exit records (not root) the model shows it
+//! apart, under the process, in the interval it arrived. With exit records
+//! it is already on the rows of the threads and processes that did it.
+//!
+//! A process that exited gets its own I/O over the part of the interval it
+//! lived, from its threads' records. Records arrive within one sample of
+//! the exit; a thread that vanished keeps its last value a few samples so
+//! that a late record is still counted from it.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::collect::process::{ProcIo, ProcKey, ProcSnapshot};
+use crate::collect::taskstats::ExitRecord;
+use crate::model::process::{ProcRates, io_rates};
+
+/// Samples a vanished thread or process is remembered for a late record.
+const VANISHED_KEEP_SAMPLES: u64 = 5;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct ThreadBase {
+    io: ProcIo,
+    seen: u64,
+    /// Its exit record was counted: a listed zombie adds nothing more.
+    dead: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Base {
+    threads: HashMap<i32, ThreadBase>,
+    seen: u64,
+}
+
+/// A process whose threads' exit records came in and that is no longer
+/// listed (reaped, or gone before it was ever seen).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exited {
+    pub key: ProcKey,
+    pub comm: String,
+    pub ppid: i32,
+    pub uid: u32,
+    /// Its own I/O over the part of the interval it lived.
+    pub own: ProcIo,
+}
+
+/// What one sample says about the interval that ends at it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Interval {
+    /// Own I/O of listed processes. A process is absent when it cannot be
+    /// told: no thread counters (not readable, a replayed tree), or first
+    /// seen although it existed at the previous sample.
+    pub own: HashMap<ProcKey, ProcIo>,
+    /// Listed processes born after the previous sample: their counters
+    /// count from zero.
+    pub born: HashSet<ProcKey>,
+    pub exited: Vec<Exited>,
+}
+
+/// Per-thread baselines carried from sample to sample.
+#[derive(Debug, Clone, Default)]
+pub struct Attribution {
+    bases: HashMap<ProcKey, Base>,
+    sample: u64,
+}
+
+/// `a - b` field by field, never below 0 (exit records are rounded down
+/// to KiB, so they can be a little below the last exact value read).
+pub fn minus(a: &ProcIo, b: &ProcIo) -> ProcIo {
+    ProcIo {
+        rchar: a.rchar.saturating_sub(b.rchar),
+        wchar: a.wchar.saturating_sub(b.wchar),
+        syscr: a.syscr.saturating_sub(b.syscr),
+        syscw: a.syscw.saturating_sub(b.syscw),
+        read_bytes: a.read_bytes.saturating_sub(b.read_bytes),
+        write_bytes: a.write_bytes.saturating_sub(b.write_bytes),
+        cancelled_write_bytes: a.cancelled_write_bytes.saturating_sub(b.cancelled_write_bytes),
+    }
+}
+
+pub fn plus(a: &ProcIo, b: &ProcIo) -> ProcIo {
+    ProcIo {
+        rchar: a.rchar.saturating_add(b.rchar),
+        wchar: a.wchar.saturating_add(b.wchar),
+        syscr: a.syscr.saturating_add(b.syscr),
+        syscw: a.syscw.saturating_add(b.syscw),
+        read_bytes: a.read_bytes.saturating_add(b.read_bytes),
+        write_bytes: a.write_bytes.saturating_add(b.write_bytes),
+        cancelled_write_bytes: a.cancelled_write_bytes.saturating_add(b.cancelled_write_bytes),
+    }
+}
+
+/// `r` (rates from the process-wide counters, when there are any) with its
+/// byte and syscall rates replaced by the process's own I/O over `dt_s`.
+/// What `r` says beyond the counters stays: IO%, and a cache share that
+/// another rule declared unknown.
+pub fn own_rates(r: Option<ProcRates>, own: &ProcIo, dt_s: f64) -> ProcRates {
+    let mut o = io_rates(&ProcIo::default(), own, dt_s).unwrap_or_default();
+    if let Some(r) = r {
+        o.io_wait_pct = r.io_wait_pct;
+        o.cache_share = r.cache_share.and(o.cache_share);
+    }
+    o
+}
+
+/// The previous sample, as far as attribution needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Prev<'a> {
+    pub procs: &'a ProcSnapshot,
+    /// CLOCK_BOOTTIME of the previous sample, ns.
+    pub boot_ns: u64,
+}
+
+impl Attribution {
+    /// Fold in one sample: the processes listed now, and the exit records
+    /// received since `prev` (with `records_active` while the listener
+    /// runs). Without `prev` only the baselines are taken.
+    pub fn update(
+        &mut self,
+        prev: Option<Prev<'_>>,
+        cur: &ProcSnapshot,
+        records: &[ExitRecord],
+        records_active: bool,
+        clk_tck: f64,
+    ) -> Interval {
+        self.sample += 1;
+        let sample = self.sample;
+        let tick_ns = 1e9 / if clk_tck > 0.0 { clk_tck } else { 100.0 };
+        let had_base: HashSet<ProcKey> = self.bases.keys().copied().collect();
+        let listed: HashMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
+        let prev_listed: HashSet<ProcKey> =
+            prev.map_or_else(HashSet::new, |p| p.procs.procs.iter().map(|r| r.key).collect());
+        // tgid -> the process a record belongs to: listed now, listed
+        // before, or remembered (the latest start for a reused pid).
+        let mut index: HashMap<i32, ProcKey> = HashMap::new();
+        for k in self.bases.keys() {
+            let e = index.entry(k.pid).or_insert(*k);
+            if k.start_time > e.start_time {
+                *e = *k;
+            }
+        }
+        index.extend(prev_listed.iter().map(|k| (k.pid, *k)));
+        index.extend(listed.iter().map(|(p, k)| (*p, *k)));
+        let mut out = Interval::default();
+        let mut exited: HashMap<ProcKey, Exited> = HashMap::new();
+        for r in records {
+            let start_ticks = (r.start_boot_ns() as f64 / tick_ns) as u64;
+            let key = match index.get(&r.tgid) {
+                // A leader's record names its process's start: another
+                // start (beyond the reception delay) is a reused pid.
+                Some(k) if r.pid != r.tgid || k.start_time.abs_diff(start_ticks) <= 2 + (1e9 / tick_ns) as u64 => *k,
+                _ => ProcKey {
+                    pid: r.tgid,
+                    start_time: start_ticks,
+                },
+            };
+            index.insert(r.tgid, key);
+            let base = self.bases.entry(key).or_default();
+            base.seen = sample;
+            let before = base.threads.get(&r.pid).map(|t| t.io).unwrap_or_default();
+            base.threads.insert(
+                r.pid,
+                ThreadBase {
+                    io: r.io,
+                    seen: sample,
+                    dead: true,
+                },
+            );
+            if prev.is_none() {
+                continue;
+            }
+            let d = minus(&r.io, &before);
+            let own = out.own.entry(key).or_default();
+            *own = plus(own, &d);
+            if !listed.contains_key(&r.tgid) || listed.get(&r.tgid) != Some(&key) {
+                let e = exited.entry(key).or_insert_with(|| Exited {
+                    key,
+                    comm: r.comm.clone(),
+                    ppid: r.ppid,
+                    uid: r.uid,
+                    own: ProcIo::default(),
+                });
+                if r.pid == r.tgid {
+                    e.comm = r.comm.clone();
+                }
+                e.own = plus(&e.own, &d);
+            }
+        }
+        for p in &cur.procs {
+            let key = p.key;
+            let born = prev.is_some_and(|pv| {
+                !prev_listed.contains(&key) && ((key.start_time + 1) as f64 * tick_ns) as u64 > pv.boot_ns
+            });
+            let known = had_base.contains(&key);
+            if !known && !born {
+                // First seen, but older than the previous sample: nothing
+                // to count from. Take the baseline.
+                out.own.remove(&key);
+                if let Some(threads) = &p.threads {
+                    let base = self.bases.entry(key).or_default();
+                    base.seen = sample;
+                    for t in threads {
+                        base.threads.entry(t.tid).or_insert(ThreadBase {
+                            io: t.io,
+                            seen: sample,
+                            dead: false,
+                        });
+                    }
+                }
+                continue;
+            }
+            if !known && p.threads.is_none() && !out.own.contains_key(&key) {
+                continue;
+            }
+            let base = self.bases.entry(key).or_default();
+            base.seen = sample;
+            let mut own = out.own.get(&key).copied().unwrap_or_default();
+            if let Some(threads) = &p.threads {
+                for t in threads {
+                    let e = base.threads.entry(t.tid).or_default();
+                    if e.dead {
+                        e.seen = sample;
+                        continue;
+                    }
+                    own = plus(&own, &minus(&t.io, &e.io));
+                    *e = ThreadBase {
+                        io: t.io,
+                        seen: sample,
+                        dead: false,
+                    };
+                }
+                // Vanished threads: without exit records their last part is
+                // in the process-wide delta only; with them, kept a while
+                // for the record.
+                base.threads
+                    .retain(|_, t| t.seen == sample || (records_active && t.seen + VANISHED_KEEP_SAMPLES > sample));
+            }
+            if prev.is_some() {
+                out.own.insert(key, own);
+                if born {
+                    out.born.insert(key);
+                }
+            }
+        }
+        self.bases.retain(|_, b| b.seen + VANISHED_KEEP_SAMPLES > sample);
+        let mut exited: Vec<Exited> = exited.into_values().collect();
+        exited.sort_by_key(|e| e.key);
+        for e in &exited {
+            out.own.remove(&e.key);
+        }
+        out.exited = exited;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::process::RawProc;
+    use crate::collect::threads::ThreadIo;
+
+    const TICK: u64 = 10_000_000;
+
+    fn io(read_bytes: u64, rchar: u64) -> ProcIo {
+        ProcIo {
+            read_bytes,
+            rchar,
+            ..Default::default()
+        }
+    }
+
+    fn proc(pid: i32, start: u64, total: ProcIo, threads: Option<&[(i32, ProcIo)]>) -> RawProc {
+        RawProc {
+            io: Ok(total),
+            threads: threads.map(|t| t.iter().map(|&(tid, io)| ThreadIo { tid, io }).collect()),
+            ..RawProc::example(pid, start, "x")
+        }
+    }
+
+    fn snap(procs: Vec<RawProc>) -> ProcSnapshot {
+        ProcSnapshot {
+            procs,
+            ..Default::default()
+        }
+    }
+
+    fn record(pid: i32, tgid: i32, start_ticks: u64, recv_ticks: u64, io: ProcIo) -> ExitRecord {
+        ExitRecord {
+            pid,
+            tgid,
+            ppid: 1,
+            uid: 0,
+            comm: format!("t{pid}"),
+            etime_us: (recv_ticks - start_ticks) * TICK / 1000,
+            recv_boot_ns: recv_ticks * TICK,
+            io,
+        }
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    fn key(pid: i32, start_time: u64) -> ProcKey {
+        ProcKey { pid, start_time }
+    }
+
+    /// The previous sample, taken at `ticks` after boot.
+    fn at(procs: &ProcSnapshot, ticks: u64) -> Prev<'_> {
+        Prev {
+            procs,
+            boot_ns: ticks * TICK,
+        }
+    }
+
+    /// Parent 100 (start 50) reaps child 200, which read 100 MiB: the
+    /// parent's own row stays at what its thread did; the child's bytes are
+    /// on the child's row in the interval it exited, and never on the
+    /// parent's.
+    #[test]
+    fn reaped_child_is_not_the_parents_io() {
+        let mut a = Attribution::default();
+        // Sample 1 at tick 1000: parent, child alive with 10 MiB read.
+        let s1 = snap(vec![
+            proc(100, 50, io(MIB, MIB), Some(&[(100, io(MIB, MIB))])),
+            proc(200, 900, io(10 * MIB, 10 * MIB), Some(&[(200, io(10 * MIB, 10 * MIB))])),
+        ]);
+        assert_eq!(a.update(None, &s1, &[], true, 100.0), Interval::default());
+        // Sample 2 at tick 1100: the child read 90 MiB more, exited and was
+        // reaped (the parent's counters took in its 100 MiB; its own
+        // thread read 4 KiB).
+        let s2 = snap(vec![proc(
+            100,
+            50,
+            io(MIB + 100 * MIB + 4096, MIB + 100 * MIB + 4096),
+            Some(&[(100, io(MIB + 4096, MIB + 4096))]),
+        )]);
+        let r = [record(200, 200, 900, 1050, io(100 * MIB, 100 * MIB))];
+        let prev = at(&s1, 1000);
+        let i = a.update(Some(prev), &s2, &r, true, 100.0);
+        assert_eq!(i.own[&key(100, 50)], io(4096, 4096));
+        assert_eq!(i.exited.len(), 1);
+        assert_eq!(i.exited[0].key, key(200, 900));
+        assert_eq!(i.exited[0].own, io(90 * MIB, 90 * MIB));
+        assert!(!i.own.contains_key(&i.exited[0].key));
+    }
+
+    /// Without exit records, the process row has its live threads only.
+    #[test]
+    fn without_records_only_live_threads() {
+        let mut a = Attribution::default();
+        let s1 = snap(vec![proc(100, 50, io(0, 0), Some(&[(100, io(0, 0)), (101, io(0, 0))]))]);
+        a.update(None, &s1, &[], false, 100.0);
+        // Thread 101 read 64 MiB and exited; 100 read 1 MiB; a child's
+        // 5 MiB was reaped.
+        let s2 = snap(vec![proc(
+            100,
+            50,
+            io(70 * MIB, 70 * MIB),
+            Some(&[(100, io(MIB, MIB))]),
+        )]);
+        let prev = at(&s1, 1000);
+        let i = a.update(Some(prev), &s2, &[], false, 100.0);
+        assert_eq!(i.own[&key(100, 50)], io(MIB, MIB));
+        assert!(i.exited.is_empty());
+    }
+
+    /// A worker thread that read 64 MiB and exited: counted once on its
+    /// process (root), also while a record arrives one sample late.
+    #[test]
+    fn exited_worker_thread_stays_on_its_process_once() {
+        let mut a = Attribution::default();
+        let key = key(100, 50);
+        let s1 = snap(vec![proc(100, 50, io(0, 0), Some(&[(100, io(0, 0)), (101, io(0, 0))]))]);
+        a.update(None, &s1, &[], true, 100.0);
+        // Sample 2: thread 101 has read 16 MiB.
+        let s2 = snap(vec![proc(
+            100,
+            50,
+            io(16 * MIB, 16 * MIB),
+            Some(&[(100, io(0, 0)), (101, io(16 * MIB, 16 * MIB))]),
+        )]);
+        let p1 = at(&s1, 1000);
+        let i = a.update(Some(p1), &s2, &[], true, 100.0);
+        assert_eq!(i.own[&key], io(16 * MIB, 16 * MIB));
+        // Sample 3: 101 read 48 MiB more and exited; its record is late.
+        let s3 = snap(vec![proc(100, 50, io(64 * MIB, 64 * MIB), Some(&[(100, io(0, 0))]))]);
+        let p2 = at(&s2, 1100);
+        let i = a.update(Some(p2), &s3, &[], true, 100.0);
+        assert_eq!(i.own[&key], io(0, 0));
+        // Sample 4: the record (64 MiB in all) arrives: the 48 MiB not yet
+        // shown, nothing twice.
+        let p3 = at(&s3, 1200);
+        let r = [record(101, 100, 60, 1250, io(64 * MIB, 64 * MIB))];
+        let i = a.update(Some(p3), &s3, &r, true, 100.0);
+        assert_eq!(i.own[&key], io(48 * MIB, 48 * MIB));
+        assert!(i.exited.is_empty());
+    }
+
+    /// A short-lived process born and gone between two samples: all its
+    /// I/O on its own exited row, its start from the record.
+    #[test]
+    fn short_lived_process_counts_from_zero() {
+        let mut a = Attribution::default();
+        let s = snap(vec![proc(100, 50, io(0, 0), Some(&[(100, io(0, 0))]))]);
+        a.update(None, &s, &[], true, 100.0);
+        let prev = at(&s, 1000);
+        let r = [record(300, 300, 1020, 1030, io(4 * MIB, 4 * MIB))];
+        let i = a.update(Some(prev), &s, &r, true, 100.0);
+        assert_eq!(i.exited.len(), 1);
+        assert_eq!(i.exited[0].key, key(300, 1020));
+        assert_eq!(i.exited[0].own, io(4 * MIB, 4 * MIB));
+        assert_eq!(i.exited[0].comm, "t300");
+    }
+
+    /// A zombie still listed after its exit record: its I/O counted once,
+    /// in the interval of the record, and nothing more while it stays.
+    #[test]
+    fn listed_zombie_is_not_counted_again() {
+        let mut a = Attribution::default();
+        let key = key(200, 900);
+        let s1 = snap(vec![proc(200, 900, io(MIB, MIB), Some(&[(200, io(MIB, MIB))]))]);
+        a.update(None, &s1, &[], true, 100.0);
+        let mut z = proc(200, 900, io(3 * MIB, 3 * MIB), Some(&[(200, io(3 * MIB, 3 * MIB))]));
+        z.state = 'Z';
+        let s2 = snap(vec![z.clone()]);
+        let r = [record(200, 200, 900, 1050, io(3 * MIB, 3 * MIB))];
+        let p1 = at(&s1, 1000);
+        let i = a.update(Some(p1), &s2, &r, true, 100.0);
+        assert_eq!(i.own[&key], io(2 * MIB, 2 * MIB));
+        assert!(i.exited.is_empty());
+        let p2 = at(&s2, 1100);
+        let i = a.update(Some(p2), &s2, &[], true, 100.0);
+        assert_eq!(i.own[&key], io(0, 0));
+    }
+
+    /// A process first seen now: from zero when born after the previous
+    /// sample, unknown when it is older.
+    #[test]
+    fn first_seen_processes() {
+        let mut a = Attribution::default();
+        let s1 = snap(vec![]);
+        a.update(None, &s1, &[], false, 100.0);
+        let s2 = snap(vec![
+            proc(400, 1005, io(MIB, MIB), Some(&[(400, io(MIB, MIB))])),
+            proc(401, 500, io(MIB, MIB), Some(&[(401, io(MIB, MIB))])),
+        ]);
+        let prev = at(&s1, 1000);
+        let i = a.update(Some(prev), &s2, &[], false, 100.0);
+        let born = key(400, 1005);
+        assert_eq!(i.own[&born], io(MIB, MIB));
+        assert!(i.born.contains(&born));
+        assert!(!i.own.contains_key(&key(401, 500)));
+        // Counters not moved (threads not read): nothing, still known.
+        let s3 = snap(vec![
+            proc(400, 1005, io(MIB, MIB), None),
+            proc(401, 500, io(MIB, MIB), None),
+        ]);
+        let prev = at(&s2, 1100);
+        let i = a.update(Some(prev), &s3, &[], false, 100.0);
+        assert_eq!(i.own[&born], io(0, 0));
+        assert_eq!(i.own[&key(401, 500)], io(0, 0));
+    }
+
+    /// A process never given thread counters (a replayed tree) is left to
+    /// the process-wide delta.
+    #[test]
+    fn no_thread_counters_no_attribution() {
+        let mut a = Attribution::default();
+        let s = snap(vec![proc(100, 50, io(0, 0), None)]);
+        a.update(None, &s, &[], false, 100.0);
+        let prev = at(&s, 1000);
+        let i = a.update(Some(prev), &s, &[], false, 100.0);
+        assert!(i.own.is_empty());
+    }
+}
