@@ -50,29 +50,6 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
             Span::styled("not root", t.severity(Severity::Warn))
         },
     ];
-    // Who did the I/O: how exact the process rows are.
-    if model.exits.active {
-        l1.push(Span::styled(" · exit records lost ", t.dim()));
-        let lost = model.exits.overflows;
-        l1.push(if lost > 0 {
-            Span::styled(format!("{lost}×"), t.severity(Severity::Warn))
-        } else {
-            Span::raw("0")
-        });
-    } else if let Some(why) = model.exits.why_not.as_deref().filter(|_| model.host.is_root)
-        && why != crate::collect::sample::EXITS_NOT_REQUESTED
-    {
-        l1.push(Span::styled(
-            format!(" · exit records off: {}", format::escape(why)),
-            t.severity(Severity::Warn),
-        ));
-    } else if !model.host.is_root {
-        l1.push(Span::styled(
-            " · without root: ↳ = exited threads and reaped children; not attributed: \
-             other users', orphans reaped by PID 1, children of SIGCHLD-ignoring parents",
-            t.dim(),
-        ));
-    }
     if view.paused {
         l1.push(Span::styled(" PAUSED", t.error()));
     }
@@ -164,6 +141,32 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         l3.push(Span::styled(
             format!("⚠ {}{more}", format::escape(e)),
             t.severity(Severity::Warn),
+        ));
+    }
+    // Who did the I/O: how exact the process rows are.
+    if model.exits.active {
+        l3.push(sep());
+        l3.push(Span::styled("exit records lost ", t.dim()));
+        let lost = model.exits.overflows;
+        l3.push(if lost > 0 {
+            Span::styled(format!("{lost}×"), t.severity(Severity::Warn))
+        } else {
+            Span::raw("0")
+        });
+    } else if let Some(why) = model.exits.why_not.as_deref().filter(|_| model.host.is_root)
+        && why != crate::collect::sample::EXITS_NOT_REQUESTED
+    {
+        l3.push(sep());
+        l3.push(Span::styled(
+            format!("exit records off: {}", format::escape(why)),
+            t.severity(Severity::Warn),
+        ));
+    } else if !model.host.is_root {
+        l3.push(sep());
+        l3.push(Span::styled(
+            "without root: ↳ = exited threads and reaped children; not attributed: \
+             other users', orphans reaped by PID 1, children of SIGCHLD-ignoring parents",
+            t.dim(),
         ));
     }
     let text = vec![
