@@ -2,6 +2,8 @@
 //! rates, history. No I/O and no clock: time comes from the samples.
 
 pub mod attribution;
+
+pub use crate::collect::sample::EXITS_NOT_REQUESTED;
 pub mod cgroup;
 pub mod counters;
 pub mod disk;

@@ -154,7 +154,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
             Span::raw("0")
         });
     } else if let Some(why) = model.exits.why_not.as_deref().filter(|_| model.host.is_root)
-        && why != crate::collect::sample::EXITS_NOT_REQUESTED
+        && why != crate::model::EXITS_NOT_REQUESTED
     {
         l3.push(sep());
         l3.push(Span::styled(
