@@ -155,4 +155,7 @@ pub struct BenchArgs {
     /// Number of samples to take
     #[arg(long, default_value_t = 20)]
     pub samples: u32,
+    /// Also read the cgroup tree each sample, and report its cost apart
+    #[arg(long)]
+    pub cgroups: bool,
 }

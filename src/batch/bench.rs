@@ -8,6 +8,7 @@ use anyhow::Context;
 use super::clk_tck;
 use crate::cli::{BenchArgs, Cli};
 use crate::collect::Collector;
+use crate::collect::cgroup::CgroupReader;
 use crate::collect::sample::HostInfo;
 use crate::model::Model;
 
@@ -15,6 +16,9 @@ use crate::model::Model;
 pub fn bench_sample(cli: &Cli, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     use crate::collect::process_cpu_ns;
     let mut collector = Collector::new(&cli.root);
+    if args.cgroups {
+        collector.cgroups = Some(CgroupReader::new());
+    }
     let mut model = Model::new(HostInfo::read(), clk_tck());
     // Warm-up: the first sample fills the per-process cache (cmdline, owner).
     let cold_start = process_cpu_ns();
@@ -22,10 +26,21 @@ pub fn bench_sample(cli: &Cli, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let cold_ns = process_cpu_ns() - cold_start;
     let samples = args.samples.max(1);
     let (mut sample_ns, mut model_ns, mut procs) = (0u64, 0u64, 0usize);
+    let (mut cg_ns, mut cg_model_ns, mut cg_rows, mut cg_read) = (0u64, 0u64, 0usize, 0usize);
     for _ in 0..samples {
         let t0 = process_cpu_ns();
         let s = collector.sample();
         let t1 = process_cpu_ns();
+        cg_ns += collector.cgroup_cpu_ns;
+        if let Some(c) = &s.cgroups {
+            cg_rows += c.cgroups.len();
+            cg_read += c.walked;
+            // The cgroup part of the model alone, on a copy of its state.
+            let mut m = model.clone();
+            let t = process_cpu_ns();
+            m.update_cgroups_only(&s);
+            cg_model_ns += process_cpu_ns() - t;
+        }
         procs += s.procs.procs.len();
         model.update(s);
         model_ns += process_cpu_ns() - t1;
@@ -44,5 +59,23 @@ pub fn bench_sample(cli: &Cli, args: &BenchArgs) -> anyhow::Result<ExitCode> {
         "per process:          {:.2} µs CPU",
         per_sample / per_proc_count.max(1.0)
     )?;
+    if args.cgroups {
+        writeln!(
+            out,
+            "cgroups per sample:   {:.0} directories walked, {:.0} listed",
+            cg_read as f64 / n,
+            cg_rows as f64 / n
+        )?;
+        writeln!(
+            out,
+            "cgroup collect:       {:.0} µs CPU per sample",
+            cg_ns as f64 / n / 1000.0
+        )?;
+        writeln!(
+            out,
+            "cgroup model:         {:.0} µs CPU per sample",
+            cg_model_ns as f64 / n / 1000.0
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }

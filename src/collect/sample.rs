@@ -114,6 +114,8 @@ pub struct Collector {
     pub cgroups: Option<CgroupReader>,
     /// Exit records, once [`Collector::listen_for_exits`] was called.
     exits: Result<ExitListener, String>,
+    /// CPU time of the cgroup part of the last sample, ns (for benchmarks).
+    pub cgroup_cpu_ns: u64,
 }
 
 /// sysfs facts and mounts are re-read at least this often (in samples).
@@ -141,6 +143,7 @@ impl Collector {
                 .map(std::time::Duration::from_secs_f64),
             cgroups: None,
             exits: Err(EXITS_NOT_REQUESTED.to_string()),
+            cgroup_cpu_ns: 0,
         }
     }
 
@@ -248,10 +251,12 @@ impl Collector {
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
         self.activity.set(Step::OpenFiles);
         let fds = self.fds.scan(&self.reader, &listed);
+        let t0 = super::process_cpu_ns();
         let cgroups = self.cgroups.as_mut().map(|c| {
             self.activity.set(Step::Cgroups);
             c.read(&mut self.reader, &procs)
         });
+        self.cgroup_cpu_ns = super::process_cpu_ns().saturating_sub(t0);
         self.activity.done(monotonic_ns());
         RawSample {
             mono_ns,

@@ -231,10 +231,13 @@ impl CgroupTracker {
             None => cur.hierarchy == Some(Hierarchy::V2),
             Some(list) => cx.devices.iter().filter(|d| d.in_total).all(|d| list.contains(&d.dev)),
         };
+        let mut limits: LimitsByPath<'_> = cur.cgroups.iter().map(|c| (c.path.as_str(), &c.limits[..])).collect();
+        limits.extend(cur.ancestor_limits.iter().map(|(p, l)| (p.as_str(), &l[..])));
         let mut rows = Vec::with_capacity(cur.cgroups.len());
         for cg in &cur.cgroups {
             let old = prev_rows.get(cg.path.as_str()).copied();
-            rows.push(self.row(cur, cg, old, all_counted, cx));
+            let effective = effective_limits(cur.hierarchy, &limits, cg);
+            rows.push(self.row(cg, old, &effective, all_counted, cx));
         }
         let live: std::collections::HashSet<(&str, DevId)> = cur
             .cgroups
@@ -255,14 +258,13 @@ impl CgroupTracker {
 
     fn row(
         &mut self,
-        snap: &CgroupSnapshot,
         cg: &RawCgroup,
         old: Option<&RawCgroup>,
+        effective: &[(DevId, Limits)],
         all_counted: bool,
         cx: &Context<'_>,
     ) -> CgroupRow {
         let n = names::name_of(&cg.path);
-        let effective = effective_limits(snap, cg);
         let mut devices = Vec::with_capacity(cg.counters.len());
         for c in &cg.counters {
             let (device, in_total) = dev_name(cx.devices, c.dev);
@@ -383,11 +385,14 @@ fn at_limit(eff: &Limits, w: Option<&CgRates>) -> (Option<bool>, Vec<&'static st
     (Some(!hit.is_empty()), hit)
 }
 
+/// Each cgroup's own limits by path (listed cgroups and unlisted ancestors).
+pub type LimitsByPath<'a> = HashMap<&'a str, &'a [(DevId, Limits)]>;
+
 /// The limits that bind on each device: on v2 the smallest of the cgroup's
 /// and its ancestors'; on v1 the cgroup's own (flat hierarchy).
-pub fn effective_limits(snap: &CgroupSnapshot, cg: &RawCgroup) -> Vec<(DevId, Limits)> {
+pub fn effective_limits(hier: Option<Hierarchy>, by_path: &LimitsByPath<'_>, cg: &RawCgroup) -> Vec<(DevId, Limits)> {
     let mut out = cg.limits.clone();
-    if snap.hierarchy != Some(Hierarchy::V2) {
+    if hier != Some(Hierarchy::V2) {
         return out;
     }
     let mut p = cg.path.as_str();
@@ -396,9 +401,7 @@ pub fn effective_limits(snap: &CgroupSnapshot, cg: &RawCgroup) -> Vec<(DevId, Li
             break;
         }
         p = if i == 0 { "/" } else { &p[..i] };
-        let own = snap.cgroups.iter().find(|c| c.path == p).map(|c| &c.limits);
-        let anc = snap.ancestor_limits.iter().find(|(q, _)| q == p).map(|(_, l)| l);
-        for (dev, l) in own.or(anc).into_iter().flatten() {
+        for (dev, l) in by_path.get(p).copied().unwrap_or_default() {
             match out.iter_mut().find(|e| e.0 == *dev) {
                 Some(e) => e.1 = e.1.min(l),
                 None => out.push((*dev, *l)),

@@ -572,6 +572,18 @@ impl Model {
 }
 
 impl Model {
+    /// The cgroup part of [`Model::update`] alone, against the current
+    /// baseline (for `iolens bench-sample --cgroups`).
+    pub fn update_cgroups_only(&mut self, cur: &RawSample) {
+        let prev = self.prev.take();
+        let dt_s = prev
+            .as_ref()
+            .map(|p| cur.mono_ns.saturating_sub(p.mono_ns) as f64 / 1e9)
+            .filter(|d| *d > 0.0);
+        self.update_cgroups(prev.as_ref(), cur, dt_s);
+        self.prev = prev;
+    }
+
     fn update_cgroups(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
         let Some(snap) = &cur.cgroups else {
             self.cgroups = None;
@@ -593,7 +605,14 @@ impl Model {
                     .is_some_and(DeviceInfo::counts_in_total),
             })
             .collect();
-        let procs: HashMap<i32, Option<ProcRates>> = self.procs.iter().map(|p| (p.raw.key.pid, p.rates)).collect();
+        // Kernel workers (a loop device's backing I/O) do I/O for others:
+        // left out of the sums, like the process totals.
+        let procs: HashMap<i32, Option<ProcRates>> = self
+            .procs
+            .iter()
+            .filter(|p| p.worker.is_none())
+            .map(|p| (p.raw.key.pid, p.rates))
+            .collect();
         let cx = cgroup::Context {
             now_ns: cur.mono_ns,
             dt_s,

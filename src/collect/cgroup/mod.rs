@@ -83,6 +83,8 @@ pub struct CgroupSnapshot {
     pub ancestor_limits: Vec<(String, Vec<(DevId, Limits)>)>,
     /// What is missing and why (no controller, unreadable files, walk cut short).
     pub notes: Vec<String>,
+    /// Cgroup directories looked at (listed or skipped).
+    pub walked: usize,
 }
 
 /// Where the cgroup hierarchies are mounted, from `/proc/mounts`.
@@ -195,7 +197,9 @@ impl CgroupReader {
             ),
         }
         let members = Self::members(r, procs, hier, &mut snap.notes);
-        for rel in walk(&r.path(&dir), &mut snap.notes) {
+        let dirs = walk(&r.path(&dir), &mut snap.notes);
+        snap.walked = dirs.len();
+        for rel in dirs {
             let path = if rel.is_empty() { "/".to_string() } else { rel.clone() };
             let abs = PathBuf::from(&dir).join(rel.trim_start_matches('/'));
             let counters = read_counters(r, &abs, hier, &mut snap.notes);
@@ -362,11 +366,12 @@ fn read_counters(r: &mut Reader, abs: &Path, hier: Hierarchy, notes: &mut Vec<St
 /// v2 limits of every ancestor of a listed cgroup that is not listed.
 fn ancestor_limits(r: &mut Reader, dir: &str, listed: &[RawCgroup]) -> Vec<(String, Vec<(DevId, Limits)>)> {
     let mut out: Vec<(String, Vec<(DevId, Limits)>)> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = listed.iter().map(|c| c.path.as_str()).collect();
     for cg in listed {
         let mut p = cg.path.as_str();
         while let Some(i) = p.rfind('/') {
             p = if i == 0 { "/" } else { &p[..i] };
-            if p == "/" || listed.iter().any(|c| c.path == p) || out.iter().any(|(q, _)| q == p) {
+            if p == "/" || !seen.insert(p) {
                 // The root has no io.max; listed ones carry their own.
                 if p == "/" {
                     break;
