@@ -83,7 +83,7 @@ pub enum ProcScope {
 }
 
 /// Why a collector reading a captured tree has no exit records.
-pub const EXITS_REPLAY: &str = "a replayed tree has no exit records";
+pub const EXITS_CAPTURED: &str = "a captured tree has no exit records";
 
 /// Why a collector has no exit records until it is asked to listen.
 pub const EXITS_NOT_REQUESTED: &str = "exit records not requested";
@@ -152,7 +152,7 @@ impl Collector {
     /// shown otherwise).
     pub fn listen_for_exits(&mut self) {
         self.exits = if !self.reader.is_live() {
-            Err(EXITS_REPLAY.to_string())
+            Err(EXITS_CAPTURED.to_string())
         } else if !crate::sys::is_root() {
             Err("exit records (taskstats) need root".to_string())
         } else {

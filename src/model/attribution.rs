@@ -62,7 +62,7 @@ pub struct Exited {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Interval {
     /// Own I/O of listed processes. A process is absent when it cannot be
-    /// told: no thread counters (not readable, a replayed tree), or first
+    /// told: no thread counters (not readable, a captured tree), or first
     /// seen although it existed at the previous sample.
     pub own: HashMap<ProcKey, ProcIo>,
     /// Listed processes born after the previous sample: their counters
@@ -474,7 +474,7 @@ mod tests {
         assert_eq!(i.own[&key(401, 500)], io(0, 0));
     }
 
-    /// A process never given thread counters (a replayed tree) is left to
+    /// A process never given thread counters (a captured tree) is left to
     /// the process-wide delta.
     #[test]
     fn no_thread_counters_no_attribution() {

@@ -5,6 +5,7 @@ pub mod attribution;
 
 pub use crate::collect::sample::EXITS_NOT_REQUESTED;
 pub mod cgroup;
+mod cgroup_update;
 pub mod counters;
 pub mod disk;
 pub mod history;
@@ -568,59 +569,6 @@ impl Model {
                 mono_ns,
             ));
         }
-    }
-}
-
-impl Model {
-    /// The cgroup part of [`Model::update`] alone, against the current
-    /// baseline (for `iolens bench-sample --cgroups`).
-    pub fn update_cgroups_only(&mut self, cur: &RawSample) {
-        let prev = self.prev.take();
-        let dt_s = prev
-            .as_ref()
-            .map(|p| cur.mono_ns.saturating_sub(p.mono_ns) as f64 / 1e9)
-            .filter(|d| *d > 0.0);
-        self.update_cgroups(prev.as_ref(), cur, dt_s);
-        self.prev = prev;
-    }
-
-    fn update_cgroups(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
-        let Some(snap) = &cur.cgroups else {
-            self.cgroups = None;
-            return;
-        };
-        let devices: Vec<cgroup::DevName> = cur
-            .disks
-            .iter()
-            .map(|d| cgroup::DevName {
-                dev: crate::collect::cgroup::parse::DevId {
-                    major: d.major,
-                    minor: d.minor,
-                },
-                name: d.name.clone(),
-                in_total: cur
-                    .devices
-                    .iter()
-                    .find(|i| i.name == d.name)
-                    .is_some_and(DeviceInfo::counts_in_total),
-            })
-            .collect();
-        // Kernel workers (a loop device's backing I/O) do I/O for others:
-        // left out of the sums, like the process totals.
-        let procs: HashMap<i32, Option<ProcRates>> = self
-            .procs
-            .iter()
-            .filter(|p| p.worker.is_none())
-            .map(|p| (p.raw.key.pid, p.rates))
-            .collect();
-        let cx = cgroup::Context {
-            now_ns: cur.mono_ns,
-            dt_s,
-            devices: &devices,
-            procs: &procs,
-        };
-        let prev = prev.and_then(|p| p.cgroups.as_ref());
-        self.cgroups = Some(self.cgroup_tracker.update(prev, snap, &cx));
     }
 }
 
