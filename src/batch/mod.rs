@@ -85,8 +85,11 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             break;
         }
         // The sample of tick k is due at start + k × every; a report waits
-        // for it at most a quarter of the interval (and 250 ms) more.
-        let deadline = start + every * k + (every / 4).min(Duration::from_millis(250));
+        // for it a quarter of the interval more, at least 100 ms (a very
+        // short interval must not call an ordinary sample late) and at most
+        // 250 ms.
+        let grace = (every / 4).clamp(Duration::from_millis(100), Duration::from_millis(250));
+        let deadline = start + every * k + grace;
         let mut fresh = false;
         loop {
             if tracer::stop_requested() {
