@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "common/tools.rs"]
+mod tools;
+use tools::{have, is_root};
+
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 const SYSCTL: &str = "/proc/sys/kernel/task_delayacct";
 
@@ -30,19 +34,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn skip(reason: &str) {
     eprintln!("skipped: {reason}");
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// `cmd args` as uid/gid 65534 without groups when `nobody`, else as is.

@@ -11,6 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
+#[path = "common/tools.rs"]
+mod tools;
+use tools::need;
+
 const BLKIO: &str = "/sys/fs/cgroup/blkio";
 const LIMIT: u64 = 20_000_000;
 const HELPER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/ioload.py");
@@ -56,22 +60,9 @@ impl Drop for Cgroup {
     }
 }
 
-fn have(tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: {tool} not installed");
-    }
-    ok
-}
-
 /// Root, the v1 blkio hierarchy, and the tools; else the reason is printed.
 fn ready() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !tools::is_root() {
         eprintln!("skipped: creating cgroups and loop devices needs root");
         return false;
     }
@@ -79,7 +70,7 @@ fn ready() -> bool {
         eprintln!("skipped: no cgroup v1 blkio hierarchy at {BLKIO} (v2 io tests not written)");
         return false;
     }
-    have("losetup") && have("dd") && have("python3")
+    need("losetup") && need("dd") && need("python3")
 }
 
 fn make_cgroup(tag: &str) -> Option<Cgroup> {

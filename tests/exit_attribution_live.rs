@@ -9,23 +9,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+#[path = "common/tools.rs"]
+mod tools;
+use tools::{is_root, need};
+
 const MIB: f64 = 1_048_576.0;
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
-fn have(tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: {tool} is not installed");
-    }
-    ok
-}
 
 /// A loop device with direct I/O over a sparse file; detached (and the
 /// node's mode restored) on drop.
@@ -47,7 +35,7 @@ fn loop_device(size: u64) -> Option<Loop> {
         eprintln!("skipped: a loop device needs root");
         return None;
     }
-    if !have("losetup") || !have("python3") || !have("dd") {
+    if !need("losetup") || !need("python3") || !need("dd") {
         return None;
     }
     let dir = tempfile::tempdir().ok()?;
@@ -174,7 +162,7 @@ time.sleep(2.5)
 
 fn parent_and_child(nobody: bool) {
     let Some(lo) = loop_device(128 << 20) else { return };
-    if nobody && !have("setpriv") {
+    if nobody && !need("setpriv") {
         return;
     }
     let bin_dir = tempfile::tempdir().unwrap();

@@ -20,23 +20,18 @@ use std::time::{Duration, Instant};
 mod tmux;
 use tmux::{PROMPT, Tmux};
 
+#[path = "common/tools.rs"]
+mod tools;
+use tools::have;
+
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 const HANGFS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/hangfs.py");
 const IOLOAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/ioload.py");
 const PY: &str = "/usr/bin/python3";
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Why the FUSE tests cannot run here, if they cannot.
 fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !tools::is_root() {
         return Some("not root (mounting FUSE and reading others' fds)".into());
     }
     if !Path::new("/dev/fuse").exists() {

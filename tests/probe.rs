@@ -16,10 +16,9 @@ use iolens::probe::{
     self, CacheMode, CancelToken, Class, Depth, ProbeConfig, ProbeMsg, ProbeResult, Status, Stop, Tests,
 };
 
-fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+#[path = "common/tools.rs"]
+mod tools;
+use tools::is_root;
 
 fn have(tool: &str) -> bool {
     Command::new(tool)

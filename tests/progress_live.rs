@@ -12,6 +12,10 @@ use iolens::collect::fdinfo::{FdScanner, FdSnapshot, FdTarget, ProcLister, ScanP
 use iolens::collect::{Reader, monotonic_ns};
 use iolens::model::progress::{Job, Label, Tracker};
 
+#[path = "common/tools.rs"]
+mod tools;
+use tools::need;
+
 const HELPER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/ioload.py");
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -31,18 +35,6 @@ impl Drop for Kid {
     }
 }
 
-fn have(tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: {tool} is not installed");
-    }
-    ok
-}
-
 fn spawn(prog: &str, args: &[&str], stdout: Stdio) -> Kid {
     Kid(Command::new(prog)
         .args(args)
@@ -54,7 +46,7 @@ fn spawn(prog: &str, args: &[&str], stdout: Stdio) -> Kid {
 }
 
 fn helper(args: &[&str]) -> Option<Kid> {
-    if !have("python3") {
+    if !need("python3") {
         return None;
     }
     let mut a = vec![HELPER];
@@ -149,7 +141,7 @@ fn loop_device(dir: &Path, name: &str, size: u64, read_only: bool) -> Option<Loo
         eprintln!("skipped: loop devices need root");
         return None;
     }
-    if !have("losetup") || !have("pv") {
+    if !need("losetup") || !need("pv") {
         return None;
     }
     attach_loop(&data_file(dir, name, size), read_only)
@@ -180,7 +172,7 @@ fn sleep_s(s: f64) {
 /// configured rate, ETA against both; then the same percent as `progress`.
 #[test]
 fn pv_reader_percent_rate_eta_and_progress_tool() {
-    if !have("pv") {
+    if !need("pv") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -218,7 +210,7 @@ fn pv_reader_percent_rate_eta_and_progress_tool() {
     );
 
     // The `progress` tool on the same process: same percent within 1%.
-    if !have("progress") {
+    if !need("progress") {
         return;
     }
     w.sample();
@@ -433,7 +425,7 @@ fn process_exits_mid_sample() {
 /// shows the current file, the files done, and the process's read rate.
 #[test]
 fn tar_reads_many_files() {
-    if !have("tar") || !have("pv") {
+    if !need("tar") || !need("pv") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -473,7 +465,7 @@ fn tar_reads_many_files() {
 /// side's size is the job's size; the written file is shown growing.
 #[test]
 fn copy_job_size_is_the_read_side() {
-    if !have("pv") {
+    if !need("pv") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

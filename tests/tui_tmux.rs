@@ -15,23 +15,14 @@ use std::time::{Duration, Instant};
 mod tmux;
 use tmux::Tmux;
 
-const BIN: &str = env!("CARGO_BIN_EXE_iolens");
+#[path = "common/tools.rs"]
+mod tools;
+use tools::{have, is_root};
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 
 fn skip(reason: &str) {
     eprintln!("skipped: {reason}");
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// A child process killed (with its process group) on drop.
