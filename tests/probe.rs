@@ -191,9 +191,12 @@ fn depth_sweep_on_a_loop_device_with_both_engines() {
         );
         let c = q.disk_check.as_ref().unwrap();
         assert_eq!(c.reach, Reach::Reached, "{c:?}");
-        // Every read issued reached the loop device, drained ones included.
+        // Every byte issued reached the loop device, drained reads included.
+        // Bytes, not requests: at depth > 1 two random reads that happen to
+        // be adjacent can be merged into one request (seen: 26,030 device
+        // reads for 26,032 issued, bytes equal).
         assert!(
-            c.device_reads >= q.reads_issued && c.device_reads <= q.reads_issued + 20,
+            c.device_read_bytes >= c.bytes_issued && c.device_read_bytes <= c.bytes_issued + 20 * 4096,
             "{c:?}"
         );
         assert_eq!(r.method.queue_depth, 8);
