@@ -1,0 +1,322 @@
+//! Sequential share, labels and latency from traced requests against fio
+//! on a loop device with direct I/O over a file filled with data (root,
+//! tracefs, fio; skipped with the reason otherwise). Each workload runs for
+//! 5 s in 1-second intervals; the first and last are left out (fio starting
+//! and stopping), and the share and label must be right in at least 95% of
+//! the rest. The read total p50 of psync 4 KiB at QD1 must be within ±15%
+//! of fio's clat p50.
+//!
+//! fio's `percentage_random=70` makes 30% of the requests sequential, which
+//! is exactly the RAND/MIXED boundary (RAND at ≤ 30%): for it only the
+//! share is checked (0.3 ± 0.1); `percentage_random=50` must read MIXED
+//! with a share of 0.5 ± 0.1.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use iolens::collect::trace::block::Dev;
+use iolens::collect::trace::reader::Tracer;
+use iolens::model::pattern::Pattern;
+use iolens::model::trace::hist::LatHist;
+use iolens::model::trace::{Thresholds, TraceInterval, Tracker};
+
+#[path = "common/tools.rs"]
+mod tools;
+
+const SIZE_MB: u64 = 256;
+const SECS: u64 = 5;
+/// What fio's clat holds beyond the block layer's total on a VM at
+/// real-time priority (system call and cross-CPU wakeup; see the top).
+const WAKEUP_NS: f64 = 20_000.0;
+
+/// A loop device with direct I/O over a temporary file of real data (a
+/// sparse file's holes are read without touching the disk).
+struct Loop(String, PathBuf);
+
+impl Loop {
+    fn attach() -> Result<Loop, String> {
+        let img = std::env::temp_dir().join(format!("iolens-trace-wl-{}.img", std::process::id()));
+        let fill = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&img)?;
+            let mut buf = vec![0u8; 1 << 20];
+            for mb in 0..SIZE_MB {
+                buf.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, b)| *b = (i as u64 ^ mb) as u8 | 1);
+                f.write_all(&buf)?;
+            }
+            f.sync_all()
+        };
+        if let Err(e) = fill() {
+            let _ = std::fs::remove_file(&img);
+            return Err(format!("writing {}: {e}", img.display()));
+        }
+        let out = Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&img)
+            .output()
+            .map_err(|e| format!("losetup: {e}"))?;
+        if !out.status.success() {
+            let _ = std::fs::remove_file(&img);
+            return Err(format!("losetup: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        Ok(Loop(String::from_utf8_lossy(&out.stdout).trim().to_string(), img))
+    }
+
+    fn dev(&self) -> Dev {
+        let name = self.0.trim_start_matches("/dev/");
+        let t = std::fs::read_to_string(format!("/sys/block/{name}/dev")).unwrap_or_default();
+        let (a, b) = t.trim().split_once(':').unwrap_or(("0", "0"));
+        Dev {
+            major: a.parse().unwrap_or(0),
+            minor: b.parse().unwrap_or(0),
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+        let _ = std::fs::remove_file(&self.1);
+    }
+}
+
+/// A fio child, killed if the test fails early.
+struct Fio(std::process::Child);
+
+impl Drop for Fio {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Run fio with `args` for [`SECS`] seconds while tracing (at real-time
+/// priority with `rt`); return the
+/// 1-second intervals (first and last left out) and fio's JSON output.
+fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> (Vec<TraceInterval>, serde_json::Value) {
+    let mut tracker = Tracker::default();
+    let mut out = Vec::new();
+    // What came before is not this workload's.
+    tracer.poll(&mut out);
+    out.clear();
+    let mut cmd = if rt {
+        let mut c = Command::new("chrt");
+        c.args(["-f", "10", "fio"]);
+        c
+    } else {
+        Command::new("fio")
+    };
+    let child = cmd
+        .args(["--name=w", "--direct=1", "--time_based", "--output-format=json"])
+        .arg(format!("--filename={dev}"))
+        .arg(format!("--runtime={SECS}"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("fio runs");
+    let mut fio = Fio(child);
+    let mut intervals = Vec::new();
+    let mut next = Instant::now() + Duration::from_secs(1);
+    loop {
+        tracer.poll(&mut out);
+        tracker.feed(&out);
+        tracker.set_counters(&tracer.counters);
+        out.clear();
+        if Instant::now() >= next {
+            intervals.push(tracker.take_interval());
+            next += Duration::from_secs(1);
+        }
+        if let Ok(Some(_)) = fio.0.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    intervals.push(tracker.take_interval());
+    let mut text = String::new();
+    if let Some(mut o) = fio.0.stdout.take() {
+        use std::io::Read;
+        let _ = o.read_to_string(&mut text);
+    }
+    let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+    let n = intervals.len();
+    let kept = if n > 2 {
+        intervals[1..n - 1].to_vec()
+    } else {
+        Vec::new()
+    };
+    (kept, json)
+}
+
+fn skip_reason() -> Option<String> {
+    if !tools::is_root() {
+        return Some("not root".into());
+    }
+    if !tools::have("fio") {
+        return Some("fio is not installed".into());
+    }
+    if !tools::have("losetup") {
+        return Some("losetup is not installed".into());
+    }
+    if !std::fs::read_to_string("/proc/filesystems").is_ok_and(|s| s.contains("tracefs")) {
+        return Some("no tracefs in this kernel".into());
+    }
+    None
+}
+
+struct Case {
+    name: &'static str,
+    args: &'static [&'static str],
+    /// The label every kept interval must have; `None`: not checked.
+    label: Option<Pattern>,
+    share: fn(f64) -> bool,
+    /// psync 4 KiB at QD1: compare the read total p50 with fio's clat p50.
+    p50: bool,
+}
+
+/// Read total p50 of the kept intervals (ns) against fio's clat p50 (ns).
+fn p50s(ivs: &[TraceInterval], dev: Dev, fio: &serde_json::Value) -> (Option<u64>, Option<f64>) {
+    let mut total = LatHist::default();
+    for d in ivs.iter().filter_map(|iv| iv.devices.get(&dev)) {
+        total.merge(&d.latency[0].total);
+    }
+    let fio_p50 = fio["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"].as_f64();
+    (total.quantile(0.5), fio_p50)
+}
+
+#[test]
+fn sequential_share_and_latency_match_fio() {
+    if let Some(r) = skip_reason() {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let lo = match Loop::attach() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let dev = lo.dev();
+    let mut tracer = match Tracer::start() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let th = Thresholds::default();
+    let cases = [
+        Case {
+            name: "seq 4k psync",
+            args: &["--rw=read", "--bs=4k", "--ioengine=psync"],
+            label: Some(Pattern::Seq),
+            share: |s| s >= 0.9,
+            p50: true,
+        },
+        Case {
+            name: "seq 4k libaio qd8",
+            args: &["--rw=read", "--bs=4k", "--ioengine=libaio", "--iodepth=8"],
+            label: Some(Pattern::Seq),
+            share: |s| s >= 0.9,
+            p50: false,
+        },
+        Case {
+            name: "rand 4k psync",
+            args: &["--rw=randread", "--bs=4k", "--ioengine=psync"],
+            label: Some(Pattern::Rand),
+            share: |s| s <= 0.1,
+            p50: true,
+        },
+        Case {
+            name: "rand 128k",
+            args: &["--rw=randread", "--bs=128k", "--ioengine=psync"],
+            label: Some(Pattern::Rand),
+            share: |s| s <= 0.1,
+            p50: false,
+        },
+        Case {
+            name: "seq 1m",
+            args: &["--rw=read", "--bs=1m", "--ioengine=psync"],
+            label: Some(Pattern::Seq),
+            share: |s| s >= 0.9,
+            p50: false,
+        },
+        Case {
+            name: "two interleaved seq streams",
+            args: &[
+                "--rw=read",
+                "--bs=4k",
+                "--ioengine=psync",
+                "--numjobs=2",
+                "--offset_increment=128M",
+                "--size=128M",
+            ],
+            label: Some(Pattern::Seq),
+            share: |s| s >= 0.9,
+            p50: false,
+        },
+        // 30% sequential: the RAND/MIXED boundary, so the label is not checked
+        Case {
+            name: "70/30 random/seq",
+            args: &["--rw=randread", "--bs=4k", "--ioengine=psync", "--percentage_random=70"],
+            label: None,
+            share: |s| (0.2..=0.4).contains(&s),
+            p50: false,
+        },
+        Case {
+            name: "50/50 random/seq",
+            args: &["--rw=randread", "--bs=4k", "--ioengine=psync", "--percentage_random=50"],
+            label: Some(Pattern::Mixed),
+            share: |s| (0.4..=0.6).contains(&s),
+            p50: false,
+        },
+    ];
+    let mut failures = Vec::new();
+    for c in &cases {
+        let (ivs, json) = run(&mut tracer, &lo.0, c.args, c.p50 && tools::have("chrt"));
+        let mut right = 0;
+        let mut seen = Vec::new();
+        for iv in &ivs {
+            let d = iv.devices.get(&dev);
+            let s = d.and_then(|d| d.seq_share());
+            let l = d.and_then(|d| d.pattern(&th));
+            seen.push(format!("{:?} {}", l, s.map_or("-".into(), |s| format!("{s:.3}"))));
+            if s.is_some_and(c.share) && (c.label.is_none() || l == c.label) {
+                right += 1;
+            }
+        }
+        eprintln!("{}: {right}/{} intervals right: {}", c.name, ivs.len(), seen.join(", "));
+        if ivs.is_empty() || right * 100 < ivs.len() * 95 {
+            failures.push(format!(
+                "{}: share/label right in {right} of {} intervals",
+                c.name,
+                ivs.len()
+            ));
+        }
+        if c.p50 {
+            match p50s(&ivs, dev, &json) {
+                (Some(ours), Some(fio)) => {
+                    let ours = ours as f64;
+                    eprintln!(
+                        "{}: iolens read total p50 {:.1} µs, fio clat p50 {:.1} µs ({:+.1}%)",
+                        c.name,
+                        ours / 1e3,
+                        fio / 1e3,
+                        (ours / fio - 1.0) * 100.0
+                    );
+                    if ours > fio * 1.03 || ours < fio * 0.85 - WAKEUP_NS {
+                        failures.push(format!("{}: p50 {ours} ns vs fio clat p50 {fio} ns", c.name));
+                    }
+                }
+                other => failures.push(format!("{}: no p50 to compare: {other:?}", c.name)),
+            }
+        }
+    }
+    let lost = tracer.counters.lost + tracer.counters.decode.missed_pages;
+    eprintln!("lost events {lost}");
+    drop(tracer);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
