@@ -150,6 +150,7 @@ impl App {
             Action::Faster => return self.step_interval(false),
             Action::Probe => self.open_probe_menu(),
             Action::DelayAcct => self.ask_delayacct(),
+            Action::Follow => self.toggle_follow(),
             Action::Ionice | Action::Kill => match self.selected_proc() {
                 Some((key, comm)) => {
                     let action = if action == Action::Kill {

@@ -80,10 +80,13 @@ pub struct App {
     /// The rows of the panes for the current model and view state,
     /// recomputed after every change ([`App::fix_selection`]).
     pub rows: ViewModel,
-    /// Last row index of the process selection, to stay near it when the
-    /// selected process ends.
+    /// Row of the process cursor: it keeps its row while rows re-sort
+    /// (unless following a process, [`ViewState::follow`]).
     proc_idx: usize,
     dev_idx: usize,
+    /// The process keys in display order at the last
+    /// [`App::fix_selection`] (the order kept while a confirmation is open).
+    proc_keys: Vec<ProcKey>,
     /// Cancels the probe thread; `Some` from the start of a probe until its
     /// thread has reported its end (also after Esc, while it stops).
     pub probe_token: Option<CancelToken>,
@@ -102,6 +105,7 @@ impl App {
             rows: ViewModel::default(),
             proc_idx: 0,
             dev_idx: 0,
+            proc_keys: Vec::new(),
             probe_token: None,
             captured_tree: false,
             save: crate::probe::store::append,

@@ -29,19 +29,49 @@ impl App {
                 self.view.dev_sel = name_at(self.dev_idx);
             }
         }
+        // While a confirmation is open the rows keep their order, so the
+        // question and the list under it never disagree.
+        if matches!(self.view.popup, crate::ui::Popup::Confirm(_)) {
+            let old = &self.proc_keys;
+            let model = &self.model;
+            let rank = |i: &usize| {
+                model
+                    .procs
+                    .get(*i)
+                    .and_then(|p| old.iter().position(|k| *k == p.raw.key))
+                    .unwrap_or(usize::MAX)
+            };
+            self.rows.procs.sort_by_key(rank);
+        }
         let procs = &self.rows.procs;
         let key_at = |i: usize| procs.get(i).and_then(|&p| self.model.procs.get(p)).map(|p| p.raw.key);
-        match self
+        // Like htop: the cursor keeps its row while rows re-sort; only in
+        // follow mode does it move with its process. A followed process
+        // that is gone (or filtered away) ends follow mode; the cursor
+        // stays at the nearest row.
+        let followed = self
             .view
-            .proc_sel
-            .and_then(|k| (0..procs.len()).position(|i| key_at(i) == Some(k)))
-        {
+            .follow
+            .then_some(self.view.proc_sel)
+            .flatten()
+            .and_then(|k| (0..procs.len()).position(|i| key_at(i) == Some(k)));
+        match followed {
             Some(i) => self.proc_idx = i,
             None => {
+                if self.view.follow {
+                    self.view.follow = false;
+                    if let Some(k) = self.view.proc_sel {
+                        self.view.status = Some(crate::ui::StatusMsg {
+                            text: format!("PID {} is no longer listed: follow mode off", k.pid),
+                            error: false,
+                        });
+                    }
+                }
                 self.proc_idx = self.proc_idx.min(procs.len().saturating_sub(1));
-                self.view.proc_sel = key_at(self.proc_idx);
             }
         }
+        self.view.proc_sel = key_at(self.proc_idx);
+        self.proc_keys = (0..procs.len()).filter_map(key_at).collect();
         let jobs = &self.model.progress.jobs;
         if !self.view.xfer_sel.is_some_and(|k| jobs.iter().any(|j| j.proc == k)) {
             self.view.xfer_sel = jobs.first().map(|j| j.proc);
@@ -87,6 +117,28 @@ impl App {
                 self.view.xfer_sel = jobs.get(step(idx, jobs.len())).map(|j| j.proc);
             }
             Pane::Results => {}
+        }
+    }
+
+    /// Put the cursor on the row of process `k` (if it is listed).
+    pub(super) fn select_proc(&mut self, k: ProcKey) {
+        if let Some(i) = self.proc_keys.iter().position(|x| *x == k) {
+            self.proc_idx = i;
+            self.view.proc_sel = Some(k);
+        }
+    }
+
+    /// `F`: follow the process under the cursor (the cursor moves with it
+    /// as rows re-sort), or stop following.
+    pub(super) fn toggle_follow(&mut self) {
+        if self.view.follow {
+            self.view.follow = false;
+            self.status("follow mode off: the cursor keeps its row", false);
+        } else if let Some(k) = self.view.proc_sel {
+            self.view.follow = true;
+            self.status(format!("following PID {} (F stops)", k.pid), false);
+        } else {
+            self.status("no process selected", true);
         }
     }
 
@@ -161,9 +213,9 @@ impl App {
             self.view.only_active = false;
             cleared.push("showing idle processes");
         }
-        self.view.proc_sel = Some(k);
         self.view.focus = Pane::Processes;
         self.fix_selection();
+        self.select_proc(k);
         let mut text = format!("PID {} ({comm}): i ionice, k SIGTERM", k.pid);
         if !cleared.is_empty() {
             text = format!("{text} ({})", cleared.join(", "));

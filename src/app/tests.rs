@@ -568,3 +568,97 @@ fn signals_and_a_lost_terminal_end_the_loop_with_their_status() {
     assert_eq!(a.update(Msg::TermGone("SIGHUP".into())), Some(Command::Exit(129)));
     assert_eq!(a.update(Msg::Resize), None);
 }
+
+/// Set the disk read rate of each process (by pid) and re-sort, as a new
+/// sample would.
+fn set_reads(a: &mut App, reads: &[(i32, f64)]) {
+    for p in &mut a.model.procs {
+        let r = reads.iter().find(|(pid, _)| *pid == p.raw.key.pid).map_or(0.0, |x| x.1);
+        p.rates = Some(crate::model::process::ProcRates {
+            read_bps: r,
+            ..Default::default()
+        });
+    }
+    a.fix_selection();
+}
+
+fn pids(a: &App) -> Vec<i32> {
+    a.rows.proc_rows(&a.model).iter().map(|p| p.raw.key.pid).collect()
+}
+
+#[test]
+fn the_cursor_keeps_its_row_while_rows_resort() {
+    let mut a = app_with_processes();
+    // The first screen: the cursor on the top row, whatever sorts there.
+    set_reads(&mut a, &[(30, 5e6)]);
+    assert_eq!(pids(&a), [30, 10, 20]);
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    set_reads(&mut a, &[(20, 9e6), (10, 1e6)]);
+    assert_eq!(pids(&a), [20, 10, 30]);
+    assert_eq!(a.view.proc_sel, Some(pid(20)), "row 0 stays row 0");
+    // r reverses; the cursor stays on the top row.
+    press(&mut a, "r");
+    assert_eq!(pids(&a), [30, 10, 20]);
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    press(&mut a, "r End Up");
+    assert_eq!(a.view.proc_sel, Some(pid(10)));
+    set_reads(&mut a, &[(30, 9e6)]);
+    assert_eq!((pids(&a), a.view.proc_sel), (vec![30, 10, 20], Some(pid(10))));
+}
+
+#[test]
+fn follow_mode_moves_with_the_process_until_it_is_gone() {
+    let mut a = app_with_processes();
+    set_reads(&mut a, &[(30, 5e6)]);
+    press(&mut a, "Down F");
+    assert!(a.view.follow);
+    assert_eq!(a.view.proc_sel, Some(pid(10)));
+    set_reads(&mut a, &[(20, 9e6), (30, 5e6)]);
+    assert_eq!(pids(&a), [20, 30, 10]);
+    assert_eq!(a.view.proc_sel, Some(pid(10)), "followed to the bottom");
+    // F again: the cursor keeps its row from then on.
+    press(&mut a, "F");
+    assert!(!a.view.follow);
+    set_reads(&mut a, &[(10, 9e6)]);
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    // A followed process that exits: follow ends, the cursor stays at the
+    // nearest row (the same position, clamped to the shorter list).
+    press(&mut a, "End F");
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    a.model.procs.retain(|p| p.raw.key.pid != 30);
+    a.fix_selection();
+    assert!(!a.view.follow);
+    assert_eq!(a.view.proc_sel, Some(pid(20)));
+    assert!(status(&a).0.contains("PID 30 is no longer listed"), "{:?}", status(&a));
+}
+
+#[test]
+fn a_vanished_selection_moves_to_the_nearest_row() {
+    let mut a = app_with_processes();
+    press(&mut a, "Down");
+    assert_eq!(a.view.proc_sel, Some(pid(20)));
+    a.model.procs.retain(|p| p.raw.key.pid != 20);
+    a.fix_selection();
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    a.model.procs.retain(|p| p.raw.key.pid != 30);
+    a.fix_selection();
+    assert_eq!(a.view.proc_sel, Some(pid(10)));
+}
+
+#[test]
+fn an_action_binds_the_pid_at_the_keypress_and_rows_freeze_meanwhile() {
+    let mut a = app_with_processes();
+    set_reads(&mut a, &[(30, 5e6)]);
+    assert!(press(&mut a, "k").is_empty());
+    assert!(matches!(&a.view.popup, Popup::Confirm(c) if c.key == pid(30)));
+    // A sample re-sorts the processes while the question is open: the rows
+    // keep their order and the cursor its process.
+    set_reads(&mut a, &[(20, 9e6)]);
+    assert_eq!(pids(&a), [30, 10, 20]);
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    assert_eq!(press(&mut a, "y"), [Command::Kill(pid(30))]);
+    // Answered: the rows sort again.
+    set_reads(&mut a, &[(20, 9e6)]);
+    assert_eq!(pids(&a), [20, 10, 30]);
+    assert_eq!(press(&mut a, "i i"), [Command::Ionice(pid(20), IoPrioChoice::Idle)]);
+}

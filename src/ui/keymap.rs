@@ -44,6 +44,8 @@ pub enum Action {
     Accumulated,
     Ionice,
     Kill,
+    /// Follow the process under the cursor as rows re-sort (or stop).
+    Follow,
     /// Turn delay accounting on (root, after a yes).
     DelayAcct,
     Pause,
@@ -288,6 +290,14 @@ pub const ROWS: &[Row] = &[
         hints: &[(P::Processes, "K kill")],
     },
     Row {
+        label: "F",
+        help: "follow the selected process as rows re-sort",
+        scope: Scope::Panes(&[Pane::Processes]),
+        layout: Layout::Both,
+        keys: &[(K::Char('F'), A::Follow)],
+        hints: &[(P::Processes, "F follow")],
+    },
+    Row {
         label: "D",
         help: "turn delay accounting on for IO% (root, asks first; undone at exit)",
         scope: Scope::Global,
@@ -468,7 +478,7 @@ mod tests {
         );
         assert_eq!(
             hints(Pane::Processes, false),
-            "q quit  ? help  Tab focus  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill"
+            "q quit  ? help  Tab focus  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill  F follow"
         );
         assert_eq!(
             hints(Pane::Progress, false),
@@ -478,6 +488,6 @@ mod tests {
             hints(Pane::Results, false),
             "q quit  ? help  Tab focus  Esc cancel a running probe  t (devices pane) new probe"
         );
-        assert!(hints(Pane::Processes, true).ends_with("i ionice  K kill"));
+        assert!(hints(Pane::Processes, true).ends_with("i ionice  K kill  F follow"));
     }
 }

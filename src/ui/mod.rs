@@ -254,8 +254,11 @@ pub struct ViewState {
     pub focus: Pane,
     /// Selected device, by name.
     pub dev_sel: Option<String>,
-    /// Selected process, by key (stays on the process when the order changes).
+    /// The process under the cursor. The cursor keeps its row while rows
+    /// re-sort (as in htop); with `follow` it moves with this process.
     pub proc_sel: Option<ProcKey>,
+    /// Follow mode (`F`): the cursor stays on `proc_sel` as rows re-sort.
+    pub follow: bool,
     /// Selected transfer in the progress pane, by its process.
     pub xfer_sel: Option<ProcKey>,
     pub sort: ProcCol,
@@ -294,6 +297,7 @@ impl Default for ViewState {
             focus: Pane::Processes,
             dev_sel: None,
             proc_sel: None,
+            follow: false,
             xfer_sel: None,
             sort: ProcCol::DiskRead,
             reverse: false,

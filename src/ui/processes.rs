@@ -56,11 +56,22 @@ fn width(c: ProcCol) -> u16 {
     }
 }
 
-pub fn fit_columns(wanted: &[ProcCol], avail: u16) -> Vec<ProcCol> {
+/// The columns that fit in `avail`, in display order: PID, the command and
+/// the sort column always (a list is never sorted by a column not shown),
+/// then the others in [`KEEP_ORDER`].
+pub fn fit_columns(wanted: &[ProcCol], avail: u16, sort: ProcCol) -> Vec<ProcCol> {
     let mut used = 0u16;
     let mut keep = Vec::new();
-    for c in KEEP_ORDER {
-        if !wanted.contains(&c) && !matches!(c, ProcCol::Pid | ProcCol::Command) {
+    let order = [ProcCol::Pid, ProcCol::Command, sort].into_iter().chain(
+        KEEP_ORDER
+            .into_iter()
+            .filter(|c| *c != sort && *c != ProcCol::Pid && *c != ProcCol::Command),
+    );
+    for c in order {
+        if keep.contains(&c) {
+            continue;
+        }
+        if !wanted.contains(&c) && !matches!(c, ProcCol::Pid | ProcCol::Command) && c != sort {
             continue;
         }
         let w = width(c) + u16::from(!keep.is_empty());
@@ -209,9 +220,12 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     if view.accumulated {
         title.push(Span::styled("[totals since start] ", t.accent()));
     }
+    if let Some(k) = view.proc_sel.filter(|_| view.follow) {
+        title.push(Span::styled(format!("[following PID {}] ", k.pid), t.accent()));
+    }
     let block = pane_block(Line::from(title), focused, t);
     let inner_w = area.width.saturating_sub(2);
-    let cols = fit_columns(&view.proc_cols, inner_w);
+    let cols = fit_columns(&view.proc_cols, inner_w, view.sort);
     let widths: Vec<Constraint> = cols
         .iter()
         .map(|c| match c {
@@ -226,12 +240,13 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     };
     let head = Row::new(cols.iter().map(|c| {
         let h = header(*c, view.accumulated);
+        let w = usize::from(width(*c));
+        // The arrow is never clipped: a long name gives way to it.
         let h = if *c == view.sort {
-            format!("{h}{arrow}")
+            format!("{}{arrow}", truncate(h, w.saturating_sub(1)))
         } else {
             h.to_string()
         };
-        let w = usize::from(width(*c));
         Cell::from(if left_aligned(*c) { h } else { format!("{h:>w$}") })
     }))
     .style(t.title());
@@ -289,16 +304,29 @@ mod tests {
     #[test]
     fn columns_fit_and_command_stays() {
         let all = ProcCol::ALL.to_vec();
+        let rd = ProcCol::DiskRead;
         assert_eq!(
-            fit_columns(&all, 60),
+            fit_columns(&all, 60, rd),
             [ProcCol::Pid, ProcCol::DiskRead, ProcCol::DiskWrite, ProcCol::Command]
         );
         // 120 columns: the command keeps room, IO% and syscalls/s go first.
-        let at120 = fit_columns(&all, 118);
+        let at120 = fit_columns(&all, 118, rd);
         assert!(
             !at120.contains(&ProcCol::IoWait) && at120.contains(&ProcCol::Devices),
             "{at120:?}"
         );
-        assert_eq!(fit_columns(&all, 300), all);
+        assert_eq!(fit_columns(&all, 300, rd), all);
+        // The sort column is always shown, even one that would drop first.
+        let by_io = fit_columns(&all, 60, ProcCol::IoWait);
+        assert_eq!(
+            by_io,
+            [ProcCol::Pid, ProcCol::DiskRead, ProcCol::IoWait, ProcCol::Command]
+        );
+        // Even one not in the configured columns.
+        let few = [ProcCol::Pid, ProcCol::Command];
+        assert_eq!(
+            fit_columns(&few, 100, ProcCol::Syscalls),
+            [ProcCol::Pid, ProcCol::Syscalls, ProcCol::Command]
+        );
     }
 }
