@@ -38,7 +38,8 @@ pub fn limits_text(l: &Limits) -> String {
     parts.join(" ")
 }
 
-fn hierarchy_text(v: &CgroupView) -> String {
+/// Which hierarchy the rows come from and where the kernel counts.
+pub fn hierarchy_text(v: &CgroupView) -> String {
     match (v.hierarchy, &v.counted_devices) {
         (Some(Hierarchy::V2), _) => "cgroup v2, kernel counters on every device".to_string(),
         (Some(Hierarchy::V1Blkio), Some(d)) if d.is_empty() => {

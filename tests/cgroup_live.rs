@@ -2,6 +2,8 @@
 //! (`iolens --json`): a v1 blkio cgroup throttled to 20,000,000 B/s of
 //! reads is measured at its limit and marked so; a cgroup reading a loop
 //! device that never had a limit is listed from the processes' own I/O.
+//! The throttled cgroup is also checked in the dashboard (tmux): the
+//! cgroups pane marks it at its limit and Enter shows the device split.
 //! Skipped with a printed reason without root, without the v1 blkio
 //! hierarchy or without losetup/dd/python3. Every cgroup, loop device and
 //! process created is removed on every path (Drop guards).
@@ -14,6 +16,9 @@ use std::time::Duration;
 #[path = "common/tools.rs"]
 mod tools;
 use tools::need;
+
+#[path = "common/tmux.rs"]
+mod tmux;
 
 const BLKIO: &str = "/sys/fs/cgroup/blkio";
 const LIMIT: u64 = 20_000_000;
@@ -212,6 +217,53 @@ fn throttled_cgroup_is_at_its_limit() {
     let total = r["rates"]["read_bps"].as_f64().unwrap();
     assert!(within(total, LIMIT as f64, 0.10), "row total {total}");
     assert_eq!(r["processes"]["count"], 1);
+    dashboard_marks_it(&cg, name(&lo));
+}
+
+/// The dashboard in tmux: `C` opens the cgroups pane, the throttled
+/// cgroup's row reaches `AT` with about 20 MB/s, Enter shows the device
+/// line at its limit.
+fn dashboard_marks_it(cg: &Cgroup, dev: &str) {
+    if !tools::have("tmux") {
+        eprintln!("skipped: the dashboard part (tmux not installed)");
+        return;
+    }
+    let path = format!("/{}", cg.0.file_name().unwrap().to_str().unwrap());
+    let t = tmux::Tmux::start(&format!("TERM=tmux-256color {}", env!("CARGO_BIN_EXE_iolens")));
+    t.wait_for("the dashboard", |s| s.contains("Processes"));
+    t.keys(&["C"]);
+    let s = t.wait_for("the cgroup at its limit", |s| {
+        s.lines().any(|l| l.contains(&path) && l.contains(" AT "))
+    });
+    let line = s.lines().find(|l| l.contains(&path)).unwrap_or_default();
+    eprintln!("dashboard: {}", line.trim());
+    // READ/s is the first rate on the row: within 10% of the limit.
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let read = words
+        .windows(2)
+        .find(|w| w[1] == "MB/s")
+        .and_then(|w| w[0].parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no MB/s rate in {line}"));
+    assert!(within(read * 1e6, LIMIT as f64, 0.10), "{line}");
+    assert!(s.contains("Cgroups") && s.contains("cgroup v1 blkio"), "{s}");
+    // Enter opens the selected row (the busiest first); step down until
+    // the detail is the throttled cgroup's.
+    let mut s = String::new();
+    for _ in 0..20 {
+        t.keys(&["Enter"]);
+        s = t.wait_for("a cgroup detail", |s| s.contains("%LIMIT (3s)"));
+        if s.lines().any(|l| l.contains("path") && l.contains(&path)) {
+            break;
+        }
+        t.keys(&["Escape", "Down"]);
+    }
+    let d = s
+        .lines()
+        .find(|l| l.contains(&format!("│{dev} ")))
+        .unwrap_or_else(|| panic!("no {dev} line in\n{s}"));
+    eprintln!("detail: {}", d.trim());
+    assert!(d.contains("AT rbps") && d.contains("rbps 20.0 MB/s"), "{d}");
+    t.keys(&["Escape", "q"]);
 }
 
 #[test]

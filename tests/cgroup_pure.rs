@@ -12,6 +12,9 @@ use iolens::collect::cgroup::{CgroupReader, Hierarchy};
 use iolens::collect::sample::HostInfo;
 use iolens::model::Model;
 use iolens::model::cgroup::{CgroupRow, Source};
+use iolens::ui::{self, Pane, Popup, ViewState};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 const ID: &str = "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a19";
@@ -205,8 +208,7 @@ fn v2_rates_names_limits_pressure() {
 /// The hybrid layout of this VM: rows from v1 blkio; kernel counters only on
 /// loop0 (the only device in the root's throttle file); vda uncounted, so
 /// every row's total is its processes' own I/O.
-#[test]
-fn v1_throttle_counters_and_fallback() {
+fn v1_run() -> Tree {
     let mut t = Tree::new("cgroup-v1");
     let k = "sys/fs/cgroup/blkio";
     let rw = |dev: &str, r: u64| {
@@ -232,6 +234,12 @@ fn v1_throttle_counters_and_fallback() {
         );
         t.sample_at(step as f64 * 2.0);
     }
+    t
+}
+
+#[test]
+fn v1_throttle_counters_and_fallback() {
+    let t = v1_run();
     let v = t.model.cgroups.as_ref().unwrap();
     assert_eq!(v.hierarchy, Some(Hierarchy::V1Blkio));
     assert_eq!(v.counted_devices.as_deref(), Some(&["loop0".to_string()][..]));
@@ -312,4 +320,162 @@ fn counter_going_backwards_is_no_rate() {
     );
     t.sample_at(1.0);
     assert_eq!(t.row("/iolens-a").devices[0].rates, None);
+}
+
+fn draw(model: &Model, view: &ViewState, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::render(f, model, view)).unwrap();
+    t
+}
+
+fn line_with<'a>(screen: &'a str, what: &str) -> &'a str {
+    screen
+        .lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("no line with {what} in\n{screen}"))
+}
+
+fn cgroups_view(sel: &str) -> ViewState {
+    ViewState {
+        show_cgroups: true,
+        focus: Pane::Cgroups,
+        cg_sel: Some(sel.to_string()),
+        ..Default::default()
+    }
+}
+
+/// The cgroups pane on the v2 run: nginx.service reads 1.9 MB/s (30 req/s)
+/// on sdb against an effective rbps limit of 2 MB/s (95 % over 3 s: at its
+/// limit), io pressure some 25 % / full 10 %; loop0's 1 MB/s is not in
+/// its total.
+#[test]
+fn dashboard_cgroups_pane_v2() {
+    let t = v2_run();
+    let view = cgroups_view(NGINX);
+    let screen = draw(&t.model, &view, 120, 40).backend().to_string();
+    insta::assert_snapshot!("cgroups_pane_v2_120x40", screen);
+    let n = line_with(&screen, "nginx.service");
+    for want in [
+        "kernel",
+        "1.90 MB/s",
+        "500 kB/s",
+        "30.0",
+        "10.0",
+        "25.0%",
+        "sdb rbps 2.00 MB/s",
+        "AT 95%",
+    ] {
+        assert!(n.contains(want), "{want} not in {n}");
+    }
+    assert!(
+        screen.contains("Cgroups 5 · cgroup v2, kernel counters on every device"),
+        "{screen}"
+    );
+    let d = line_with(&screen, "docker 3f2a9c1d8e7b (web-fronte…");
+    assert!(d.contains("41.0 kB/s") && d.contains("none"), "{d}");
+    // Sorted by READ/s, busiest first: nginx is the first row.
+    let first = screen.lines().position(|l| l.contains("nginx.service")).unwrap();
+    assert!(screen.lines().nth(first - 1).unwrap().contains("READ/s▼"), "{screen}");
+    let small = draw(&t.model, &view, 80, 24).backend().to_string();
+    insta::assert_snapshot!("cgroups_pane_v2_80x24", small);
+    let n = line_with(&small, "nginx.service");
+    assert!(
+        n.contains("1.90 MB/s") && n.contains("AT 95%") && n.contains("kernel"),
+        "{n}"
+    );
+}
+
+/// Enter on nginx.service: its devices (sdb at its limit, loop0 not in the
+/// total) and its processes.
+#[test]
+fn dashboard_cgroup_detail_v2() {
+    let t = v2_run();
+    let view = ViewState {
+        popup: Popup::Cgroup(NGINX.to_string()),
+        ..cgroups_view(NGINX)
+    };
+    let screen = draw(&t.model, &view, 120, 40).backend().to_string();
+    insta::assert_snapshot!("cgroup_detail_v2_120x40", screen);
+    let sdb = line_with(&screen, "┃sdb ");
+    for want in [
+        "1.90 MB/s",
+        "500 kB/s",
+        "30.0",
+        "AT rbps 95%",
+        "rbps 2.00 MB/s wbps 1.00 MB/s (own rbps 2.00 MB/s)",
+    ] {
+        assert!(sdb.contains(want), "{want} not in {sdb}");
+    }
+    assert!(line_with(&screen, "┃loop0 *").contains("1.00 MB/s"), "{screen}");
+    assert!(
+        screen.contains("pressure some   25.0% over the interval (avg10 1.50%"),
+        "{screen}"
+    );
+    assert!(screen.contains("processes (2)"), "{screen}");
+    assert!(line_with(&screen, "    100 ").contains("1.50 MB/s"), "{screen}");
+    insta::assert_snapshot!("cgroup_detail_v2_80x24", draw(&t.model, &view, 80, 24).backend());
+}
+
+/// This VM's layout: the row's total from its processes (requests n/a),
+/// the kernel's counters on loop0 and its limit, marked at it.
+#[test]
+fn dashboard_cgroups_pane_v1() {
+    let t = v1_run();
+    let screen = draw(&t.model, &cgroups_view("/iolens-a"), 120, 40)
+        .backend()
+        .to_string();
+    let a = line_with(&screen, "/iolens-a");
+    for want in ["procs", "20.0 MB/s", "n/a", "20.0%", "loop0 rbps 20.0 MB/s", "AT 100%"] {
+        assert!(a.contains(want), "{want} not in {a}");
+    }
+    assert!(screen.contains("cgroup v1 blkio, kernel counters on loop0"), "{screen}");
+    assert!(
+        screen.contains("note: cgroup v1 blkio: kernel counters only on devices"),
+        "{screen}"
+    );
+    let p = line_with(&screen, "/plain");
+    assert!(p.contains("5.00 MB/s") && p.contains("none"), "{p}");
+}
+
+/// A cgroup named with a terminal escape sequence is shown escaped in the
+/// pane and the detail; no control character reaches the screen.
+#[test]
+fn hostile_cgroup_names_are_escaped() {
+    let mut t = Tree::new("cgroup-v2");
+    let evil = "sys/fs/cgroup/system.slice/evil\x1b]0;pwned\x07\x1b[2J.service";
+    std::fs::create_dir_all(t.dir.path().join(evil)).unwrap();
+    for k in 0..2u64 {
+        t.write(
+            &format!("{evil}/io.stat"),
+            &format!(
+                "8:16 rbytes={} wbytes=0 rios={} wios=0\n",
+                4096 + k * 409_600,
+                1 + k * 100
+            ),
+        );
+        t.sample_at(k as f64);
+    }
+    let path = "/system.slice/evil\x1b]0;pwned\x07\x1b[2J.service";
+    assert!(t.row(path).rates.is_some());
+    // The pane cuts the name to its column; the detail shows all of it.
+    for (popup, shown) in [
+        (Popup::None, "evil\\x1b]0;pwned\\x07"),
+        (
+            Popup::Cgroup(path.to_string()),
+            "evil\\x1b]0;pwned\\x07\\x1b[2J.service",
+        ),
+    ] {
+        let view = ViewState {
+            popup,
+            ..cgroups_view(path)
+        };
+        let term = draw(&t.model, &view, 120, 40);
+        let screen = term.backend().to_string();
+        assert!(screen.contains(shown), "{screen}");
+        let raw: String = term.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+        assert!(
+            !raw.chars().any(|c| c.is_control()),
+            "a control character reached the buffer"
+        );
+    }
 }

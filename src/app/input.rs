@@ -6,6 +6,7 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{App, Command, IoPrioChoice};
+use crate::ui::cgroups::CgCol;
 use crate::ui::keymap::{self, Action};
 use crate::ui::{Confirm, ConfirmAction, Pane, Popup, ProcCol};
 
@@ -17,6 +18,12 @@ const STEPS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0];
 
 impl App {
     pub(super) fn cycle_sort(&mut self, back: bool) {
+        if self.view.focus == Pane::Cgroups {
+            let n = CgCol::ALL.len();
+            let i = CgCol::ALL.iter().position(|c| *c == self.view.cg_sort).unwrap_or(0);
+            self.view.cg_sort = CgCol::ALL[if back { (i + n - 1) % n } else { (i + 1) % n }];
+            return;
+        }
         let cols: Vec<ProcCol> = ProcCol::ALL
             .into_iter()
             .filter(|c| self.view.proc_cols.contains(c))
@@ -71,10 +78,10 @@ impl App {
             Popup::Confirm(c) => return self.on_confirm_key(&c, key.code),
             Popup::ProbeMenu(m) => return self.on_menu_key(m, key.code),
             Popup::DelayAcct => return self.on_delayacct_key(key.code),
-            Popup::Help | Popup::Detail(_) => {
+            Popup::Help | Popup::Detail(_) | Popup::Cgroup(_) => {
                 let closes = match key.code {
                     KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') => true,
-                    KeyCode::Enter => matches!(self.view.popup, Popup::Detail(_)),
+                    KeyCode::Enter => matches!(self.view.popup, Popup::Detail(_) | Popup::Cgroup(_)),
                     _ => false,
                 };
                 if closes {
@@ -115,6 +122,10 @@ impl App {
                     }
                 }
                 Pane::Progress => self.jump_to_transfer(),
+                Pane::Cgroups => match self.view.cg_sel.clone() {
+                    Some(p) => self.view.popup = Popup::Cgroup(p),
+                    None => self.status("no cgroup selected", true),
+                },
                 Pane::Results | Pane::Processes => {}
             },
             Action::FocusNext => self.cycle_focus(false),
@@ -131,6 +142,7 @@ impl App {
             Action::HideIdle => self.view.hide_idle = !self.view.hide_idle,
             Action::SortNext => self.cycle_sort(false),
             Action::SortPrev => self.cycle_sort(true),
+            Action::Reverse if self.view.focus == Pane::Cgroups => self.view.cg_reverse = !self.view.cg_reverse,
             Action::Reverse => self.view.reverse = !self.view.reverse,
             Action::OnlyActive => self.view.only_active = !self.view.only_active,
             Action::Filter => {
@@ -138,6 +150,13 @@ impl App {
                 self.view.focus = Pane::Processes;
             }
             Action::Accumulated => self.view.accumulated = !self.view.accumulated,
+            Action::Cgroups => {
+                self.view.show_cgroups = !self.view.show_cgroups;
+                if self.view.show_cgroups {
+                    self.view.focus = Pane::Cgroups;
+                }
+                return Some(Command::Cgroups(self.view.show_cgroups));
+            }
             Action::Pause => {
                 self.view.paused = !self.view.paused;
                 if !self.view.paused {

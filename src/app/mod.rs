@@ -67,6 +67,8 @@ pub enum Command {
     StartProbe(Box<ProbeConfig>),
     /// Set `kernel.task_delayacct` to 1 (restored at exit).
     DelayAcctOn,
+    /// Read the cgroup tree each sample (the cgroups pane is shown), or stop.
+    Cgroups(bool),
 }
 
 /// Stores a finished probe result and says where it went.
@@ -87,6 +89,7 @@ pub struct App {
     /// The process keys in display order at the last
     /// [`App::fix_selection`] (the order kept while a confirmation is open).
     proc_keys: Vec<ProcKey>,
+    cg_idx: usize,
     /// Cancels the probe thread; `Some` from the start of a probe until its
     /// thread has reported its end (also after Esc, while it stops).
     pub probe_token: Option<CancelToken>,
@@ -106,6 +109,7 @@ impl App {
             proc_idx: 0,
             dev_idx: 0,
             proc_keys: Vec::new(),
+            cg_idx: 0,
             probe_token: None,
             captured_tree: false,
             save: crate::probe::store::append,

@@ -192,6 +192,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             Some(Command::Pause(p)) => {
                 let _ = ctl_tx.send(SamplerCtl::Pause(p));
             }
+            Some(Command::Cgroups(on)) => {
+                let _ = ctl_tx.send(SamplerCtl::Cgroups(on));
+            }
             Some(Command::Kill(key)) => app.report(actions::terminate(&mut reader, key)),
             Some(Command::Ionice(key, prio)) => app.report(actions::set_ioprio(&mut reader, key, prio)),
             Some(Command::DelayAcctOn) => {

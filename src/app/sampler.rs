@@ -4,6 +4,7 @@
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
+use crate::collect::cgroup::CgroupReader;
 use crate::collect::{Collector, RawSample};
 
 /// Messages to the sampler thread.
@@ -11,6 +12,8 @@ use crate::collect::{Collector, RawSample};
 pub enum SamplerCtl {
     Interval(Duration),
     Pause(bool),
+    /// Read the cgroup tree each sample (from the next one on), or stop.
+    Cgroups(bool),
 }
 
 /// The sampler thread: samples at once, then every `interval` on a steady
@@ -55,6 +58,10 @@ pub(super) fn sampler(
                 // pause cover one normal interval.
                 next = Instant::now();
             }
+            Ok(SamplerCtl::Cgroups(true)) => {
+                collector.cgroups.get_or_insert_with(CgroupReader::new);
+            }
+            Ok(SamplerCtl::Cgroups(false)) => collector.cgroups = None,
             Err(std_mpsc::RecvTimeoutError::Timeout) => {}
             Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
         }

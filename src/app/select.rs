@@ -72,6 +72,23 @@ impl App {
         }
         self.view.proc_sel = key_at(self.proc_idx);
         self.proc_keys = (0..procs.len()).filter_map(key_at).collect();
+        let cgs = &self.rows.cgroups;
+        let rows = self.model.cgroups.as_ref().map(|c| &c.rows[..]).unwrap_or_default();
+        let path_at = |i: usize| cgs.get(i).and_then(|&r| rows.get(r)).map(|r| r.path.clone());
+        match self
+            .view
+            .cg_sel
+            .as_ref()
+            .and_then(|s| (0..cgs.len()).position(|i| path_at(i).as_ref() == Some(s)))
+        {
+            Some(i) => self.cg_idx = i,
+            // Kept while the rows are not read yet (pane just opened).
+            None if self.model.cgroups.is_none() => {}
+            None => {
+                self.cg_idx = self.cg_idx.min(cgs.len().saturating_sub(1));
+                self.view.cg_sel = path_at(self.cg_idx);
+            }
+        }
         let jobs = &self.model.progress.jobs;
         if !self.view.xfer_sel.is_some_and(|k| jobs.iter().any(|j| j.proc == k)) {
             self.view.xfer_sel = jobs.first().map(|j| j.proc);
@@ -116,6 +133,16 @@ impl App {
                     .unwrap_or(0);
                 self.view.xfer_sel = jobs.get(step(idx, jobs.len())).map(|j| j.proc);
             }
+            Pane::Cgroups => {
+                self.cg_idx = step(self.cg_idx, self.rows.cgroups.len());
+                let rows = self.model.cgroups.as_ref().map(|c| &c.rows[..]).unwrap_or_default();
+                self.view.cg_sel = self
+                    .rows
+                    .cgroups
+                    .get(self.cg_idx)
+                    .and_then(|&i| rows.get(i))
+                    .map(|r| r.path.clone());
+            }
             Pane::Results => {}
         }
     }
@@ -155,7 +182,7 @@ impl App {
         let k = match self.view.focus {
             Pane::Processes => self.view.proc_sel?,
             Pane::Progress => self.view.xfer_sel?,
-            Pane::Devices | Pane::Results => return None,
+            Pane::Devices | Pane::Results | Pane::Cgroups => return None,
         };
         let p = self.model.procs.iter().find(|p| p.raw.key == k)?;
         Some((k, p.raw.comm.clone()))

@@ -662,3 +662,80 @@ fn an_action_binds_the_pid_at_the_keypress_and_rows_freeze_meanwhile() {
     assert_eq!(pids(&a), [20, 10, 30]);
     assert_eq!(press(&mut a, "i i"), [Command::Ionice(pid(20), IoPrioChoice::Idle)]);
 }
+
+/// The three processes and three cgroups: backup.service (9 MB/s, tar and
+/// gzip), nginx.service (5 MB/s, bash), init.scope (idle, no process).
+fn app_with_cgroups() -> App {
+    use crate::model::cgroup::{CgroupRow, CgroupView, Hierarchy};
+    let mut a = app_with_processes();
+    a.model.cgroups = Some(CgroupView {
+        hierarchy: Some(Hierarchy::V2),
+        counted_devices: None,
+        rows: vec![
+            CgroupRow::example("/system.slice/nginx.service", 5e6, vec![10]),
+            CgroupRow::example("/init.scope", 0.0, Vec::new()),
+            CgroupRow::example("/system.slice/backup.service", 9e6, vec![20, 30]),
+        ],
+        notes: Vec::new(),
+    });
+    a.fix_selection();
+    a
+}
+
+#[test]
+fn key_sequences_cgroups_pane() {
+    use crate::ui::cgroups::CgCol;
+    let mut a = app_with_cgroups();
+    let names = |a: &App| -> Vec<String> {
+        let rows = &a.model.cgroups.as_ref().map(|c| c.rows.clone()).unwrap_or_default();
+        a.rows.cgroups.iter().map(|&i| rows[i].name.clone()).collect()
+    };
+    assert!(!a.view.panes(&a.model).contains(&Pane::Cgroups));
+    // C shows the pane, focuses it and asks the sampler for the cgroup tree.
+    assert_eq!(press(&mut a, "C"), [Command::Cgroups(true)]);
+    assert_eq!(
+        a.view.panes(&a.model),
+        [Pane::Devices, Pane::Progress, Pane::Cgroups, Pane::Processes]
+    );
+    assert_eq!(a.view.focus, Pane::Cgroups);
+    // Busiest first; the selection starts on the first row.
+    assert_eq!(names(&a), ["backup.service", "nginx.service", "init.scope"]);
+    assert_eq!(a.view.cg_sel.as_deref(), Some("/system.slice/backup.service"));
+    press(&mut a, "Down");
+    assert_eq!(a.view.cg_sel.as_deref(), Some("/system.slice/nginx.service"));
+    press(&mut a, "End");
+    assert_eq!(a.view.cg_sel.as_deref(), Some("/init.scope"));
+    // r reverses the cgroups (not the processes); the selection stays on its row.
+    press(&mut a, "r");
+    assert!(a.view.cg_reverse && !a.view.reverse);
+    assert_eq!(names(&a), ["init.scope", "nginx.service", "backup.service"]);
+    assert_eq!(a.view.cg_sel.as_deref(), Some("/init.scope"));
+    // s / S cycle the cgroup columns (processes keep their sort).
+    press(&mut a, "r s");
+    assert_eq!((a.view.cg_sort, a.view.sort), (CgCol::Write, ProcCol::DiskRead));
+    press(&mut a, "S S S S");
+    assert_eq!(a.view.cg_sort, CgCol::Name);
+    assert_eq!(names(&a), ["backup.service", "init.scope", "nginx.service"]);
+    // Enter: the cgroup's detail; Esc closes it.
+    press(&mut a, "Home Down Enter");
+    assert_eq!(a.view.popup, Popup::Cgroup("/init.scope".into()));
+    press(&mut a, "Esc");
+    assert_eq!(a.view.popup, Popup::None);
+    // k is for processes: it says where it works and asks nothing.
+    assert!(press(&mut a, "k").is_empty());
+    assert!(status(&a).0.contains("transfers, processes panes"), "{:?}", status(&a));
+    // Tab goes on to the processes; C hides the pane and stops the reads.
+    press(&mut a, "Tab");
+    assert_eq!(a.view.focus, Pane::Processes);
+    press(&mut a, "BackTab");
+    assert_eq!(press(&mut a, "C"), [Command::Cgroups(false)]);
+    assert_eq!(a.view.focus, Pane::Processes);
+    assert!(!a.view.panes(&a.model).contains(&Pane::Cgroups));
+    // Enter with nothing selected says so.
+    a.model.cgroups = None;
+    press(&mut a, "C");
+    assert_eq!(a.view.cg_sel.as_deref(), Some("/init.scope"), "kept until rows come");
+    a.view.cg_sel = None;
+    press(&mut a, "Enter");
+    assert_eq!(status(&a), ("no cgroup selected".into(), true));
+}

@@ -22,10 +22,16 @@ use serde::Serialize;
 
 use super::counters::delta64;
 use super::process::ProcRates;
-use crate::collect::cgroup::names::{self, CgroupKind};
-use crate::collect::cgroup::parse::{DevCounters, DevId, Limits, Weight};
-use crate::collect::cgroup::{CgroupSnapshot, Hierarchy, RawCgroup};
-use crate::collect::system::{Pressure, PsiLine};
+use crate::collect::cgroup::names;
+use crate::collect::cgroup::parse::DevCounters;
+use crate::collect::cgroup::{CgroupSnapshot, RawCgroup};
+use crate::collect::system::Pressure;
+
+// The collectors' types a cgroup row is made of, named here for the views.
+pub use crate::collect::cgroup::Hierarchy;
+pub use crate::collect::cgroup::names::CgroupKind;
+pub use crate::collect::cgroup::parse::{DevId, Limits, Weight};
+pub use crate::collect::system::PsiLine;
 
 /// Length of the window over which "at limit" is judged, s.
 pub const AT_LIMIT_WINDOW_S: f64 = 3.0;
@@ -128,6 +134,25 @@ pub struct CgDevice {
     pub at_limits: Vec<&'static str>,
 }
 
+impl CgDevice {
+    /// The largest share of an effective limit the window's rates reach
+    /// (1.0 = at the limit); `None` without a limit or before the window
+    /// has filled. The at-limit mark is this at [`AT_LIMIT_SHARE`] or more.
+    pub fn limit_share(&self) -> Option<f64> {
+        let w = self.window_rates.as_ref()?;
+        let e = &self.effective_limits;
+        [
+            (e.rbps, Some(w.read_bps)),
+            (e.wbps, Some(w.write_bps)),
+            (e.riops, w.read_iops),
+            (e.wiops, w.write_iops),
+        ]
+        .into_iter()
+        .filter_map(|(lim, v)| Some(v? / lim.filter(|l| *l > 0)? as f64))
+        .reduce(f64::max)
+    }
+}
+
 /// The member processes' own I/O summed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ProcSum {
@@ -176,6 +201,64 @@ impl CgroupRow {
     pub fn total_bps(&self) -> f64 {
         let dev: f64 = self.devices.iter().filter_map(|d| d.rates).map(|r| r.total_bps()).sum();
         self.rates.map_or(dev, |r| r.total_bps().max(0.0))
+    }
+
+    /// A row named from `path`, with kernel rates of `read_bps` (and 100
+    /// reads/s) over whole disks and member `pids`, for tests and examples.
+    #[doc(hidden)]
+    pub fn example(path: &str, read_bps: f64, pids: Vec<i32>) -> Self {
+        let n = names::name_of(path);
+        CgroupRow {
+            path: path.to_string(),
+            name: n.name,
+            kind: n.kind,
+            container_id: n.container_id,
+            container_name: None,
+            pod_uid: n.pod_uid,
+            systemd_path: None,
+            source: Source::Kernel,
+            rates: Some(CgRates {
+                read_bps,
+                write_bps: 0.0,
+                read_iops: Some(100.0),
+                write_iops: Some(0.0),
+            }),
+            processes: ProcSum {
+                count: pids.len(),
+                ..Default::default()
+            },
+            pressure: None,
+            weight: None,
+            bfq_weight: None,
+            latency_target_us: Vec::new(),
+            devices: Vec::new(),
+            at_limit: false,
+            pids,
+        }
+    }
+
+    /// Some device has an effective limit.
+    pub fn limited(&self) -> bool {
+        self.devices.iter().any(|d| !d.effective_limits.is_empty())
+    }
+
+    /// The largest [`CgDevice::limit_share`] over the devices.
+    pub fn limit_share(&self) -> Option<f64> {
+        self.devices.iter().filter_map(CgDevice::limit_share).reduce(f64::max)
+    }
+
+    /// The device whose limit binds most (highest share, else the first
+    /// with a limit).
+    pub fn binding_device(&self) -> Option<&CgDevice> {
+        let limited = || self.devices.iter().filter(|d| !d.effective_limits.is_empty());
+        limited()
+            .filter(|d| d.limit_share().is_some())
+            .max_by(|a, b| {
+                a.limit_share()
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.limit_share().unwrap_or(0.0))
+            })
+            .or_else(|| limited().next())
     }
 
     pub fn is_active(&self) -> bool {

@@ -16,6 +16,7 @@ const NOTES: &[&str] = &[
     "   before writeback by this process's truncate or delete",
     " IO%: time waiting for block I/O, all threads (needs delay accounting)",
     " CACHE: reads served from the page cache (only with files open to read)",
+    " %LIMIT (cgroups): rate over the last 3 s against the effective limit; AT at 90%",
 ];
 
 pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {

@@ -27,7 +27,7 @@ pub enum Action {
     PageUp,
     First,
     Last,
-    /// Device detail, or on a transfer: select its process.
+    /// Device detail; on a transfer: select its process; on a cgroup: its detail.
     Enter,
     /// Close, cancel the running probe, else clear the filter.
     Escape,
@@ -42,6 +42,8 @@ pub enum Action {
     OnlyActive,
     Filter,
     Accumulated,
+    /// Show / hide the cgroups pane.
+    Cgroups,
     Ionice,
     Kill,
     /// Follow the process under the cursor as rows re-sort (or stop).
@@ -94,9 +96,15 @@ pub struct Row {
     pub hints: &'static [(Pane, &'static str)],
 }
 
-const LISTS: &[Pane] = &[Pane::Devices, Pane::Progress, Pane::Processes];
+const LISTS: &[Pane] = &[Pane::Devices, Pane::Progress, Pane::Cgroups, Pane::Processes];
 const PROCESS_PANES: &[Pane] = &[Pane::Progress, Pane::Processes];
-const ALL_PANES: [Pane; 4] = [Pane::Devices, Pane::Progress, Pane::Results, Pane::Processes];
+const ALL_PANES: [Pane; 5] = [
+    Pane::Devices,
+    Pane::Progress,
+    Pane::Results,
+    Pane::Cgroups,
+    Pane::Processes,
+];
 
 use Action as A;
 use KeyCode as K;
@@ -114,6 +122,7 @@ pub const ROWS: &[Row] = &[
             (P::Devices, "q quit"),
             (P::Progress, "q quit"),
             (P::Results, "q quit"),
+            (P::Cgroups, "q quit"),
             (P::Processes, "q quit"),
         ],
     },
@@ -127,6 +136,7 @@ pub const ROWS: &[Row] = &[
             (P::Devices, "? help"),
             (P::Progress, "? help"),
             (P::Results, "? help"),
+            (P::Cgroups, "? help"),
             (P::Processes, "? help"),
         ],
     },
@@ -140,6 +150,7 @@ pub const ROWS: &[Row] = &[
             (P::Devices, "Tab focus"),
             (P::Progress, "Tab focus"),
             (P::Results, "Tab focus"),
+            (P::Cgroups, "Tab focus"),
             (P::Processes, "Tab focus"),
         ],
     },
@@ -149,7 +160,7 @@ pub const ROWS: &[Row] = &[
         scope: Scope::Panes(LISTS),
         layout: Layout::Both,
         keys: &[(K::Down, A::Down), (K::Up, A::Up)],
-        hints: &[(P::Progress, "↑↓ select")],
+        hints: &[(P::Progress, "↑↓ select"), (P::Cgroups, "↑↓ select")],
     },
     Row {
         label: "PgUp PgDn, Home End",
@@ -179,13 +190,14 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         label: "Enter",
-        help: "device detail; on a transfer: select its process",
-        scope: Scope::Panes(&[Pane::Devices, Pane::Progress]),
+        help: "detail of the device or cgroup; on a transfer: select its process",
+        scope: Scope::Panes(&[Pane::Devices, Pane::Progress, Pane::Cgroups]),
         layout: Layout::Both,
         keys: &[(K::Enter, A::Enter)],
         hints: &[
             (P::Devices, "Enter detail"),
             (P::Progress, "Enter go to its process (to ionice it)"),
+            (P::Cgroups, "Enter processes, devices"),
         ],
     },
     Row {
@@ -222,7 +234,7 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         label: "s >, S <",
-        help: "sort processes by the next / previous column",
+        help: "sort processes (in the cgroups pane: cgroups) by the next / previous column",
         scope: Scope::Global,
         layout: Layout::Both,
         keys: &[
@@ -231,7 +243,7 @@ pub const ROWS: &[Row] = &[
             (K::Char('S'), A::SortPrev),
             (K::Char('<'), A::SortPrev),
         ],
-        hints: &[(P::Processes, "s/S sort")],
+        hints: &[(P::Cgroups, "s/S sort"), (P::Processes, "s/S sort")],
     },
     Row {
         label: "r",
@@ -239,7 +251,7 @@ pub const ROWS: &[Row] = &[
         scope: Scope::Global,
         layout: Layout::Both,
         keys: &[(K::Char('r'), A::Reverse)],
-        hints: &[(P::Processes, "r reverse")],
+        hints: &[(P::Cgroups, "r reverse"), (P::Processes, "r reverse")],
     },
     Row {
         label: "o",
@@ -264,6 +276,14 @@ pub const ROWS: &[Row] = &[
         layout: Layout::Both,
         keys: &[(K::Char('c'), A::Accumulated)],
         hints: &[(P::Processes, "c totals")],
+    },
+    Row {
+        label: "C",
+        help: "show / hide the cgroups pane: I/O per service, container, pod",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('C'), A::Cgroups)],
+        hints: &[(P::Devices, "C cgroups"), (P::Cgroups, "C hide")],
     },
     Row {
         label: "i",
@@ -383,6 +403,7 @@ impl Row {
                         Pane::Devices => "D",
                         Pane::Progress => "T",
                         Pane::Results => "R",
+                        Pane::Cgroups => "C",
                         Pane::Processes => "P",
                     })
                     .collect();
@@ -393,7 +414,8 @@ impl Row {
 }
 
 /// What the help screen's marks mean.
-pub const MARKS_LEGEND: &str = " [D T P]: only in the devices, transfers, processes pane (elsewhere the key says so)";
+pub const MARKS_LEGEND: &str =
+    " [D T C P]: only in the devices, transfers, cgroups, processes pane (elsewhere the key says so)";
 
 /// "k (send SIGTERM to the selected process (asks first)) works in the
 /// transfers, processes panes: Tab to one".
@@ -406,6 +428,7 @@ pub fn pane_name(p: Pane) -> &'static str {
         Pane::Devices => "devices",
         Pane::Progress => "transfers",
         Pane::Results => "probe results",
+        Pane::Cgroups => "cgroups",
         Pane::Processes => "processes",
     }
 }
@@ -474,7 +497,11 @@ mod tests {
     fn hints_are_the_table_rows_of_the_pane() {
         assert_eq!(
             hints(Pane::Devices, false),
-            "q quit  ? help  Tab focus  Enter detail  t probe  a idle  Space fold  p pause  +/- interval"
+            "q quit  ? help  Tab focus  Enter detail  t probe  a idle  Space fold  C cgroups  p pause  +/- interval"
+        );
+        assert_eq!(
+            hints(Pane::Cgroups, false),
+            "q quit  ? help  Tab focus  ↑↓ select  Enter processes, devices  s/S sort  r reverse  C hide"
         );
         assert_eq!(
             hints(Pane::Processes, false),

@@ -3,6 +3,8 @@
 //! into a frame and does no I/O. Each pane has its own module with a
 //! `render(frame, area, &Model, &ViewState)` function.
 
+pub mod cgroup_detail;
+pub mod cgroups;
 pub mod depth;
 pub mod detail;
 pub mod devices;
@@ -43,6 +45,8 @@ pub enum Pane {
     Progress,
     /// Probe progress and results (shown once a probe was started).
     Results,
+    /// Per-cgroup I/O (shown while toggled on).
+    Cgroups,
     Processes,
 }
 
@@ -188,6 +192,8 @@ pub enum Popup {
     Help,
     /// Device detail of the named device.
     Detail(String),
+    /// A cgroup's processes and devices, by its path.
+    Cgroup(String),
     Confirm(Confirm),
     /// The probe menu for a device.
     ProbeMenu(ProbeMenu),
@@ -289,6 +295,13 @@ pub struct ViewState {
     pub probe: ProbeView,
     /// j/k/g/G move (config `vim_keys`); SIGTERM is then on K and F9.
     pub vim_keys: bool,
+    /// The cgroups pane is shown (the sampler reads the cgroup tree only then).
+    pub show_cgroups: bool,
+    /// Selected cgroup, by path.
+    pub cg_sel: Option<String>,
+    pub cg_sort: cgroups::CgCol,
+    /// Sort the cgroups against the column's natural order.
+    pub cg_reverse: bool,
 }
 
 impl Default for ViewState {
@@ -318,14 +331,17 @@ impl Default for ViewState {
             proc_cols: ProcCol::ALL.to_vec(),
             probe: ProbeView::default(),
             vim_keys: false,
+            show_cgroups: false,
+            cg_sel: None,
+            cg_sort: cgroups::CgCol::Read,
+            cg_reverse: false,
         }
     }
 }
 
 impl ViewState {
-    /// Panes in focus order.
     /// Panes in focus order: transfers only while there are any, results
-    /// once a probe was started.
+    /// once a probe was started, cgroups while toggled on.
     pub fn panes(&self, model: &Model) -> Vec<Pane> {
         let mut v = vec![Pane::Devices];
         if !model.progress.jobs.is_empty() {
@@ -333,6 +349,9 @@ impl ViewState {
         }
         if self.has_results() {
             v.push(Pane::Results);
+        }
+        if self.show_cgroups {
+            v.push(Pane::Cgroups);
         }
         v.push(Pane::Processes);
         v
@@ -366,6 +385,7 @@ pub fn render_view(frame: &mut Frame, model: &Model, view: &ViewState, vm: &View
     header::render(frame, head, model, view);
     match &view.popup {
         Popup::Detail(name) => detail::render(frame, body, model, view, name),
+        Popup::Cgroup(path) => cgroup_detail::render(frame, body, model, view, path),
         _ => render_panes(frame, body, model, view, vm),
     }
     status::render(frame, status_area, model, view);
@@ -374,14 +394,15 @@ pub fn render_view(frame: &mut Frame, model: &Model, view: &ViewState, vm: &View
         Popup::Confirm(c) => status::render_confirm(frame, body, view, c),
         Popup::DelayAcct => status::render_delayacct(frame, body, view),
         Popup::ProbeMenu(m) => menu::render(frame, body, view, m, model.host.is_root),
-        Popup::None | Popup::Detail(_) => {}
+        Popup::None | Popup::Detail(_) | Popup::Cgroup(_) => {}
     }
 }
 
 /// The panes under the header, top to bottom: devices sized to their rows
 /// (at most 45% of the height, less when more panes are shown), transfers
 /// sized to their rows (at most 25%), probe results (up to 26 rows, at most
-/// 55%), and processes take the rest.
+/// 55%), cgroups sized to their rows (at most 30%), and processes take the
+/// rest.
 fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
     let panes = view.panes(model);
     let pct = |p: u32| (u32::from(area.height) * p / 100) as u16;
@@ -394,6 +415,7 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, 
             Pane::Devices => Constraint::Length(dev_h),
             Pane::Progress => Constraint::Length(rows(model.progress.jobs.len()).min(pct(25)).max(4)),
             Pane::Results => Constraint::Length(26.min(pct(55)).max(5)),
+            Pane::Cgroups => Constraint::Length(cgroups::height(model, vm).min(pct(30)).max(5)),
             // Wins over the lengths above on a short terminal.
             Pane::Processes => Constraint::Min(5),
         });
@@ -404,6 +426,7 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, 
             Pane::Devices => devices::render(frame, *a, model, view, vm),
             Pane::Progress => progress::render_pane(frame, *a, model, view),
             Pane::Results => results::render_pane(frame, *a, view),
+            Pane::Cgroups => cgroups::render(frame, *a, model, view, vm),
             Pane::Processes => processes::render(frame, *a, model, view, vm),
         }
     }

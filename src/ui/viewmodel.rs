@@ -2,7 +2,7 @@
 //! once per change (a sample, a key) from the [`Model`] and the
 //! [`ViewState`] — devices in tree order with folding and idle-hiding,
 //! processes filtered and sorted, each process row's numbers in the current
-//! mode. The controller (`app`) keeps it current and moves the selections
+//! mode, cgroups sorted. The controller (`app`) keeps it current and moves the selections
 //! over it; panes only read it.
 
 use std::cmp::Ordering;
@@ -41,6 +41,8 @@ pub struct ViewModel {
     pub devices: Vec<DevItem>,
     /// Indices into [`Model::procs`], in display order.
     pub procs: Vec<usize>,
+    /// Indices into the model's cgroup rows, in display order.
+    pub cgroups: Vec<usize>,
 }
 
 impl ViewModel {
@@ -48,6 +50,7 @@ impl ViewModel {
         ViewModel {
             devices: device_items(model, view),
             procs: proc_order(model, view),
+            cgroups: super::cgroups::order(model, view),
         }
     }
 

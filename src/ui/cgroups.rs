@@ -1,0 +1,350 @@
+//! Cgroups pane (toggled with `C`): which service, container or pod does
+//! the I/O — read/write bytes/s and requests/s per cgroup, io pressure, the
+//! effective limit and how close the cgroup is to it, and where each row's
+//! numbers come from (the kernel's per-cgroup counters or the member
+//! processes' own I/O). Sortable like the processes pane; Enter opens the
+//! cgroup's processes and devices ([`super::cgroup_detail`]).
+
+use std::cmp::Ordering;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+
+use super::devices::truncate;
+use super::viewmodel::ViewModel;
+use super::{Pane, ViewState, pane_block};
+use crate::batch_cgroups::{hierarchy_text, limits_text};
+use crate::format;
+use crate::model::Model;
+use crate::model::cgroup::{CgroupRow, CgroupView};
+
+/// A column of the cgroups pane (also the sort keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CgCol {
+    Name,
+    Kind,
+    Source,
+    Read,
+    Write,
+    ReadIops,
+    WriteIops,
+    PsiSome,
+    PsiFull,
+    Limit,
+    LimitShare,
+    Procs,
+}
+
+impl CgCol {
+    /// Display order.
+    pub const ALL: [CgCol; 12] = [
+        CgCol::Name,
+        CgCol::Kind,
+        CgCol::Source,
+        CgCol::Read,
+        CgCol::Write,
+        CgCol::ReadIops,
+        CgCol::WriteIops,
+        CgCol::PsiSome,
+        CgCol::PsiFull,
+        CgCol::Limit,
+        CgCol::LimitShare,
+        CgCol::Procs,
+    ];
+
+    pub fn header(self) -> &'static str {
+        match self {
+            CgCol::Name => "CGROUP",
+            CgCol::Kind => "KIND",
+            CgCol::Source => "SOURCE",
+            CgCol::Read => "READ/s",
+            CgCol::Write => "WRITE/s",
+            CgCol::ReadIops => "R/s",
+            CgCol::WriteIops => "W/s",
+            CgCol::PsiSome => "SOME",
+            CgCol::PsiFull => "FULL",
+            CgCol::Limit => "LIMIT",
+            CgCol::LimitShare => "%LIMIT",
+            CgCol::Procs => "PROCS",
+        }
+    }
+
+    fn width(self) -> u16 {
+        match self {
+            CgCol::Name => NAME_MIN,
+            CgCol::Kind => 7,
+            CgCol::Source => 6,
+            CgCol::Read | CgCol::Write => 10,
+            CgCol::ReadIops | CgCol::WriteIops => 7,
+            CgCol::PsiSome | CgCol::PsiFull => 6,
+            CgCol::Limit => 24,
+            CgCol::LimitShare => 8,
+            CgCol::Procs => 6,
+        }
+    }
+
+    /// Numbers sort largest first, text ascending.
+    pub fn natural_desc(self) -> bool {
+        !matches!(self, CgCol::Name | CgCol::Kind | CgCol::Source | CgCol::Limit)
+    }
+
+    fn left_aligned(self) -> bool {
+        matches!(self, CgCol::Name | CgCol::Kind | CgCol::Source | CgCol::Limit)
+    }
+}
+
+/// The name keeps at least this much before optional columns get room.
+const NAME_MIN: u16 = 32;
+
+/// Columns kept longest first: the name, the rates, how close to the
+/// limit, where the numbers come from.
+const KEEP_ORDER: [CgCol; 12] = [
+    CgCol::Name,
+    CgCol::Read,
+    CgCol::Write,
+    CgCol::LimitShare,
+    CgCol::Source,
+    CgCol::PsiSome,
+    CgCol::Limit,
+    CgCol::ReadIops,
+    CgCol::WriteIops,
+    CgCol::PsiFull,
+    CgCol::Procs,
+    CgCol::Kind,
+];
+
+/// The columns that fit in `avail` cells, in display order.
+pub fn fit_columns(avail: u16) -> Vec<CgCol> {
+    let mut used = 0u16;
+    let mut keep = Vec::new();
+    for c in KEEP_ORDER {
+        let w = c.width() + u16::from(!keep.is_empty());
+        if used + w > avail {
+            break;
+        }
+        used += w;
+        keep.push(c);
+    }
+    CgCol::ALL.into_iter().filter(|c| keep.contains(c)).collect()
+}
+
+fn numeric(r: &CgroupRow, c: CgCol) -> Option<f64> {
+    match c {
+        CgCol::Read => r.rates.map(|x| x.read_bps),
+        CgCol::Write => r.rates.map(|x| x.write_bps),
+        CgCol::ReadIops => r.rates.and_then(|x| x.read_iops),
+        CgCol::WriteIops => r.rates.and_then(|x| x.write_iops),
+        CgCol::PsiSome => r.pressure.and_then(|p| p.some_pct),
+        CgCol::PsiFull => r.pressure.and_then(|p| p.full_pct),
+        CgCol::LimitShare => r.limit_share(),
+        CgCol::Procs => Some(r.processes.count as f64),
+        _ => None,
+    }
+}
+
+/// "loop0 rbps 20.0 MB/s" (+N more limited devices), or "none".
+fn limit_cell(r: &CgroupRow) -> String {
+    let Some(d) = r.binding_device() else {
+        return "none".to_string();
+    };
+    let more = r.devices.iter().filter(|d| !d.effective_limits.is_empty()).count() - 1;
+    let mut s = format!("{} {}", format::escape(&d.device), limits_text(&d.effective_limits));
+    if more > 0 {
+        s.push_str(&format!(" +{more}"));
+    }
+    s
+}
+
+/// Compare two rows on `col` in its natural order; unknown numbers last,
+/// ties by total bytes/s then path so the order is stable.
+pub fn compare(a: &CgroupRow, b: &CgroupRow, col: CgCol) -> Ordering {
+    let o = match col {
+        CgCol::Name => a.name.cmp(&b.name),
+        CgCol::Kind => a.kind.label().cmp(b.kind.label()),
+        CgCol::Source => a.source.label().cmp(b.source.label()),
+        CgCol::Limit => limit_cell(a).cmp(&limit_cell(b)),
+        _ => {
+            let k = |r: &CgroupRow| numeric(r, col).unwrap_or(f64::NEG_INFINITY);
+            k(b).total_cmp(&k(a))
+        }
+    };
+    o.then_with(|| b.total_bps().total_cmp(&a.total_bps()))
+        .then_with(|| a.path.cmp(&b.path))
+}
+
+/// The rows in display order, as indices into the model's cgroup rows.
+pub fn order(model: &Model, view: &ViewState) -> Vec<usize> {
+    let Some(v) = &model.cgroups else {
+        return Vec::new();
+    };
+    let mut idx: Vec<usize> = (0..v.rows.len()).collect();
+    idx.sort_by(|&a, &b| {
+        let o = compare(&v.rows[a], &v.rows[b], view.cg_sort);
+        if view.cg_reverse { o.reverse() } else { o }
+    });
+    idx
+}
+
+/// Height the pane wants: its rows, header, borders and the notes line.
+pub fn height(model: &Model, vm: &ViewModel) -> u16 {
+    let notes = model.cgroups.as_ref().is_some_and(|c| !c.notes.is_empty());
+    u16::try_from(vm.cgroups.len().max(1))
+        .unwrap_or(u16::MAX)
+        .saturating_add(3 + u16::from(notes))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| format::NA.to_string(), |v| format!("{v:.1}%"))
+}
+
+fn cell_text(c: CgCol, r: &CgroupRow) -> String {
+    let opt_rate = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), format::rate);
+    let opt_num = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), format::num);
+    match c {
+        CgCol::Name => format::escape(&r.name),
+        CgCol::Kind => r.kind.label().to_string(),
+        CgCol::Source => r.source.label().to_string(),
+        CgCol::Read => opt_rate(numeric(r, c)),
+        CgCol::Write => opt_rate(numeric(r, c)),
+        CgCol::ReadIops | CgCol::WriteIops => opt_num(numeric(r, c)),
+        CgCol::PsiSome | CgCol::PsiFull => pct(numeric(r, c)),
+        CgCol::Limit => limit_cell(r),
+        CgCol::LimitShare => share_text(r),
+        CgCol::Procs => r.processes.count.to_string(),
+    }
+}
+
+/// "AT 99%" at a limit (at least
+/// [`AT_LIMIT_SHARE`](crate::model::cgroup::AT_LIMIT_SHARE) of it over the
+/// last 3 s), "45%" below it, "n/a" while the 3 s window fills,
+/// blank without a limit.
+pub fn share_text(r: &CgroupRow) -> String {
+    match (r.limit_share(), r.limited()) {
+        (Some(s), _) if r.at_limit => format!("AT {:.0}%", s * 100.0),
+        (Some(s), _) => format!("{:.0}%", s * 100.0),
+        (None, true) => format::NA.to_string(),
+        (None, false) => String::new(),
+    }
+}
+
+fn title<'a>(v: Option<&CgroupView>, shown: usize, view: &ViewState) -> Line<'a> {
+    let t = &view.theme;
+    let mut spans = vec![Span::styled(" Cgroups ", t.title())];
+    match v {
+        None => spans.push(Span::styled("(reading the cgroup tree at the next sample) ", t.dim())),
+        Some(v) => {
+            spans.push(Span::styled(format!("{shown} · "), t.dim()));
+            spans.push(Span::styled(format!("{} ", hierarchy_text(v)), t.dim()));
+        }
+    }
+    Line::from(spans)
+}
+
+pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
+    let t = &view.theme;
+    let focused = view.focus == Pane::Cgroups;
+    let cv = model.cgroups.as_ref();
+    let rows: Vec<&CgroupRow> =
+        cv.map_or_else(Vec::new, |v| vm.cgroups.iter().filter_map(|&i| v.rows.get(i)).collect());
+    let block = pane_block(title(cv, rows.len(), view), focused, t);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let notes: Vec<String> = cv.map_or_else(Vec::new, |v| v.notes.iter().map(|n| format::escape(n)).collect());
+    let [table_area, notes_area] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(u16::from(!notes.is_empty() && inner.height > 2)),
+    ])
+    .areas(inner);
+    if notes_area.height > 0 {
+        let text = format!("note: {}", notes.join("; "));
+        frame.render_widget(Paragraph::new(Line::styled(text, t.dim())), notes_area);
+    }
+    if let Some(v) = cv.filter(|v| v.hierarchy.is_none()) {
+        let why = v.notes.iter().map(|n| format::escape(n)).collect::<Vec<_>>().join("; ");
+        frame.render_widget(Paragraph::new(format!("per-cgroup I/O n/a: {why}")), table_area);
+        return;
+    }
+    let cols = fit_columns(table_area.width);
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|c| match c {
+            CgCol::Name => Constraint::Fill(1),
+            c => Constraint::Length(c.width()),
+        })
+        .collect();
+    // The name takes what the other columns leave (cut with "…").
+    let others: u16 = cols.iter().filter(|c| **c != CgCol::Name).map(|c| c.width() + 1).sum();
+    let name_w = usize::from(table_area.width.saturating_sub(others));
+    let arrow = if view.cg_sort.natural_desc() != view.cg_reverse {
+        "▼"
+    } else {
+        "▲"
+    };
+    let head = Row::new(cols.iter().map(|c| {
+        let h = if *c == view.cg_sort {
+            format!("{}{arrow}", c.header())
+        } else {
+            c.header().to_string()
+        };
+        let w = usize::from(c.width());
+        Cell::from(if c.left_aligned() { h } else { format!("{h:>w$}") })
+    }))
+    .style(t.title());
+    let page = usize::from(table_area.height.saturating_sub(1)).max(1);
+    let selected = view
+        .cg_sel
+        .as_ref()
+        .and_then(|s| rows.iter().position(|r| &r.path == s));
+    let offset = selected.filter(|_| focused).map_or(0, |s| (s + 1).saturating_sub(page));
+    let mut body = Vec::with_capacity(page);
+    let mut shown = None;
+    for (i, r) in rows.iter().enumerate().skip(offset).take(page) {
+        if selected == Some(i) && focused {
+            shown = Some(body.len());
+        }
+        let style = if r.is_active() || r.at_limit {
+            Style::new()
+        } else {
+            t.dim()
+        };
+        body.push(
+            Row::new(cols.iter().map(|c| {
+                let s = cell_text(*c, r);
+                let w = usize::from(c.width());
+                match c {
+                    CgCol::Name => Cell::from(truncate(&s, name_w)),
+                    CgCol::LimitShare if s.starts_with("AT") => Cell::from(Span::styled(format!("{s:>w$}"), t.error())),
+                    c if c.left_aligned() => Cell::from(truncate(&s, w)),
+                    _ => Cell::from(format!("{s:>w$}")),
+                }
+            }))
+            .style(style),
+        );
+    }
+    let mut state = TableState::default().with_selected(shown);
+    let table = Table::new(body, widths)
+        .header(head)
+        .column_spacing(1)
+        .row_highlight_style(t.selected());
+    frame.render_stateful_widget(table, table_area, &mut state);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_fit_and_the_limit_mark_stays() {
+        use CgCol as C;
+        let at80 = [C::Name, C::Source, C::Read, C::Write, C::PsiSome, C::LimitShare];
+        assert_eq!(fit_columns(78), at80);
+        let at120 = fit_columns(118);
+        assert!(at120.contains(&C::Limit) && at120.contains(&C::WriteIops), "{at120:?}");
+        assert!(!at120.contains(&C::Kind), "{at120:?}");
+        assert_eq!(fit_columns(40), [C::Name]);
+        assert_eq!(fit_columns(300), CgCol::ALL);
+    }
+}
