@@ -140,6 +140,31 @@ pub fn escape_bytes(b: &[u8]) -> String {
     out
 }
 
+/// Wall-clock time (ns since the Unix epoch) as RFC 3339 with the local
+/// UTC offset (the `TZ` variable, else /etc/localtime), to the millisecond
+/// (`"2026-11-23T16:20:01.123+01:00"`), or to the second with `seconds`
+/// (`"2026-11-23T16:20:01+01:00"`, the batch text's time line). `n/a` for
+/// 0: a sample that carries no wall-clock time.
+pub fn wall_time(unix_ns: u64, seconds: bool) -> String {
+    wall_time_in(unix_ns, &jiff::tz::TimeZone::system(), seconds)
+}
+
+/// [`wall_time`] in the given time zone.
+pub fn wall_time_in(unix_ns: u64, tz: &jiff::tz::TimeZone, seconds: bool) -> String {
+    if unix_ns == 0 {
+        return NA.to_string();
+    }
+    let Ok(ts) = jiff::Timestamp::from_nanosecond(i128::from(unix_ns)) else {
+        return NA.to_string();
+    };
+    let fmt = if seconds {
+        "%Y-%m-%dT%H:%M:%S%:z"
+    } else {
+        "%Y-%m-%dT%H:%M:%S%.3f%:z"
+    };
+    ts.to_zoned_datetime(tz.clone()).strftime(fmt).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +207,19 @@ mod tests {
         assert_eq!(escape("\u{9b}2J"), "\\x9b2J");
         assert_eq!(escape("naïve"), "naïve");
         assert_eq!(escape_bytes(b"f\xffo\x07"), "f\\xffo\\x07");
+    }
+
+    #[test]
+    fn wall_time_rfc3339_with_offset() {
+        // 2026-11-23 16:20:01.123456789 UTC.
+        let ns = 1_795_450_801_123_456_789;
+        let utc = jiff::tz::TimeZone::UTC;
+        assert_eq!(wall_time_in(ns, &utc, false), "2026-11-23T16:20:01.123+00:00");
+        assert_eq!(wall_time_in(ns, &utc, true), "2026-11-23T16:20:01+00:00");
+        let plus = jiff::tz::TimeZone::fixed(jiff::tz::offset(1));
+        assert_eq!(wall_time_in(ns, &plus, false), "2026-11-23T17:20:01.123+01:00");
+        let minus = jiff::tz::TimeZone::fixed(jiff::tz::Offset::from_seconds(-(9 * 3600 + 30 * 60)).unwrap());
+        assert_eq!(wall_time_in(ns, &minus, true), "2026-11-23T06:50:01-09:30");
+        assert_eq!(wall_time_in(0, &utc, true), "n/a");
     }
 }

@@ -170,8 +170,18 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
         let jobs = &pass.tracker.jobs;
         shown |= !jobs.is_empty();
         let text = if args.json {
+            // Each record carries the wall-clock time of its pass.
+            let wall = crate::collect::realtime_ns();
+            let time = crate::format::wall_time(wall, false);
             jobs.iter()
-                .filter_map(|j| serde_json::to_string(j).ok())
+                .filter_map(|j| serde_json::to_value(j).ok())
+                .map(|mut v| {
+                    if let Some(m) = v.as_object_mut() {
+                        m.insert("time".into(), time.clone().into());
+                        m.insert("unix_ns".into(), wall.into());
+                    }
+                    v.to_string()
+                })
                 .fold(String::new(), |s, l| s + &l + "\n")
         } else {
             let mut t = report(jobs);

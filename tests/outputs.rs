@@ -15,11 +15,35 @@ use std::process::Command;
 use iolens::model::progress::{Label, Transfer, example_job, sort_jobs};
 use iolens::probe::Status;
 
+/// The report's time line is the model's wall clock in RFC 3339 with this
+/// machine's UTC offset: checked to be that instant, then pinned as `[time]`.
+fn pin_time_line(m: &iolens::model::Model, text: String) -> String {
+    let (first, rest) = text.split_once('\n').unwrap();
+    assert_eq!(first, iolens::format::wall_time(m.wall_ns, true));
+    let at: jiff::Timestamp = first.parse().unwrap();
+    assert_eq!(at.as_second(), (m.wall_ns / 1_000_000_000) as i64, "{first}");
+    format!("[time]\n{rest}")
+}
+
+/// The JSON `time` field: the instant of `unix_ns` to the millisecond, with
+/// an offset; pinned as `[time]` (the offset is this machine's).
+fn pin_time_field(v: &mut serde_json::Value) {
+    let time = v["time"].as_str().unwrap().to_string();
+    let at: jiff::Timestamp = time.parse().unwrap();
+    let ns = v["unix_ns"].as_u64().unwrap();
+    assert_eq!(at.as_millisecond(), (ns / 1_000_000) as i64, "{time}");
+    assert!(time.len() == "2026-11-23T16:20:01.123+00:00".len(), "{time}");
+    v["time"] = serde_json::Value::String("[time]".into());
+}
+
 #[test]
 fn batch_text_report() {
     let m = common::model();
-    insta::assert_snapshot!("batch_text_top10", iolens::batch::text_report(&m, 10));
-    insta::assert_snapshot!("batch_text_top1", iolens::batch::text_report(&m, 1));
+    insta::assert_snapshot!(
+        "batch_text_top10",
+        pin_time_line(&m, iolens::batch::text_report(&m, 10))
+    );
+    insta::assert_snapshot!("batch_text_top1", pin_time_line(&m, iolens::batch::text_report(&m, 1)));
 }
 
 #[test]
@@ -30,18 +54,22 @@ fn batch_text_first_interval_and_not_root() {
     m.hidden = 3;
     m.denied = 2;
     m.errors.push("reading /proc/x: \x1b[2Jgone".into());
-    insta::assert_snapshot!("batch_text_not_root", iolens::batch::text_report(&m, 10));
+    insta::assert_snapshot!(
+        "batch_text_not_root",
+        pin_time_line(&m, iolens::batch::text_report(&m, 10))
+    );
 }
 
 #[test]
 fn batch_json_report() {
     let m = common::model();
-    let v = iolens::batch::json_report(&m, 10);
-    insta::assert_snapshot!("batch_json", serde_json::to_string_pretty(&v).unwrap());
+    let mut v = iolens::batch::json_report(&m, 10);
     // What `--json` prints: one compact line per interval.
     let line = v.to_string();
     assert!(!line.contains('\n'));
     assert_eq!(serde_json::from_str::<serde_json::Value>(&line).unwrap(), v);
+    pin_time_field(&mut v);
+    insta::assert_snapshot!("batch_json", serde_json::to_string_pretty(&v).unwrap());
 }
 
 fn jobs() -> Vec<iolens::model::progress::Job> {
@@ -164,9 +192,17 @@ fn batch_binary_over_captured_tree() {
     ]);
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
+    let now = jiff::Timestamp::now();
     let redacted: String = text
         .lines()
         .map(|l| match l.find("  interval ") {
+            // The wall-clock line of each report: now, give or take a minute.
+            _ if l
+                .parse::<jiff::Timestamp>()
+                .is_ok_and(|t| (t - now).as_secs().abs() < 60) =>
+            {
+                "[time]\n".to_string()
+            }
             Some(i) if !l.starts_with(' ') => {
                 let rest = &l[i + "  interval ".len()..];
                 let after = rest.find(' ').map_or("", |j| &rest[j..]);
@@ -190,7 +226,10 @@ fn batch_binary_over_captured_tree() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 1, "{text}");
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    for k in ["host", "kernel", "mono_ns"] {
+    pin_time_field(&mut v);
+    let unix_s = v["unix_ns"].as_u64().unwrap() as f64 / 1e9;
+    assert!((unix_s - jiff::Timestamp::now().as_second() as f64).abs() < 60.0, "{v}");
+    for k in ["host", "kernel", "mono_ns", "unix_ns"] {
         assert!(v.get(k).is_some(), "{k} missing");
         v[k] = serde_json::Value::String(format!("[{k}]"));
     }

@@ -124,10 +124,18 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             let waiting = activity.describe();
             let since = if last_ns == 0 { start_ns } else { last_ns };
             let stall = crate::collect::activity::late_text(Duration::from_nanos(now.saturating_sub(since)), &waiting);
+            let wall = crate::collect::realtime_ns();
             if cli.json {
-                json!({ "stall": stall, "waiting_on": (!waiting.is_empty()).then_some(waiting) }).to_string() + "\n"
+                json!({
+                    "time": format::wall_time(wall, false),
+                    "unix_ns": wall,
+                    "stall": stall,
+                    "waiting_on": (!waiting.is_empty()).then_some(waiting),
+                })
+                .to_string()
+                    + "\n"
             } else {
-                format!("{stall}\n\n")
+                format!("{}\n{stall}\n\n", format::wall_time(wall, true))
             }
         };
         let mut out = stdout.lock();
@@ -218,7 +226,8 @@ fn device_line(out: &mut String, name: &str, r: &DiskRates, mount: &str) {
 
 /// The plain-text report of one interval.
 pub fn text_report(model: &Model, top: usize) -> String {
-    let mut out = String::new();
+    // The sample's wall-clock time on a line of its own, as `iostat -t`.
+    let mut out = format::wall_time(model.wall_ns, true) + "\n";
     let _ = write!(
         out,
         "{} {}  interval {}",
@@ -477,6 +486,8 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         })
         .collect();
     json!({
+        "time": format::wall_time(model.wall_ns, false),
+        "unix_ns": model.wall_ns,
         "host": model.host.hostname,
         "kernel": model.host.kernel,
         "mono_ns": model.mono_ns,

@@ -288,6 +288,12 @@ pub fn monotonic_ns() -> u64 {
     timespec_ns(rustix::time::clock_gettime(ClockId::Monotonic))
 }
 
+/// CLOCK_REALTIME in nanoseconds since the Unix epoch: the wall-clock time
+/// a raw sample carries next to its monotonic stamp (0 before 1970).
+pub fn realtime_ns() -> u64 {
+    timespec_ns(rustix::time::clock_gettime(ClockId::Realtime))
+}
+
 /// CPU time used by this process so far, in nanoseconds (for benchmarks).
 pub fn process_cpu_ns() -> u64 {
     timespec_ns(rustix::time::clock_gettime(ClockId::ProcessCPUTime))

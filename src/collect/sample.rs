@@ -23,6 +23,10 @@ use super::{Reader, monotonic_ns};
 pub struct RawSample {
     /// CLOCK_MONOTONIC nanoseconds when the sample was taken.
     pub mono_ns: u64,
+    /// CLOCK_REALTIME at the same moment, ns since the Unix epoch: the
+    /// wall-clock time reports print (never used for rates, which take the
+    /// monotonic clock).
+    pub wall_ns: u64,
     /// CLOCK_BOOTTIME at the same moment, ns (the clock of process start
     /// times), so the model can tell a process born after this sample.
     pub boot_ns: u64,
@@ -204,6 +208,7 @@ impl Collector {
             },
         };
         let mono_ns = monotonic_ns();
+        let wall_ns = super::realtime_ns();
         let boot_ns = taskstats::boot_ns();
         self.activity.set(Step::Diskstats);
         let disks = match self.reader.read("/proc/diskstats") {
@@ -260,6 +265,7 @@ impl Collector {
         self.activity.done(monotonic_ns());
         RawSample {
             mono_ns,
+            wall_ns,
             boot_ns,
             exits,
             disks,

@@ -200,6 +200,9 @@ pub struct Model {
     pub interval_s: Option<f64>,
     /// Monotonic time of the last sample, ns.
     pub mono_ns: u64,
+    /// Wall-clock time of the last sample, ns since the Unix epoch (as
+    /// the sample recorded it: a replay shows the recorded time).
+    pub wall_ns: u64,
     pub samples: u64,
     pub devices: Vec<DeviceRow>,
     /// Sum over devices that count in totals (no partitions, stacked or loop devices).
@@ -277,6 +280,7 @@ impl Model {
             self.attribution
                 .update(None, &cur.procs, &cur.exits.records, cur.exits.active, self.clk_tck);
             self.mono_ns = cur.mono_ns;
+            self.wall_ns = cur.wall_ns;
             self.progress.update(&cur.fds, cur.mono_ns);
             self.prev = Some(cur);
             return;
@@ -288,6 +292,7 @@ impl Model {
             .filter(|d| *d > 0.0);
         self.interval_s = dt_s;
         self.mono_ns = cur.mono_ns;
+        self.wall_ns = cur.wall_ns;
         self.samples += 1;
         self.update_devices(prev.as_ref(), &cur, dt_s);
         self.update_procs(prev.as_ref(), &cur, dt_s);

@@ -69,6 +69,8 @@ fn first_sample() -> RawSample {
     let mut s = c.sample();
     // About 4 days after boot.
     s.mono_ns = 360_000 * 1_000_000_000;
+    // 2026-11-23T16:20:01Z.
+    s.wall_ns = 1_795_450_801_000_000_000;
     for p in &mut s.procs.procs {
         p.uid = Some(0);
         p.user = Some("root".into());
@@ -83,6 +85,7 @@ fn first_sample() -> RawSample {
 /// Advance sample `s` by one second of activity; `i` shapes the load.
 fn advance(s: &mut RawSample, i: u64) {
     s.mono_ns += 1_000_000_000;
+    s.wall_ns += 1_000_000_000;
     let wave = [2u64, 5, 9, 14, 20, 14, 9, 5][i as usize % 8];
     for d in &mut s.disks {
         match d.name.as_str() {
