@@ -19,6 +19,8 @@ use ratatui::backend::TestBackend;
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 const ID: &str = "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a19";
 const POD: &str = "7c1e2d3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f";
+const PODMAN: &str = "9a8b7c6d5e4f30211203948576a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7";
+const ROOTLESS: &str = "b1c2d3e4f5a697881223344556677889aabbccddeeff00112233445566778899";
 
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -139,7 +141,7 @@ fn v2_rates_names_limits_pressure() {
     // io.stat, no process), the root (no io.stat, no process).
     let mut paths: Vec<&str> = v.rows.iter().map(|r| r.path.as_str()).collect();
     paths.sort_unstable();
-    assert_eq!(paths.len(), 5, "{paths:?}");
+    assert_eq!(paths.len(), 7, "{paths:?}");
     assert!(!paths.contains(&"/idle.slice") && !paths.contains(&"/"), "{paths:?}");
 
     let n = t.row(NGINX);
@@ -199,6 +201,20 @@ fn v2_rates_names_limits_pressure() {
     assert_eq!(k.name, format!("pod {POD} / 0a1b2c3d4e5f"));
     assert_eq!(k.pod_uid.as_deref(), Some(POD));
     assert!(close(k.rates.unwrap().read_bps, 0.0));
+
+    // Podman: a rootful container named from the storage's containers.json,
+    // a rootless one (user@1000.service) from alice's volatile list.
+    let p = t.row(&format!("/machine.slice/libpod-{PODMAN}.scope"));
+    assert_eq!(
+        (p.kind, p.name.as_str()),
+        (CgroupKind::Podman, "podman 9a8b7c6d5e4f (db-primary)")
+    );
+    assert_eq!(
+        (p.container_id.as_deref(), p.container_name.as_deref()),
+        (Some(PODMAN), Some("db-primary"))
+    );
+    let user = format!("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{ROOTLESS}.scope");
+    assert_eq!(t.row(&user).name, "podman b1c2d3e4f5a6 (fedora-toolbox-41)");
 
     let init = t.row("/init.scope");
     assert!(init.devices.is_empty());
@@ -368,7 +384,7 @@ fn dashboard_cgroups_pane_v2() {
         assert!(n.contains(want), "{want} not in {n}");
     }
     assert!(
-        screen.contains("Cgroups 5 · cgroup v2, kernel counters on every device"),
+        screen.contains("Cgroups 7 · cgroup v2, kernel counters on every device"),
         "{screen}"
     );
     let d = line_with(&screen, "docker 3f2a9c1d8e7b (web-fronte…");

@@ -31,6 +31,9 @@ pub const MAX_DEPTH: usize = 32;
 const FILE_LIMIT: usize = 256 * 1024;
 /// Largest container config read for a name.
 const CONFIG_LIMIT: usize = 1024 * 1024;
+/// Largest list of containers read for a name (Podman's storage keeps all
+/// its containers in one file, about 1 kB each).
+const STORAGE_LIST_LIMIT: usize = 8 * 1024 * 1024;
 
 /// Which tree the rows come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -66,7 +69,8 @@ pub struct RawCgroup {
     pub pids: Vec<i32>,
     /// The `name=systemd` path shared by every member, where there is one.
     pub systemd_path: Option<String>,
-    /// A container's name read locally (Docker `config.v2.json`).
+    /// A container's name read locally (Docker `config.v2.json`, Podman's
+    /// storage list of containers).
     pub container_name: Option<String>,
 }
 
@@ -87,11 +91,28 @@ pub struct CgroupSnapshot {
     pub walked: usize,
 }
 
-/// Where the cgroup hierarchies are mounted, from `/proc/mounts`.
+/// Where the cgroup hierarchies are mounted, from `/proc/mounts`, and which
+/// mount points are on filesystems where a read can hang.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Mounts {
     pub v2: Option<String>,
     pub blkio: Option<String>,
+    /// Every mount point, and whether a read under it may block (FUSE,
+    /// network, automount).
+    pub points: Vec<(String, bool)>,
+}
+
+impl Mounts {
+    /// Whether `path` lies on a filesystem where a read may block: the
+    /// mount with the longest matching mount point decides.
+    pub fn may_block_at(&self, path: &str) -> bool {
+        let under = |p: &str| path == p || p == "/" || path.starts_with(&format!("{}/", p.trim_end_matches('/')));
+        self.points
+            .iter()
+            .filter(|(p, _)| under(p))
+            .max_by_key(|(p, _)| p.len())
+            .is_some_and(|(_, b)| *b)
+    }
 }
 
 pub fn parse_mounts(buf: &[u8]) -> Mounts {
@@ -99,6 +120,8 @@ pub fn parse_mounts(buf: &[u8]) -> Mounts {
     for line in String::from_utf8_lossy(buf).lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let [_, dir, fstype, opts, ..] = f[..] else { continue };
+        m.points
+            .push((super::mountinfo::unescape(dir), super::mountinfo::may_block(fstype)));
         if fstype == "cgroup2" && m.v2.is_none() {
             m.v2 = Some(dir.to_string());
         } else if fstype == "cgroup" && opts.split(',').any(|o| o == "blkio") && m.blkio.is_none() {
@@ -287,11 +310,16 @@ impl CgroupReader {
             cg.systemd_path = Some(first.clone());
         }
         let n = names::name_of(&cg.path);
-        if let (CgroupKind::Docker, Some(id)) = (n.kind, n.container_id) {
+        let lookup: fn(&mut Reader, &Mounts, &str, &str) -> Option<String> = match n.kind {
+            CgroupKind::Docker => |r, m, _, id| docker_name(r, m, id),
+            CgroupKind::Podman => podman_name,
+            _ => return,
+        };
+        if let Some(id) = n.container_id {
             cg.container_name = self
                 .container_names
                 .entry(id.clone())
-                .or_insert_with(|| docker_name(r, &id))
+                .or_insert_with(|| lookup(r, mounts, &cg.path, &id))
                 .clone();
         }
     }
@@ -389,12 +417,147 @@ fn ancestor_limits(r: &mut Reader, dir: &str, listed: &[RawCgroup]) -> Vec<(Stri
     out
 }
 
+/// Read a container runtime's file for a name, unless it is on a
+/// filesystem where the read could hang (never done from the sampler).
+fn read_local<'a>(r: &'a mut Reader, mounts: &Mounts, path: &str, limit: usize) -> Option<&'a [u8]> {
+    if mounts.may_block_at(path) {
+        return None;
+    }
+    r.read_limited(path, limit).ok()
+}
+
 /// A Docker container's name from `/var/lib/docker/containers/<id>/config.v2.json`.
-fn docker_name(r: &mut Reader, id: &str) -> Option<String> {
-    let b = r
-        .read_limited(format!("/var/lib/docker/containers/{id}/config.v2.json"), CONFIG_LIMIT)
-        .ok()?;
+fn docker_name(r: &mut Reader, mounts: &Mounts, id: &str) -> Option<String> {
+    let b = read_local(
+        r,
+        mounts,
+        &format!("/var/lib/docker/containers/{id}/config.v2.json"),
+        CONFIG_LIMIT,
+    )?;
     let v: serde_json::Value = serde_json::from_slice(b).ok()?;
     let name = v.get("Name")?.as_str()?;
     Some(name.trim_start_matches('/').to_string())
+}
+
+/// The lists of containers Podman's storage (containers/storage) keeps, by
+/// storage driver: `containers.json` and, for `--rm` / transient ones,
+/// `volatile-containers.json`, under the graph root and the run root.
+const STORAGE_DRIVERS: [&str; 3] = ["overlay", "vfs", "btrfs"];
+
+/// Where a Podman container's record can be, for a rootful container or a
+/// rootless one of `home` / `uid`.
+fn podman_lists(user: Option<(&str, u32)>) -> Vec<String> {
+    let (graph, run) = match user {
+        None => (
+            "/var/lib/containers/storage".to_string(),
+            "/run/containers/storage".to_string(),
+        ),
+        Some((home, uid)) => (
+            format!("{}/.local/share/containers/storage", home.trim_end_matches('/')),
+            format!("/run/user/{uid}/containers"),
+        ),
+    };
+    let mut out = Vec::new();
+    for d in STORAGE_DRIVERS {
+        for root in [&graph, &run] {
+            for f in ["containers.json", "volatile-containers.json"] {
+                out.push(format!("{root}/{d}-containers/{f}"));
+            }
+        }
+    }
+    out
+}
+
+/// The first name of container `id` in a containers/storage list.
+fn name_in_storage_list(buf: &[u8], id: &str) -> Option<String> {
+    let v: Vec<serde_json::Value> = serde_json::from_slice(buf).ok()?;
+    let c = v.iter().find(|c| c.get("id").and_then(|i| i.as_str()) == Some(id))?;
+    Some(c.get("names")?.as_array()?.first()?.as_str()?.to_string())
+}
+
+/// "user@1000.service" in a path: the uid of a rootless container's user.
+fn user_service_uid(path: &str) -> Option<u32> {
+    path.split('/')
+        .find_map(|c| c.strip_prefix("user@")?.strip_suffix(".service")?.parse().ok())
+}
+
+/// The home directory of `uid` in an /etc/passwd file.
+fn home_of(passwd: &[u8], uid: u32) -> Option<String> {
+    String::from_utf8_lossy(passwd).lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 7 && f[2].parse() == Ok(uid)).then(|| f[5].to_string())
+    })
+}
+
+/// A Podman container's name from its storage's list of containers
+/// (rootful, or rootless under the home of the `user@<uid>.service` in the
+/// cgroup path); `None` where no list is readable or it lacks the id, and
+/// without reading where the file is on a FUSE or network filesystem (a
+/// home directory on NFS).
+fn podman_name(r: &mut Reader, mounts: &Mounts, path: &str, id: &str) -> Option<String> {
+    let home = match user_service_uid(path) {
+        Some(uid) => {
+            let passwd = read_local(r, mounts, "/etc/passwd", 1 << 20)?;
+            Some((home_of(passwd, uid)?, uid))
+        }
+        None => None,
+    };
+    let lists = podman_lists(home.as_ref().map(|(h, u)| (h.as_str(), *u)));
+    lists.iter().find_map(|f| {
+        let b = read_local(r, mounts, f, STORAGE_LIST_LIMIT)?;
+        name_in_storage_list(b, id)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "9a8b7c6d5e4f30211203948576a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7";
+
+    #[test]
+    fn podman_storage_list_and_home() {
+        let list =
+            format!(r#"[{{"id":"00","names":["old"]}},{{"id":"{ID}","names":["db-primary","db"],"image":"x"}}]"#);
+        assert_eq!(name_in_storage_list(list.as_bytes(), ID).as_deref(), Some("db-primary"));
+        assert_eq!(name_in_storage_list(list.as_bytes(), "11"), None);
+        assert_eq!(name_in_storage_list(b"[{\"id\":\"00\",\"names\":[]}]", "00"), None);
+        assert_eq!(name_in_storage_list(b"not json", ID), None);
+        let passwd = b"root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:A:/home/alice:/bin/sh\nbad line\n";
+        assert_eq!(home_of(passwd, 1000).as_deref(), Some("/home/alice"));
+        assert_eq!(home_of(passwd, 1001), None);
+        assert_eq!(
+            user_service_uid("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-x.scope"),
+            Some(1000)
+        );
+        assert_eq!(user_service_uid("/machine.slice/libpod-x.scope"), None);
+        let rootless = podman_lists(Some(("/home/alice/", 1000)));
+        assert!(rootless.contains(
+            &"/home/alice/.local/share/containers/storage/overlay-containers/volatile-containers.json".to_string()
+        ));
+        assert!(
+            rootless.contains(&"/run/user/1000/containers/overlay-containers/volatile-containers.json".to_string())
+        );
+        let m = parse_mounts(
+            b"/dev/vda1 / ext4 rw 0 0\nsrv:/home /home nfs4 rw 0 0\n/dev/vdb /home/local\\040disk xfs rw 0 0\n",
+        );
+        assert!(m.may_block_at("/home/alice/.local/share/x.json"));
+        assert!(m.may_block_at("/home"));
+        assert!(!m.may_block_at("/home/local disk/x") && !m.may_block_at("/homework/x"));
+        assert!(!m.may_block_at("/var/lib/containers/storage/overlay-containers/containers.json"));
+        // alice's list is in the fixture tree: read from a local /home, not
+        // from one on NFS.
+        let mut r = Reader::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cgroup-v2"));
+        let id = "b1c2d3e4f5a697881223344556677889aabbccddeeff00112233445566778899";
+        let path = format!("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{id}.scope");
+        assert_eq!(podman_name(&mut r, &m, &path, id), None);
+        let local = parse_mounts(b"/dev/vda1 / ext4 rw 0 0\n");
+        assert_eq!(
+            podman_name(&mut r, &local, &path, id).as_deref(),
+            Some("fedora-toolbox-41")
+        );
+        assert!(
+            podman_lists(None).contains(&"/var/lib/containers/storage/overlay-containers/containers.json".to_string())
+        );
+    }
 }
