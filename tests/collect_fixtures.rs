@@ -63,6 +63,19 @@ fn full_sample_of_the_captured_vm() {
     assert_eq!(vda.diskseq, Some(9));
     assert_eq!(vda.queue_depth, None);
     assert!(vda.counts_in_total());
+    // Device facts: a virtio disk with a volatile cache, discard in 4 KiB units.
+    let f = &vda.facts;
+    assert_eq!(f.transport.as_ref().map(|t| t.kind.as_str()), Some("virtio"));
+    assert!(f.rotational_caveat.is_some_and(|c| c.contains("virtio-blk")));
+    assert_eq!(f.write_cache.as_deref(), Some("write back"));
+    assert_eq!(f.fua, Some(false));
+    assert_eq!(f.discard, Some(true));
+    assert_eq!(f.discard_granularity, Some(4096));
+    assert_eq!(f.discard_max_bytes, Some(1 << 30));
+    assert_eq!(f.zoned.as_deref(), Some("none"));
+    assert_eq!(f.iostats, Some(true));
+    assert_eq!(f.minimum_io_size, Some(4096));
+    assert_eq!(f.alignment_offset, Some(0));
     // Mounts come from <root>/proc/mounts under a captured tree.
     assert_eq!(vda.mounts.len(), 1);
     assert_eq!(vda.mounts[0].mount_point, "/");
@@ -74,6 +87,8 @@ fn full_sample_of_the_captured_vm() {
     assert_eq!(lo.scheduler.as_deref(), Some("none"));
     assert_eq!(lo.diskseq, Some(13));
     assert!(!lo.counts_in_total());
+    assert_eq!(lo.facts.transport, None);
+    assert!(lo.facts.rotational_caveat.is_some_and(|c| c.contains("backing file")));
     let zram = s.devices.iter().find(|d| d.name == "zram0").unwrap();
     assert_eq!(zram.kind, DevKind::Zram);
     assert_eq!(zram.scheduler, None);

@@ -41,6 +41,7 @@ fn info(name: &str, diskseq: Option<u64>) -> DeviceInfo {
         holders: vec![],
         slaves: vec![],
         mounts: vec![],
+        ..DeviceInfo::example(name)
     }
 }
 

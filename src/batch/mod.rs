@@ -22,7 +22,7 @@ use crate::collect::sample::HostInfo;
 use crate::format;
 use crate::model::disk::DiskRates;
 use crate::model::trace::view::ProcDevJson;
-use crate::model::{Model, ProcRow, pattern};
+use crate::model::{AlignVerdict, Model, ProcRow, pattern};
 use crate::tracer::{self, Tracing};
 
 /// Default seconds between samples.
@@ -224,6 +224,25 @@ fn device_line(out: &mut String, name: &str, r: &DiskRates, mount: &str) {
     );
 }
 
+/// A line for each partition whose start is off the physical sector or the
+/// device's optimal I/O size (aligned ones are in the JSON).
+fn alignment_lines(out: &mut String, model: &Model) {
+    for d in &model.devices {
+        let Some(a) = d.info.as_ref().and_then(|i| i.alignment.as_ref()) else {
+            continue;
+        };
+        if matches!(a.verdict, AlignVerdict::Misaligned | AlignVerdict::NotOptimal) {
+            let _ = writeln!(
+                out,
+                "alignment: {} {}: {}",
+                format::escape(&d.name),
+                a.verdict.text(),
+                a.explain()
+            );
+        }
+    }
+}
+
 /// The plain-text report of one interval.
 pub fn text_report(model: &Model, top: usize) -> String {
     // The sample's wall-clock time on a line of its own, as `iostat -t`.
@@ -318,6 +337,7 @@ pub fn text_report(model: &Model, top: usize) -> String {
     if let Some(t) = &model.total {
         device_line(&mut out, "total", t, "");
     }
+    alignment_lines(&mut out, model);
     totals_lines(&mut out, model);
     if model.trace.active {
         trace::traced_report(&mut out, model);

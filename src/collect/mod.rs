@@ -6,8 +6,10 @@
 //! buffer. Parsers are pure functions over `&[u8]`.
 
 pub mod activity;
+pub mod align;
 pub mod cgroup;
 pub mod delayacct;
+pub mod devfacts;
 pub mod diskstats;
 pub mod fdinfo;
 pub mod mountinfo;

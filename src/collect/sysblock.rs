@@ -7,6 +7,8 @@ use std::fs;
 use serde::Serialize;
 
 use super::Reader;
+use super::align::{self, Alignment};
+use super::devfacts::{self, DeviceFacts};
 use super::mounts::MountInfo;
 
 /// What kind of block device this is, from its name and sysfs layout.
@@ -53,6 +55,11 @@ pub struct DeviceInfo {
     pub slaves: Vec<String>,
     /// Where the device is mounted, if anywhere.
     pub mounts: Vec<MountInfo>,
+    /// Write cache, FUA, discard, zoned model, transport, ...
+    pub facts: DeviceFacts,
+    /// A partition's start against the physical sector, the optimal I/O
+    /// size and 1 MiB (`None` for whole devices).
+    pub alignment: Option<Alignment>,
 }
 
 impl DeviceInfo {
@@ -80,14 +87,9 @@ impl DeviceInfo {
             holders: Vec::new(),
             slaves: Vec::new(),
             mounts: Vec::new(),
+            facts: DeviceFacts::default(),
+            alignment: None,
         }
-    }
-
-    /// True for a partition that does not start on a physical-sector boundary.
-    pub fn misaligned(&self) -> Option<bool> {
-        let start = self.start_sector?;
-        let phys = self.physical_block_size?.max(512);
-        Some(start.checked_mul(512)? % phys != 0)
     }
 
     /// Whether this device's I/O counts toward machine totals: whole devices
@@ -145,7 +147,7 @@ fn read_one(r: &mut Reader, base: &str, name: &str, kind: DevKind, parent: Optio
         None => base.to_string(),
     };
     let q = |k: &str| format!("{qbase}/queue/{k}");
-    DeviceInfo {
+    let mut info = DeviceInfo {
         name: name.to_string(),
         kind,
         parent: parent.map(str::to_string),
@@ -166,7 +168,11 @@ fn read_one(r: &mut Reader, base: &str, name: &str, kind: DevKind, parent: Optio
         holders: list_dir(r, &format!("{base}/holders")),
         slaves: list_dir(r, &format!("{base}/slaves")),
         mounts: Vec::new(),
-    }
+        facts: devfacts::read(r, &qbase, base, kind),
+        alignment: None,
+    };
+    info.alignment = align::of(&info);
+    info
 }
 
 /// All block devices and their partitions, sorted by name (partitions right
@@ -189,6 +195,7 @@ pub fn read_devices(r: &mut Reader) -> Vec<DeviceInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::align::AlignVerdict;
 
     #[test]
     fn scheduler_in_brackets() {
@@ -219,12 +226,15 @@ mod tests {
         let sda1 = &devs[3];
         assert_eq!(sda1.parent.as_deref(), Some("sda"));
         assert_eq!(sda1.start_sector, Some(2048));
-        assert_eq!(sda1.misaligned(), Some(false));
+        assert_eq!(sda1.alignment.as_ref().map(|a| a.verdict), Some(AlignVerdict::Aligned));
         assert_eq!(sda1.physical_block_size, Some(4096));
         assert!(!sda1.counts_in_total());
         let sda2 = &devs[4];
         assert_eq!(sda2.start_sector, Some(63));
-        assert_eq!(sda2.misaligned(), Some(true));
+        assert_eq!(
+            sda2.alignment.as_ref().map(|a| a.verdict),
+            Some(AlignVerdict::Misaligned)
+        );
         assert_eq!(sda2.holders, ["dm-0"]);
         let dm = &devs[0];
         assert_eq!(dm.kind, DevKind::Dm);

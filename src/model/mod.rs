@@ -35,6 +35,8 @@ use worker::Worker;
 
 // The collectors' types the model is made of, named here so views read the
 // model's vocabulary and never import the collectors.
+pub use crate::collect::align::{AlignVerdict, Alignment, exact_size};
+pub use crate::collect::devfacts::{DeviceFacts, Transport};
 pub use crate::collect::process::{IoClass, IoPrio, IoUnavailable, ProcIo, ProcKey};
 pub use crate::collect::sysblock::DevKind;
 

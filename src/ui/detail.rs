@@ -12,7 +12,7 @@ use super::{Theme, ViewState, pane_block, processes};
 use crate::format;
 use crate::model::history::Ring;
 use crate::model::procdev::on_device;
-use crate::model::{DeviceRow, Model};
+use crate::model::{AlignVerdict, DeviceFacts, DeviceRow, Model, exact_size};
 
 fn opt_u(v: Option<u64>) -> String {
     v.map_or_else(|| format::NA.to_string(), |v| v.to_string())
@@ -44,10 +44,14 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
             None => format::NA.into(),
         },
     ));
+    if let Some(c) = i.facts.rotational_caveat {
+        out.push(Line::styled(format!("  ⚠ {c}"), t.dim()));
+    }
     out.push(kv(
         "sector log/phys",
         format!("{} / {} B", opt_u(i.logical_block_size), opt_u(i.physical_block_size)),
     ));
+    out.extend(device_facts(&i.facts, t));
     out.push(kv(
         "scheduler",
         i.scheduler.as_deref().map_or(format::NA.to_string(), format::escape),
@@ -84,11 +88,12 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
     }
     if let Some(s) = i.start_sector {
         out.push(kv("start sector", s.to_string()));
-        if i.misaligned() == Some(true) {
-            out.push(Line::styled(
-                "⚠ not aligned to the physical sector size",
-                t.severity(super::theme::Severity::Warn),
-            ));
+        if let Some(a) = &i.alignment {
+            let style = match a.verdict {
+                AlignVerdict::Misaligned | AlignVerdict::NotOptimal => t.severity(super::theme::Severity::Warn),
+                _ => t.dim(),
+            };
+            out.push(Line::styled(format!("{}: {}", a.verdict.text(), a.explain()), style));
         }
     }
     let parts: Vec<&DeviceRow> = model
@@ -111,9 +116,16 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
                 pi.size_bytes
                     .map_or(format::NA.to_string(), |b| format::decimal(b as f64)),
             ))];
-            match pi.misaligned() {
-                Some(true) => spans.push(Span::styled(" ⚠ misaligned", t.severity(super::theme::Severity::Warn))),
-                Some(false) => spans.push(Span::styled(" aligned", t.ok())),
+            match pi.alignment.as_ref().map(|a| a.verdict) {
+                Some(AlignVerdict::Misaligned) => {
+                    spans.push(Span::styled(" ⚠ misaligned", t.severity(super::theme::Severity::Warn)))
+                }
+                Some(AlignVerdict::NotOptimal) => spans.push(Span::styled(
+                    " ⚠ not on optimal I/O",
+                    t.severity(super::theme::Severity::Warn),
+                )),
+                Some(AlignVerdict::AlignedNot1Mib) => spans.push(Span::styled(" aligned, not 1 MiB", t.ok())),
+                Some(AlignVerdict::Aligned) => spans.push(Span::styled(" aligned", t.ok())),
                 None => {}
             }
             more.push(Line::from(spans));
@@ -137,6 +149,56 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
     }
     more.extend(processes_on(d, model, t));
     (out, more)
+}
+
+/// Transport, write cache, discard, zoned model and iostats, one line each.
+fn device_facts<'a>(f: &DeviceFacts, t: &Theme) -> Vec<Line<'a>> {
+    let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<16}"), t.dim()), Span::raw(v)]);
+    let na = || format::NA.to_string();
+    let transport = f.transport.as_ref().map_or_else(na, |tr| {
+        let mut s = tr.kind.clone();
+        if let Some(n) = tr.nvme_transport.as_deref().filter(|n| *n != "pcie") {
+            s.push_str(&format!(" over {n}"));
+        }
+        if let Some(l) = &tr.link {
+            s.push_str(&format!(" {l}"));
+        }
+        if let Some(m) = tr.link_max.as_ref().filter(|m| Some(*m) != tr.link.as_ref()) {
+            s.push_str(&format!(" (max {m})"));
+        }
+        format::escape(&s)
+    });
+    let cache = match (f.write_cache.as_deref(), f.fua) {
+        (None, _) => na(),
+        (Some(c), fua) => format!(
+            "{}{}",
+            format::escape(c),
+            match fua {
+                Some(true) => ", FUA",
+                Some(false) => ", no FUA",
+                None => "",
+            }
+        ),
+    };
+    let discard = match (f.discard, f.discard_granularity) {
+        (Some(true), Some(g)) => format!("yes, granularity {}", exact_size(g)),
+        (Some(true), None) => "yes".into(),
+        (Some(false), _) => "no".into(),
+        (None, _) => na(),
+    };
+    let mut out = vec![
+        kv("transport", transport),
+        kv("write cache", cache),
+        kv("discard", discard),
+        kv("zoned", f.zoned.as_deref().map_or_else(na, format::escape)),
+    ];
+    if f.iostats == Some(false) {
+        out.push(Line::styled(
+            "⚠ iostats off: diskstats does not count this device",
+            t.severity(super::theme::Severity::Warn),
+        ));
+    }
+    out
 }
 
 /// How many processes the detail lists under "processes with files here".
@@ -333,4 +395,66 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
         |v| format!("{v:.0}"),
         t,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Transport;
+
+    fn text(lines: &[Line]) -> String {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn facts_lines() {
+        let t = Theme::default();
+        let nvme = DeviceFacts {
+            write_cache: Some("write back".into()),
+            fua: Some(true),
+            discard: Some(true),
+            discard_granularity: Some(512),
+            zoned: Some("none".into()),
+            transport: Some(Transport {
+                kind: "nvme".into(),
+                link: Some("8.0 GT/s PCIe x4".into()),
+                link_max: Some("16.0 GT/s PCIe x4".into()),
+                nvme_transport: Some("pcie".into()),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            text(&device_facts(&nvme, &t)),
+            "transport       nvme 8.0 GT/s PCIe x4 (max 16.0 GT/s PCIe x4)\n\
+             write cache     write back, FUA\n\
+             discard         yes, granularity 512 B\n\
+             zoned           none"
+        );
+        let sata = DeviceFacts {
+            write_cache: Some("write back".into()),
+            fua: Some(false),
+            discard: Some(false),
+            iostats: Some(false),
+            transport: Some(Transport {
+                kind: "sata".into(),
+                link: Some("6.0 Gbps".into()),
+                link_max: None,
+                nvme_transport: None,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            text(&device_facts(&sata, &t)),
+            "transport       sata 6.0 Gbps\nwrite cache     write back, no FUA\ndiscard         no\nzoned           n/a\n\
+             ⚠ iostats off: diskstats does not count this device"
+        );
+        assert_eq!(
+            text(&device_facts(&DeviceFacts::default(), &t)),
+            "transport       n/a\nwrite cache     n/a\ndiscard         n/a\nzoned           n/a"
+        );
+    }
 }
