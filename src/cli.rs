@@ -106,6 +106,12 @@ pub enum ProbeKind {
     Depth,
     /// Write + fdatasync latency in a DIRECTORY (writes only its own temporary file there)
     Sync,
+    /// Partition alignment of a block device (sysfs), +512 B reads as evidence
+    Align,
+    /// Request-size sweep: random reads of 4 KiB … 4 MiB
+    Size,
+    /// Seek curve and rotation (RPM) of a whole disk
+    Seek,
 }
 
 #[derive(Debug, Args)]

@@ -431,12 +431,17 @@ fn cancellation_stops_within_200_ms() {
         Some(l) => l.0.clone(),
         None => random_file(dir.path(), "data.bin", 64),
     };
-    for (tests, pread) in [
+    let mut cases = vec![
         (Tests::Random, false),
         (Tests::Sweep, false),
         (Tests::QueueDepth, false),
         (Tests::QueueDepth, true),
-    ] {
+        (Tests::Size, false),
+    ];
+    if lo.is_some() {
+        cases.extend([(Tests::Seek, false), (Tests::Align, false)]);
+    }
+    for (tests, pread) in cases {
         let mut cfg = ProbeConfig::new(&target, tests, Depth::Thorough);
         cfg.qd.depths = Some(vec![16]);
         cfg.qd.step = Some(Duration::from_secs(60));
@@ -452,6 +457,9 @@ fn cancellation_stops_within_200_ms() {
         let stopped = match tests {
             Tests::Random => r.random.as_ref().unwrap().stopped,
             Tests::QueueDepth => r.queue_depth_sweep.as_ref().unwrap().stopped,
+            Tests::Size => r.size_sweep.as_ref().unwrap().stopped,
+            Tests::Seek => r.seek.as_ref().unwrap().stopped,
+            Tests::Align => r.alignment.as_ref().unwrap().reads.as_ref().unwrap().stopped,
             _ => r.sweep.as_ref().unwrap().stopped,
         };
         assert_eq!(stopped, Stop::Cancelled);
@@ -483,12 +491,20 @@ fn strace_calls(log: &str) -> Vec<String> {
 /// call touches it (or a duplicate of its descriptor), and that one result
 /// was saved. Returns the JSON printed, or `None` when skipped.
 fn traced_read_only(kind: &str, extra: &[&str]) -> Option<serde_json::Value> {
+    traced_read_only_on(kind, None, extra)
+}
+
+/// [`traced_read_only`] on `target` (a loop device) instead of a file.
+fn traced_read_only_on(kind: &str, target: Option<&Path>, extra: &[&str]) -> Option<serde_json::Value> {
     if !have("strace") {
         eprintln!("skipped: strace is not installed");
         return None;
     }
     let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
-    let target = random_file(dir.path(), "target.bin", 8);
+    let target = match target {
+        Some(t) => t.to_path_buf(),
+        None => random_file(dir.path(), "target.bin", 8),
+    };
     let log = dir.path().join("strace.log");
     let out = Command::new("strace")
         .args([
@@ -939,4 +955,227 @@ fn sync_probe_creates_writes_and_removes_only_its_own_file() {
         std::fs::read_to_string(target.join("keep.txt")).unwrap(),
         "not the probe's"
     );
+}
+
+#[test]
+fn the_capacity_probes_open_their_target_read_only() {
+    let Some(v) = traced_read_only("size", &["--duration", "1"]) else {
+        return;
+    };
+    let pts = v["size_sweep"]["points"].as_array().unwrap();
+    // An 8 MiB file: 4 KiB … 4 MiB, 11 sizes.
+    assert_eq!(pts.len(), 11, "{}", v["size_sweep"]);
+    let dir = tempfile::tempdir().unwrap();
+    let Some(lo) = loop_or_skip(dir.path(), 64, true) else {
+        return;
+    };
+    for (kind, extra) in [("align", vec!["--duration", "0.5"]), ("seek", vec!["--duration", "1"])] {
+        let Some(v) = traced_read_only_on(kind, Some(&lo.0), &extra) else {
+            return;
+        };
+        assert_eq!(v["method"]["target"], lo.0.display().to_string());
+        assert!(v["verdict"]["class"].is_string(), "{kind}: {v}");
+    }
+}
+
+/// An image with two MBR partitions: one at 1 MiB, one at sector 24,583
+/// (12 MiB + 3,584 B: on a 512-byte sector, off 4 KiB and 1 MiB).
+fn two_partitions(dir: &Path) -> PathBuf {
+    let img = random_file(dir, "disk.img", 32);
+    let mut mbr = [0u8; 512];
+    for (i, (start, len)) in [(2048u32, 20_480u32), (24_583, 20_480)].into_iter().enumerate() {
+        let e = 446 + 16 * i;
+        mbr[e + 4] = 0x83;
+        mbr[e + 8..e + 12].copy_from_slice(&start.to_le_bytes());
+        mbr[e + 12..e + 16].copy_from_slice(&len.to_le_bytes());
+    }
+    mbr[510] = 0x55;
+    mbr[511] = 0xaa;
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+    f.write_all_at(&mbr, 0).unwrap();
+    f.sync_all().unwrap();
+    img
+}
+
+#[test]
+fn align_on_loop_devices_with_partitions_and_4k_sectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = two_partitions(dir.path());
+    let dev = match LoopDev::attach_with(&img, true, true) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let p2 = PathBuf::from(format!("{}p2", dev.0.display()));
+    let t0 = Instant::now();
+    while !p2.exists() && t0.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut cfg = small(&dev.0, Tests::Align);
+    cfg.duration = Some(Duration::from_secs(2));
+    if !p2.exists() {
+        // The disk alone: no partitions, byte 0 is aligned, shifted reads run.
+        let r = run(&cfg).unwrap();
+        let a = r.alignment.as_ref().unwrap();
+        assert!(a.partitions.is_empty() && a.worst.is_none());
+        assert_eq!(r.verdict.class, Class::Aligned);
+        let reads = a.reads.as_ref().expect("512-byte sectors: shifted reads run");
+        assert!(
+            reads.aligned.count >= 10 && reads.shifted.count == reads.aligned.count,
+            "{reads:?}"
+        );
+        eprintln!(
+            "skipped (partitions): {} did not appear (kernel without MBR partition support?); whole disk checked, shifted/aligned p50 {:?}",
+            p2.display(),
+            reads.p50_ratio
+        );
+        return;
+    }
+    cfg.duration = Some(Duration::from_secs(2));
+    let r = run(&cfg).unwrap();
+    let a = r.alignment.as_ref().unwrap();
+    let disk = dev.0.file_name().unwrap().to_str().unwrap();
+    let got: Vec<(String, u64, &str)> = a
+        .partitions
+        .iter()
+        .map(|p| {
+            let v = serde_json::to_value(p.alignment.verdict).unwrap();
+            (
+                p.name.clone(),
+                p.alignment.start_bytes,
+                if v == "aligned" { "aligned" } else { "other" },
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (format!("{disk}p1"), 1 << 20, "aligned"),
+            (format!("{disk}p2"), 24_583 * 512, "other")
+        ]
+    );
+    // A loop device's physical sector is 512 B: p2 is on it, off 1 MiB.
+    let p2a = &a.partitions[1].alignment;
+    assert_eq!((p2a.physical_offset, p2a.mib_offset), (0, 24_583 * 512 % (1 << 20)));
+    assert_eq!(r.verdict.class, Class::Aligned);
+    let reads = a.reads.as_ref().expect("512-byte sectors: shifted reads run");
+    assert!(
+        reads.aligned.count >= 10 && reads.shifted.count == reads.aligned.count,
+        "{reads:?}"
+    );
+    assert!(reads.p50_ratio.is_some());
+    eprintln!(
+        "align on {}: shifted/aligned p50 {:?}",
+        dev.0.display(),
+        reads.p50_ratio
+    );
+    // The partition alone.
+    let r = run(&small(&p2, Tests::Align)).unwrap();
+    assert_eq!(r.alignment.as_ref().unwrap().partitions.len(), 1);
+}
+
+#[test]
+fn align_on_a_4k_sector_loop_device_says_shifted_reads_are_impossible() {
+    if !is_root() {
+        eprintln!("skipped: not root: cannot attach a loop device");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = random_file(dir.path(), "4k.img", 16);
+    let out = Command::new("losetup")
+        .args(["-f", "--show", "-r", "--direct-io=on", "-b", "4096"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "skipped (4 KiB part): losetup -b 4096: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let dev = LoopDev(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    let r = run(&small(&dev.0, Tests::Align)).unwrap();
+    let a = r.alignment.as_ref().unwrap();
+    assert_eq!(a.logical_block_size, Some(4096));
+    assert!(a.reads.is_none());
+    let note = a.reads_note.as_deref().unwrap();
+    assert!(
+        note.contains("not possible") && note.contains("logical sector (4096 B)"),
+        "{note}"
+    );
+}
+
+#[test]
+fn align_and_seek_refuse_files_and_seek_refuses_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = random_file(dir.path(), "f.bin", 1);
+    let e = run(&small(&f, Tests::Align)).unwrap_err().to_string();
+    assert!(e.contains("block devices"), "{e}");
+    let e = run(&small(&f, Tests::Seek)).unwrap_err().to_string();
+    assert!(e.contains("whole block device"), "{e}");
+}
+
+#[test]
+fn size_sweep_on_a_loop_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(lo) = loop_or_skip(dir.path(), 64, true) else {
+        return;
+    };
+    let mut cfg = small(&lo.0, Tests::Size);
+    cfg.duration = Some(Duration::from_secs(4));
+    let r = run(&cfg).unwrap();
+    let s = r.size_sweep.as_ref().unwrap();
+    let sizes: Vec<u64> = s.points.iter().map(|p| p.bytes).collect();
+    assert_eq!(sizes, (0..11).map(|i| 4096u64 << i).collect::<Vec<_>>());
+    for p in &s.points {
+        assert!(p.reads > 0 && p.iops.is_some() && p.latency.p50_ms.is_some(), "{p:?}");
+    }
+    let mbs = |i: usize| s.points[i].mb_per_s.unwrap();
+    assert!(
+        mbs(10) > 2.0 * mbs(0),
+        "4 MiB {} MB/s vs 4 KiB {} MB/s",
+        mbs(10),
+        mbs(0)
+    );
+    let c = s.disk_check.as_ref().unwrap();
+    assert_eq!(c.reach, Reach::Reached, "{c:?}");
+    eprintln!(
+        "size sweep on {}: 4 KiB {:.1} MB/s, 4 MiB {:.1} MB/s, plateau {:?}",
+        lo.0.display(),
+        mbs(0),
+        mbs(10),
+        s.plateau_bytes
+    );
+}
+
+#[test]
+fn seek_on_a_loop_device_finds_no_rotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(lo) = loop_or_skip(dir.path(), 64, true) else {
+        return;
+    };
+    let mut cfg = small(&lo.0, Tests::Seek);
+    cfg.duration = Some(Duration::from_secs(20));
+    let r = run(&cfg).unwrap();
+    let s = r.seek.as_ref().unwrap();
+    let e = &s.estimate;
+    eprintln!(
+        "seek on {}: {} ({} short reads)",
+        lo.0.display(),
+        e.rotation.reason,
+        s.short_reads
+    );
+    assert!(s.short_reads >= 100, "{s:?}");
+    assert!(!e.rotation.found, "{}", e.rotation.reason);
+    assert_eq!(e.rotation.rpm, None);
+    assert_eq!(r.verdict.class, Class::NoRotation);
+    // Each distance step and the full stroke ran (unless a loaded machine hit the time cap).
+    if s.stopped == Stop::Done {
+        assert_eq!(e.curve.len(), 5, "{:?}", s.notes);
+        assert!(s.full_stroke_reads > 0);
+    }
 }

@@ -38,6 +38,9 @@ pub fn config(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ProbeConfig> {
         ProbeKind::All => Tests::Both,
         ProbeKind::Depth => Tests::QueueDepth,
         ProbeKind::Sync => Tests::SyncWrite,
+        ProbeKind::Align => Tests::Align,
+        ProbeKind::Size => Tests::Size,
+        ProbeKind::Seek => Tests::Seek,
     };
     let depth = if args.thorough { Depth::Thorough } else { Depth::Quick };
     let mut cfg = ProbeConfig::new(&args.target, tests, depth);
@@ -111,6 +114,14 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
                         p.reads,
                         format::opt_ms(p.p50_ms)
                     ),
+                    Phase::Align => format!("alignment: {} reads", p.reads),
+                    Phase::Size => format!(
+                        "request-size sweep: {} × {} reads, p50 {} ms",
+                        format::binary(p.size_bytes as f64),
+                        p.reads,
+                        format::opt_ms(p.p50_ms)
+                    ),
+                    Phase::Seek => format!("seek and rotation: {} reads", p.reads),
                     Phase::QueueDepth => format!(
                         "queue-depth sweep: QD{} {} reads, {} IOPS",
                         p.queue_depth.unwrap_or(1),
@@ -336,6 +347,15 @@ pub fn report(r: &ProbeResult) -> String {
     }
     if let Some(q) = &r.queue_depth_sweep {
         qd_report(&mut s, q);
+    }
+    if let Some(a) = &r.alignment {
+        super::align::report(&mut s, a);
+    }
+    if let Some(z) = &r.size_sweep {
+        super::size::report(&mut s, z);
+    }
+    if let Some(k) = &r.seek {
+        super::seek::report(&mut s, k);
     }
     let _ = writeln!(s, "\nverdict: {}", r.verdict.class.label());
     for e in &r.verdict.impossible {

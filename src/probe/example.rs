@@ -139,6 +139,9 @@ pub fn result(status: Status) -> ProbeResult {
         sweep,
         queue_depth_sweep: None,
         sync_write: None,
+        alignment: None,
+        size_sweep: None,
+        seek: None,
         verdict,
         notes: vec![],
     }

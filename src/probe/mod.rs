@@ -33,14 +33,19 @@
 //!    partial result.
 //! 5. Draw with `ui::results::render(frame, area, &view)`.
 
+pub mod align;
 pub mod check;
 pub mod cmd;
 pub mod engine;
 #[doc(hidden)]
 pub mod example;
 pub mod layout;
+pub mod mechanics;
 pub mod qd;
 pub mod random;
+pub mod seek;
+mod setup;
+pub mod size;
 pub mod stats;
 pub mod store;
 pub mod sweep;
@@ -49,14 +54,14 @@ pub mod target;
 pub mod verdict;
 pub mod view;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::sys::ioprio::IdleGuard;
-use crate::sys::is_root;
 use serde::Serialize;
+use setup::{block_size, drop_global_cache, idle_label, time_cap};
 
 pub use check::DiskCheck;
 pub use qd::{QdConfig, QdPoint, QdResult};
@@ -77,6 +82,12 @@ pub enum Tests {
     QueueDepth,
     /// Write + fdatasync latency in a directory (the one probe that writes).
     SyncWrite,
+    /// Partition alignment (sysfs) with +512 B reads as evidence.
+    Align,
+    /// Random reads of 4 KiB … 4 MiB.
+    Size,
+    /// Seek curve and rotation of a whole disk.
+    Seek,
 }
 
 impl Tests {
@@ -93,6 +104,9 @@ impl Tests {
             Tests::Both => "random read + zone sweep",
             Tests::QueueDepth => "queue-depth sweep",
             Tests::SyncWrite => "sync-write latency",
+            Tests::Align => "alignment",
+            Tests::Size => "request-size sweep",
+            Tests::Seek => "seek and rotation",
         }
     }
 }
@@ -187,6 +201,9 @@ pub enum Phase {
     Sweep,
     QueueDepth,
     SyncWrite,
+    Align,
+    Size,
+    Seek,
 }
 
 /// Live progress of a running probe (sent at most every 100 ms per phase).
@@ -268,6 +285,9 @@ pub struct ProbeResult {
     pub sweep: Option<SweepResult>,
     pub queue_depth_sweep: Option<QdResult>,
     pub sync_write: Option<sync::SyncResult>,
+    pub alignment: Option<align::AlignResult>,
+    pub size_sweep: Option<size::SizeResult>,
+    pub seek: Option<seek::SeekResult>,
     pub verdict: Verdict,
     /// Notes that change how far the numbers can be trusted: other I/O on
     /// the device, fallbacks, the idle class.
@@ -298,79 +318,6 @@ pub fn spawn(
         };
         sink(msg);
     })
-}
-
-/// Default time caps per test.
-fn time_cap(cfg: &ProbeConfig, phase: Phase) -> Duration {
-    cfg.duration.unwrap_or(match (phase, cfg.depth) {
-        (Phase::Random, Depth::Quick) => Duration::from_secs(10),
-        (Phase::Random, Depth::Thorough) => Duration::from_secs(30),
-        (Phase::Sweep, Depth::Quick) => Duration::from_secs(30),
-        (Phase::Sweep, Depth::Thorough) => Duration::from_secs(120),
-        (Phase::QueueDepth, Depth::Quick) => Duration::from_secs(60),
-        (Phase::QueueDepth, Depth::Thorough) => Duration::from_secs(180),
-        (Phase::SyncWrite, Depth::Quick) => Duration::from_secs(15),
-        (Phase::SyncWrite, Depth::Thorough) => Duration::from_secs(90),
-    })
-}
-
-/// Block size for random reads: the user's, checked, or 4 KiB raised to the
-/// physical block size and the alignment.
-fn block_size(cfg: &ProbeConfig, t: &Target) -> anyhow::Result<u64> {
-    let bs = match cfg.bs {
-        Some(bs) => {
-            anyhow::ensure!(bs > 0, "--bs must be larger than 0");
-            anyhow::ensure!(
-                bs % t.align == 0,
-                "block size {bs} B is not a multiple of the direct-I/O alignment of {} ({} B, from {}): misaligned reads would be refused",
-                t.display,
-                t.align,
-                t.align_source
-            );
-            bs
-        }
-        None => 4096u64.max(t.physical_block().unwrap_or(0)).max(t.align),
-    };
-    anyhow::ensure!(
-        bs <= t.size,
-        "{} is {} B, smaller than one read of {bs} B",
-        t.display,
-        t.size
-    );
-    anyhow::ensure!(bs <= 64 << 20, "--bs {bs} B is larger than the 64 MiB limit");
-    Ok(bs)
-}
-
-/// Whether the idle I/O class limits the probe's impact on `sched` (the
-/// device's scheduler), and the note that says so. Only bfq serves the idle
-/// class after everything else; none, kyber and mq-deadline dispatch it
-/// like any other request.
-fn idle_label(sched: Option<&str>) -> (bool, String) {
-    match sched {
-        Some("bfq") => (
-            true,
-            "impact-limited: idle I/O class (bfq serves it only when the disk has nothing else to do)".into(),
-        ),
-        Some(s) => (
-            false,
-            format!(
-                "idle I/O class set, but the '{s}' scheduler does not honour I/O classes: not impact-limited, the probe competes with other I/O as usual"
-            ),
-        ),
-        None => (
-            false,
-            "idle I/O class set, but no scheduler is known for this target (no block device under it): not impact-limited".into(),
-        ),
-    }
-}
-
-fn drop_global_cache(root: &Path) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        is_root(),
-        "--drop-caches needs root: it drops the page cache of the whole machine"
-    );
-    let p = root.join("proc/sys/vm/drop_caches");
-    std::fs::write(&p, "1").map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))
 }
 
 /// A sink for progress that sends at most every 100 ms.
@@ -495,12 +442,28 @@ pub fn run(
         }
         qd_res = Some(q);
     }
+    let alignment = (cfg.tests == Tests::Align)
+        .then(|| align::run(&t, cfg, time_cap(cfg, Phase::Align), cancel, on_progress))
+        .transpose()?;
+    let seek_res = (cfg.tests == Tests::Seek)
+        .then(|| seek::run(&t, cfg, time_cap(cfg, Phase::Seek), cancel, on_progress))
+        .transpose()?;
+    let mut size_res = None;
+    if cfg.tests == Tests::Size {
+        let before = snap();
+        let mut s = size::run(&t, cfg, time_cap(cfg, Phase::Size), cancel, on_progress)?;
+        if let (Some(n), Some(b), Some(a)) = (&dev_name, before, snap()) {
+            s.disk_check = Some(DiskCheck::compare(n, b, a, s.reads_issued, s.bytes_issued));
+        }
+        size_res = Some(s);
+    }
 
     let checks: Vec<&DiskCheck> = random
         .iter()
         .filter_map(|r| r.disk_check.as_ref())
         .chain(sweep_res.iter().filter_map(|s| s.disk_check.as_ref()))
         .chain(qd_res.iter().filter_map(|q| q.disk_check.as_ref()))
+        .chain(size_res.iter().filter_map(|s| s.disk_check.as_ref()))
         .collect();
     for c in &checks {
         notes.extend(c.disturbance.clone());
@@ -516,7 +479,8 @@ pub fn run(
         .and_then(|q| q.points.first())
         .filter(|p| p.queue_depth == 1)
         .map(|p| &p.latency);
-    let lat = random.as_ref().map(|r| &r.latency).or(qd1);
+    let smallest = size_res.as_ref().and_then(|s| s.points.first()).map(|p| &p.latency);
+    let lat = random.as_ref().map(|r| &r.latency).or(qd1).or(smallest);
     let evidence = verdict::Evidence {
         bs,
         rand_count: lat.map_or(0, |l| l.count),
@@ -544,7 +508,11 @@ pub fn run(
         hints: t.device.clone(),
         buffered: t.cache == CacheMode::BufferedFadvise,
     };
-    let verdict = verdict::judge(&evidence);
+    let verdict = match (&alignment, &seek_res) {
+        (Some(a), _) => align::verdict(a),
+        (_, Some(s)) => seek::verdict(s),
+        _ => verdict::judge(&evidence),
+    };
 
     Ok(ProbeResult {
         iolens_version: env!("CARGO_PKG_VERSION"),
@@ -580,26 +548,10 @@ pub fn run(
         sweep: sweep_res,
         queue_depth_sweep: qd_res,
         sync_write: None,
+        alignment,
+        size_sweep: size_res,
+        seek: seek_res,
         verdict,
         notes,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_bfq_makes_the_idle_class_impact_limited() {
-        assert!(idle_label(Some("bfq")).0);
-        for s in ["none", "mq-deadline", "kyber"] {
-            let (limited, note) = idle_label(Some(s));
-            assert!(!limited, "{s}");
-            assert!(
-                note.contains(&format!("'{s}' scheduler does not honour I/O classes")),
-                "{note}"
-            );
-        }
-        assert!(!idle_label(None).0);
-    }
 }

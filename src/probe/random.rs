@@ -45,6 +45,10 @@ pub struct RandomResult {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A fixed seed: the same sequence every time (tests).
+    pub fn from_seed(seed: u64) -> Self {
+        Rng(seed)
+    }
     pub fn seeded() -> Self {
         let t = crate::collect::monotonic_ns();
         Rng(t ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15)

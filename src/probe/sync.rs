@@ -420,6 +420,9 @@ pub fn probe(
         sweep: None,
         queue_depth_sweep: None,
         sync_write: Some(r),
+        alignment: None,
+        size_sweep: None,
+        seek: None,
         verdict,
         notes,
     })

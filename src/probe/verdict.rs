@@ -41,6 +41,14 @@ pub enum Class {
     SyncFast,
     /// Sync probe: fdatasync p99 over the target at some size.
     SyncSlow,
+    /// Alignment probe: every partition on its physical sector and optimal I/O size.
+    Aligned,
+    /// Alignment probe: on the physical sector, off the optimal I/O size.
+    AlignedNotOptimal,
+    /// Alignment probe: a partition off its physical sector.
+    Misaligned,
+    /// Seek probe: no rotational wait in the latencies.
+    NoRotation,
 }
 
 impl Class {
@@ -55,6 +63,10 @@ impl Class {
             Class::Unmappable => "device cannot be mapped",
             Class::SyncFast => "fdatasync fast enough (p99 ≤ 10 ms)",
             Class::SyncSlow => "fdatasync too slow for etcd and databases (p99 > 10 ms)",
+            Class::Aligned => "aligned",
+            Class::AlignedNotOptimal => "aligned to the physical sector, not to the optimal I/O size",
+            Class::Misaligned => "misaligned partition",
+            Class::NoRotation => "no rotation found",
         }
     }
 }

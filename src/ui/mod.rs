@@ -3,6 +3,7 @@
 //! into a frame and does no I/O. Each pane has its own module with a
 //! `render(frame, area, &Model, &ViewState)` function.
 
+pub mod capacity;
 pub mod cgroup_detail;
 pub mod cgroups;
 pub mod depth;

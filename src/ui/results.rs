@@ -100,6 +100,9 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress, t: &Theme) {
         Phase::Sweep => "zone sweep",
         Phase::QueueDepth => "queue-depth sweep",
         Phase::SyncWrite => "sync-write latency",
+        Phase::Align => "alignment",
+        Phase::Size => "request-size sweep",
+        Phase::Seek => "seek and rotation",
     };
     frame.render_widget(
         Gauge::default()
@@ -121,6 +124,14 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress, t: &Theme) {
             "{:.1} s  {} B writes: {}  fdatasync p50 {}   (Esc cancels)",
             p.elapsed_s,
             p.size_bytes,
+            p.reads,
+            lat(p.p50_ms)
+        ),
+        Phase::Align | Phase::Seek => format!("{:.1} s  {} reads   (Esc cancels)", p.elapsed_s, p.reads),
+        Phase::Size => format!(
+            "{:.1} s  {}: {} reads  p50 {}   (Esc cancels)",
+            p.elapsed_s,
+            format::binary(p.size_bytes as f64),
             p.reads,
             lat(p.p50_ms)
         ),
@@ -323,6 +334,7 @@ fn numbers(r: &ProbeResult) -> Vec<Line<'static>> {
     if let Some(s) = &r.sync_write {
         v.extend(crate::ui::depth::sync_summary(s));
     }
+    v.extend(crate::ui::capacity::summary(r));
     let cache = match m.cache {
         crate::probe::CacheMode::Direct => "O_DIRECT",
         crate::probe::CacheMode::BufferedFadvise => "buffered+fadvise",

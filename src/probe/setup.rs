@@ -1,0 +1,106 @@
+//! What every read probe sets up first: time caps, the block size, the
+//! idle I/O class label and dropping the global page cache.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{Depth, Phase, ProbeConfig, Target};
+use crate::sys::is_root;
+
+/// Default time caps per test.
+pub(super) fn time_cap(cfg: &ProbeConfig, phase: Phase) -> Duration {
+    cfg.duration.unwrap_or(match (phase, cfg.depth) {
+        (Phase::Random, Depth::Quick) => Duration::from_secs(10),
+        (Phase::Random, Depth::Thorough) => Duration::from_secs(30),
+        (Phase::Sweep, Depth::Quick) => Duration::from_secs(30),
+        (Phase::Sweep, Depth::Thorough) => Duration::from_secs(120),
+        (Phase::QueueDepth, Depth::Quick) => Duration::from_secs(60),
+        (Phase::QueueDepth, Depth::Thorough) => Duration::from_secs(180),
+        (Phase::SyncWrite, Depth::Quick) => Duration::from_secs(15),
+        (Phase::SyncWrite, Depth::Thorough) => Duration::from_secs(90),
+        (Phase::Align, Depth::Quick) => Duration::from_secs(10),
+        (Phase::Align, Depth::Thorough) => Duration::from_secs(30),
+        (Phase::Size, Depth::Quick) => Duration::from_secs(30),
+        (Phase::Size, Depth::Thorough) => Duration::from_secs(120),
+        (Phase::Seek, Depth::Quick) => Duration::from_secs(30),
+        (Phase::Seek, Depth::Thorough) => Duration::from_secs(120),
+    })
+}
+
+/// Block size for random reads: the user's, checked, or 4 KiB raised to the
+/// physical block size and the alignment.
+pub(super) fn block_size(cfg: &ProbeConfig, t: &Target) -> anyhow::Result<u64> {
+    let bs = match cfg.bs {
+        Some(bs) => {
+            anyhow::ensure!(bs > 0, "--bs must be larger than 0");
+            anyhow::ensure!(
+                bs % t.align == 0,
+                "block size {bs} B is not a multiple of the direct-I/O alignment of {} ({} B, from {}): misaligned reads would be refused",
+                t.display,
+                t.align,
+                t.align_source
+            );
+            bs
+        }
+        None => 4096u64.max(t.physical_block().unwrap_or(0)).max(t.align),
+    };
+    anyhow::ensure!(
+        bs <= t.size,
+        "{} is {} B, smaller than one read of {bs} B",
+        t.display,
+        t.size
+    );
+    anyhow::ensure!(bs <= 64 << 20, "--bs {bs} B is larger than the 64 MiB limit");
+    Ok(bs)
+}
+
+/// Whether the idle I/O class limits the probe's impact on `sched` (the
+/// device's scheduler), and the note that says so. Only bfq serves the idle
+/// class after everything else; none, kyber and mq-deadline dispatch it
+/// like any other request.
+pub(super) fn idle_label(sched: Option<&str>) -> (bool, String) {
+    match sched {
+        Some("bfq") => (
+            true,
+            "impact-limited: idle I/O class (bfq serves it only when the disk has nothing else to do)".into(),
+        ),
+        Some(s) => (
+            false,
+            format!(
+                "idle I/O class set, but the '{s}' scheduler does not honour I/O classes: not impact-limited, the probe competes with other I/O as usual"
+            ),
+        ),
+        None => (
+            false,
+            "idle I/O class set, but no scheduler is known for this target (no block device under it): not impact-limited".into(),
+        ),
+    }
+}
+
+pub(super) fn drop_global_cache(root: &Path) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        is_root(),
+        "--drop-caches needs root: it drops the page cache of the whole machine"
+    );
+    let p = root.join("proc/sys/vm/drop_caches");
+    std::fs::write(&p, "1").map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_bfq_makes_the_idle_class_impact_limited() {
+        assert!(idle_label(Some("bfq")).0);
+        for s in ["none", "mq-deadline", "kyber"] {
+            let (limited, note) = idle_label(Some(s));
+            assert!(!limited, "{s}");
+            assert!(
+                note.contains(&format!("'{s}' scheduler does not honour I/O classes")),
+                "{note}"
+            );
+        }
+        assert!(!idle_label(None).0);
+    }
+}
