@@ -167,6 +167,18 @@ fn probe_report_text_and_json() {
     }
 }
 
+#[test]
+fn capacity_probe_reports() {
+    use iolens::probe::example_capacity as e;
+    for (name, r) in [
+        ("align", e::align_result()),
+        ("size", e::size_result()),
+        ("seek", e::seek_result()),
+    ] {
+        insta::assert_snapshot!(format!("probe_text_{name}"), iolens::probe::cmd::report(&r));
+    }
+}
+
 fn iolens(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_iolens"))
         .args(args)

@@ -493,6 +493,7 @@ fn probe_menu_popup() {
     let mut menu = ProbeMenu::new("sda".into());
     menu.depth = iolens::probe::Depth::Thorough;
     menu.drop_cache = true;
+    menu.sync_dir = Some("/srv".into());
     let v = ViewState {
         popup: Popup::ProbeMenu(menu.clone()),
         ..Default::default()
@@ -503,6 +504,10 @@ fn probe_menu_popup() {
         "(•) random read",
         "thorough",
         "[x] drop the page cache",
+        "( ) alignment",
+        "( ) request sizes",
+        "( ) seek and rotation",
+        "( ) sync-write latency in /srv",
         "Enter start",
     ] {
         assert!(s.contains(want), "{want} not in\n{s}");
@@ -583,4 +588,27 @@ fn exited_rows_and_the_children_line() {
     assert!(lines[p + 1].contains("105 MB/s"), "{}", lines[p + 1]);
     assert!(s.contains("dd (exited)"), "{s}");
     assert!(s.contains("without root: ↳ = exited threads"), "{s}");
+}
+
+#[test]
+fn results_of_the_capacity_probes() {
+    use iolens::probe::ProbeMsg;
+    use iolens::probe::example_capacity as e;
+    let m = common::model();
+    for (name, r, want) in [
+        ("align", e::align_result(), "sda2 at 32256 B: misaligned"),
+        ("size", e::size_result(), "throughput stops growing at"),
+        ("seek", e::seek_result(), "RPM (revolution"),
+    ] {
+        let mut v = ViewState {
+            theme: Theme::plain(),
+            focus: Pane::Results,
+            ..Default::default()
+        };
+        v.probe.start(r.method.target.clone(), r.method.tests.label().into());
+        v.probe.apply(ProbeMsg::Finished(Box::new(r)));
+        let t = draw(&m, &v, 120, 40);
+        assert!(text(&t).contains(want), "{want} not in\n{}", text(&t));
+        insta::assert_snapshot!(format!("results_{name}_120x40"), t.backend());
+    }
 }

@@ -37,7 +37,18 @@ impl App {
         } else if let Some(busy) = self.probe_busy() {
             self.status(busy, true);
         } else if let Some(dev) = self.view.dev_sel.clone() {
-            self.view.popup = Popup::ProbeMenu(ProbeMenu::new(dev));
+            let mount = self
+                .model
+                .devices
+                .iter()
+                .find(|d| d.name == dev)
+                .and_then(|d| d.info.as_ref())
+                .and_then(|i| i.mounts.first())
+                .map(|m| m.mount_point.clone());
+            self.view.popup = Popup::ProbeMenu(ProbeMenu {
+                sync_dir: mount,
+                ..ProbeMenu::new(dev)
+            });
         } else {
             self.status("no device selected", true);
         }
@@ -70,6 +81,11 @@ impl App {
             KeyCode::Char('z') => m.tests = probe::Tests::Sweep,
             KeyCode::Char('b') => m.tests = probe::Tests::Both,
             KeyCode::Char('p') => m.tests = probe::Tests::QueueDepth,
+            KeyCode::Char('a') => m.tests = probe::Tests::Align,
+            KeyCode::Char('x') => m.tests = probe::Tests::Size,
+            KeyCode::Char('m') => m.tests = probe::Tests::Seek,
+            KeyCode::Char('w') if m.sync_dir.is_some() => m.tests = probe::Tests::SyncWrite,
+            KeyCode::Char('w') => self.status("sync-write latency needs a mounted filesystem on this device", true),
             KeyCode::Char('d') => {
                 m.depth = match m.depth {
                     probe::Depth::Quick => probe::Depth::Thorough,
@@ -93,7 +109,11 @@ impl App {
             self.status(busy, true);
             return None;
         }
-        let mut cfg = ProbeConfig::new(format!("/dev/{}", m.device), m.tests, m.depth);
+        let target = match (&m.sync_dir, m.tests) {
+            (Some(dir), probe::Tests::SyncWrite) => PathBuf::from(dir),
+            _ => PathBuf::from(format!("/dev/{}", m.device)),
+        };
+        let mut cfg = ProbeConfig::new(target, m.tests, m.depth);
         cfg.idle = m.idle;
         cfg.drop_caches = m.drop_cache;
         let target = probe::target::describe_path(&cfg.target);

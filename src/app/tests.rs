@@ -227,6 +227,18 @@ fn probe_starts_refuses_a_second_and_esc_cancels_it() {
     assert!(menu(&a).drop_cache);
     a.on_key(key(KeyCode::Char('p')));
     assert_eq!(menu(&a).tests, probe::Tests::QueueDepth);
+    for (c, want) in [
+        ('a', probe::Tests::Align),
+        ('x', probe::Tests::Size),
+        ('m', probe::Tests::Seek),
+    ] {
+        a.on_key(key(KeyCode::Char(c)));
+        assert_eq!(menu(&a).tests, want);
+    }
+    // Not mounted: no sync-write probe.
+    a.on_key(key(KeyCode::Char('w')));
+    assert_eq!(menu(&a).tests, probe::Tests::Seek);
+    assert!(status(&a).0.contains("mounted"), "{:?}", status(&a));
     a.on_key(key(KeyCode::Char('b')));
     let Some(Command::StartProbe(cfg)) = a.on_key(key(KeyCode::Enter)) else {
         panic!("no probe started")
@@ -738,4 +750,24 @@ fn key_sequences_cgroups_pane() {
     a.view.cg_sel = None;
     press(&mut a, "Enter");
     assert_eq!(status(&a), ("no cgroup selected".into(), true));
+}
+
+#[test]
+fn sync_probe_from_the_menu_writes_in_the_mount_point() {
+    let mut a = app_with_device("loop0");
+    a.on_key(key(KeyCode::Tab));
+    a.on_key(key(KeyCode::Char('t')));
+    let Popup::ProbeMenu(m) = &mut a.view.popup else {
+        panic!("no menu")
+    };
+    m.sync_dir = Some("/srv/db".into());
+    a.on_key(key(KeyCode::Char('w')));
+    assert_eq!(menu(&a).tests, probe::Tests::SyncWrite);
+    let Some(Command::StartProbe(cfg)) = a.on_key(key(KeyCode::Enter)) else {
+        panic!("no probe started")
+    };
+    assert_eq!(
+        *cfg,
+        ProbeConfig::new("/srv/db", probe::Tests::SyncWrite, probe::Depth::Quick)
+    );
 }

@@ -39,6 +39,8 @@ pub mod cmd;
 pub mod engine;
 #[doc(hidden)]
 pub mod example;
+#[doc(hidden)]
+pub mod example_capacity;
 pub mod layout;
 pub mod mechanics;
 pub mod qd;

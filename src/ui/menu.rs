@@ -28,7 +28,13 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState, m: &ProbeMenu, is
         ]
     } else {
         vec![
-            Line::raw(format!(" Read-only probe of /dev/{}", format::escape(&m.device))),
+            match (&m.sync_dir, m.tests) {
+                (Some(d), Tests::SyncWrite) => Line::styled(
+                    format!(" Writes only its own temporary file in {}", format::escape(d)),
+                    t.severity(super::theme::Severity::Warn),
+                ),
+                _ => Line::raw(format!(" Read-only probe of /dev/{}", format::escape(&m.device))),
+            },
             Line::raw(""),
             choice(
                 "r",
@@ -46,6 +52,29 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState, m: &ProbeMenu, is
                     mark(m.tests == Tests::QueueDepth)
                 ),
             ),
+            choice(
+                "a",
+                format!("{} alignment of the partitions (sysfs)", mark(m.tests == Tests::Align)),
+            ),
+            choice(
+                "x",
+                format!("{} request sizes (MB/s at 4 KiB … 4 MiB)", mark(m.tests == Tests::Size)),
+            ),
+            choice(
+                "m",
+                format!("{} seek and rotation (RPM; whole disks)", mark(m.tests == Tests::Seek)),
+            ),
+            match &m.sync_dir {
+                Some(d) => choice(
+                    "w",
+                    format!(
+                        "{} sync-write latency in {} (writes a temp file)",
+                        mark(m.tests == Tests::SyncWrite),
+                        format::escape(d)
+                    ),
+                ),
+                None => Line::styled("     (sync-write latency: not mounted)", t.dim()),
+            },
             choice(
                 "d",
                 format!(

@@ -215,6 +215,9 @@ pub struct ProbeMenu {
     pub drop_cache: bool,
     /// The "affects the whole machine" question is open.
     pub confirm_drop: bool,
+    /// Where the sync-write probe would write its own temporary file: the
+    /// device's first mount point (`None`: not mounted, no sync probe).
+    pub sync_dir: Option<String>,
 }
 
 impl ProbeMenu {
@@ -226,6 +229,7 @@ impl ProbeMenu {
             idle: false,
             drop_cache: false,
             confirm_drop: false,
+            sync_dir: None,
         }
     }
 }
