@@ -9,6 +9,10 @@ use iolens::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = iolens::collect::check_root(&cli.root) {
+        eprintln!("iolens: {e}");
+        return ExitCode::from(2);
+    }
     if cli.cleanup {
         return iolens::collect::trace::instance::cleanup_command();
     }

@@ -81,7 +81,9 @@ pub fn parse_line(line: &[u8]) -> Option<DiskStat> {
     let major = u32::try_from(super::parse_u64(fields.next()?)?).ok()?;
     let minor = u32::try_from(super::parse_u64(fields.next()?)?).ok()?;
     let name = fields.next()?;
-    if name.iter().any(|&c| c < 0x21 || c == 0x7f) {
+    // The name becomes a path component (/sys/block/<name>): never a
+    // slash, "." or ".." (a captured tree could name a device "../../etc").
+    if name.iter().any(|&c| c < 0x21 || c == 0x7f || c == b'/') || name == b"." || name == b".." {
         return None;
     }
     let name = std::str::from_utf8(name).ok()?.to_string();
@@ -167,6 +169,14 @@ mod tests {
         let d = parse_line(b"8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15").unwrap();
         assert!(d.discard.is_some());
         assert_eq!(d.flush, None);
+    }
+
+    #[test]
+    fn names_that_are_not_one_path_component_are_skipped() {
+        for name in ["../../etc", "..", ".", "a/b"] {
+            let p = parse(format!("8 0 {name} 1 2 3 4 5 6 7 8 9 10 11\n").as_bytes());
+            assert!(p.disks.is_empty() && p.skipped.len() == 1, "{name}");
+        }
     }
 
     #[test]

@@ -48,7 +48,18 @@ impl std::fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// Reads files under a root directory into one reused buffer.
+/// No file is read beyond this many bytes (a `/proc/diskstats` with
+/// 50,000 devices is ~7 MB); what is cut off is not seen.
+pub const READ_CAP: usize = 64 << 20;
+
+/// Reads files under a root directory into one reused buffer, never more
+/// than [`READ_CAP`] bytes of one file.
+///
+/// Under a captured tree (a root other than "/") every file is opened
+/// with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` relative to the
+/// root and `O_NONBLOCK`, and only regular files are read: a symlink (to
+/// `/dev/zero`, or out of the tree), a FIFO or a device in the tree is an
+/// error, never a hang or an endless read.
 #[derive(Debug)]
 pub struct Reader {
     root: PathBuf,
@@ -56,6 +67,8 @@ pub struct Reader {
     /// `<root>/proc`, opened on first use, so per-process files are opened
     /// with `openat` relative to it (no path building, a shorter lookup).
     proc_dir: Option<OwnedFd>,
+    /// The root directory of a captured tree, opened on first use.
+    root_dir: Option<OwnedFd>,
 }
 
 impl Reader {
@@ -64,6 +77,7 @@ impl Reader {
             root: root.into(),
             buf: Vec::with_capacity(64 * 1024),
             proc_dir: None,
+            root_dir: None,
         }
     }
 
@@ -86,14 +100,48 @@ impl Reader {
     /// calls as possible (one, when it fits the buffer) into a buffer that is
     /// reused between calls, so a steady-state sample allocates nothing here.
     pub fn read(&mut self, rel: impl AsRef<Path>) -> Result<&[u8], ReadError> {
-        let path = self.path(rel);
-        self.read_abs(&path).map_err(|error| ReadError { path, error })?;
+        self.read_capped(rel, READ_CAP)
+    }
+
+    /// [`Reader::read`] of at most `cap` bytes: a longer file is cut.
+    pub fn read_capped(&mut self, rel: impl AsRef<Path>, cap: usize) -> Result<&[u8], ReadError> {
+        let rel = rel.as_ref();
+        let res = self
+            .open(rel)
+            .and_then(|f| read_fd(f.as_fd(), &mut self.buf, false, false, cap));
+        res.map_err(|error| ReadError {
+            path: self.path(rel),
+            error,
+        })?;
         Ok(&self.buf)
     }
 
-    fn read_abs(&mut self, path: &Path) -> io::Result<()> {
-        let f = File::open(path)?;
-        read_fd(f.as_fd(), &mut self.buf, false, false)
+    /// Open a file under the root for reading (see the type's doc for
+    /// captured trees).
+    fn open(&mut self, rel: &Path) -> io::Result<OwnedFd> {
+        if self.is_live() {
+            return File::open(self.path(rel)).map(OwnedFd::from);
+        }
+        let root = match &self.root_dir {
+            Some(fd) => fd,
+            None => self.root_dir.insert(OwnedFd::from(File::open(&self.root)?)),
+        };
+        let rel = rel.strip_prefix("/").unwrap_or(rel);
+        let fd = rustix::fs::openat2(
+            root,
+            rel,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+            rustix::fs::ResolveFlags::BENEATH | rustix::fs::ResolveFlags::NO_SYMLINKS,
+        )?;
+        let st = rustix::fs::fstat(&fd)?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a regular file (captured trees hold regular files only)",
+            ));
+        }
+        Ok(fd)
     }
 
     /// Read a file under the root that must not be larger than `limit`
@@ -101,10 +149,11 @@ impl Reader {
     /// cgroup's process list or a container's config): a larger file is an
     /// error naming it, not an unbounded allocation.
     pub fn read_limited(&mut self, rel: impl AsRef<Path>, limit: usize) -> Result<&[u8], ReadError> {
+        let rel = rel.as_ref();
         let path = self.path(rel);
-        let res = File::open(&path).and_then(|f| {
+        let res = self.open(rel).and_then(|fd| {
             self.buf.clear();
-            let n = f.take(limit as u64 + 1).read_to_end(&mut self.buf)?;
+            let n = File::from(fd).take(limit as u64 + 1).read_to_end(&mut self.buf)?;
             if n > limit {
                 return Err(io::Error::other(format!("larger than {limit} bytes")));
             }
@@ -122,7 +171,7 @@ impl Reader {
     pub fn read_pid_file(&mut self, pid: i32, file: &str) -> Result<&[u8], ReadError> {
         let res = self
             .open_pid_file(pid, file)
-            .and_then(|fd| read_fd(fd.as_fd(), &mut self.buf, true, false));
+            .and_then(|fd| read_fd(fd.as_fd(), &mut self.buf, true, false, READ_CAP));
         res.map_err(|error| ReadError {
             path: self.path(format!("/proc/{pid}/{file}")),
             error,
@@ -133,6 +182,9 @@ impl Reader {
     /// Open `/proc/<pid>/<file>` under the root (see [`Reader::read_pid_file`]),
     /// to keep it open and read it again with [`Reader::reread`].
     pub fn open_pid_file(&mut self, pid: i32, file: &str) -> io::Result<OwnedFd> {
+        if !self.is_live() {
+            return self.open(Path::new(&format!("/proc/{pid}/{file}")));
+        }
         let dir: &OwnedFd = match self.proc_dir {
             Some(ref fd) => fd,
             None => {
@@ -161,7 +213,7 @@ impl Reader {
     /// descriptor saves the open and close of every sample. A file of a
     /// process that has ended fails with ESRCH, even if its pid was reused.
     pub fn reread(&mut self, fd: &OwnedFd) -> io::Result<&[u8]> {
-        read_fd(fd.as_fd(), &mut self.buf, true, true)?;
+        read_fd(fd.as_fd(), &mut self.buf, true, true, READ_CAP)?;
         Ok(&self.buf)
     }
 
@@ -183,11 +235,28 @@ impl Reader {
     }
 }
 
+/// Check a `--root` at once: a missing root, or one without a `proc`
+/// directory, is an error that says so (instead of reports with nothing).
+pub fn check_root(root: &Path) -> Result<(), String> {
+    if root == Path::new("/") {
+        return Ok(());
+    }
+    let shown = root.display();
+    match std::fs::metadata(root) {
+        Err(e) => Err(format!("--root {shown}: {e}")),
+        Ok(m) if !m.is_dir() => Err(format!("--root {shown}: not a directory")),
+        Ok(_) if !root.join("proc").is_dir() => Err(format!(
+            "--root {shown}: no proc/ directory in it, so not a captured tree (tests/fixtures/capture.sh DIR captures one)"
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// Read everything from `f` into `buf` (cleared first), growing it only when
 /// the file does not fit.
 pub fn read_into(f: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
-    f.read_to_end(buf).map(drop)
+    f.take(READ_CAP as u64).read_to_end(buf).map(drop)
 }
 
 /// Read everything from `fd` into `buf` (cleared first) with `read(2)`
@@ -197,15 +266,20 @@ pub fn read_into(f: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
 /// procfs files generated as one record (seq_file `single_open`), wrong for
 /// multi-record files such as /proc/diskstats, whose reads stop at a record
 /// boundary before the buffer is full. With `from_start`, reads with
-/// `pread` from offset 0 whatever the file position.
-fn read_fd(fd: BorrowedFd<'_>, buf: &mut Vec<u8>, one_shot: bool, from_start: bool) -> io::Result<()> {
+/// `pread` from offset 0 whatever the file position. Stops after `cap`
+/// bytes: the rest of a longer file is not read.
+fn read_fd(fd: BorrowedFd<'_>, buf: &mut Vec<u8>, one_shot: bool, from_start: bool, cap: usize) -> io::Result<()> {
     buf.clear();
     if buf.capacity() < 4096 {
         buf.reserve(4096);
     }
     loop {
+        if buf.len() >= cap {
+            buf.truncate(cap);
+            return Ok(());
+        }
         if buf.len() == buf.capacity() {
-            buf.reserve(buf.len());
+            buf.reserve_exact(buf.len().min(cap - buf.len()));
         }
         let asked = buf.capacity() - buf.len();
         let offset = buf.len() as u64;
@@ -330,6 +404,61 @@ mod tests {
         assert_eq!(parse_u64(b""), None);
         assert_eq!(parse_i64(b"-20"), Some(-20));
         assert_eq!(parse_i64(b"7"), Some(7));
+    }
+
+    #[test]
+    fn missing_or_empty_roots_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = check_root(&dir.path().join("nonexistent")).unwrap_err();
+        assert!(e.contains("No such file"), "{e}");
+        let e = check_root(dir.path()).unwrap_err();
+        assert!(e.contains("no proc/"), "{e}");
+        std::fs::create_dir(dir.path().join("proc")).unwrap();
+        assert_eq!(check_root(dir.path()), Ok(()));
+        assert_eq!(check_root(Path::new("/")), Ok(()));
+    }
+
+    #[test]
+    fn captured_trees_read_regular_files_only_and_never_leave_the_root() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let proc = dir.path().join("proc");
+        std::fs::create_dir_all(proc.join("1")).unwrap();
+        std::fs::write(dir.path().join("secret"), "s").unwrap();
+        symlink("/dev/zero", proc.join("meminfo")).unwrap();
+        symlink("../secret", proc.join("stat")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            proc.join("diskstats").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        std::fs::write(proc.join("1/stat"), "ok").unwrap();
+        symlink("/proc/self/io", proc.join("1/io")).unwrap();
+        let mut r = Reader::new(dir.path());
+        // A FIFO: an error at once (O_NONBLOCK, then not a regular file).
+        let t = std::time::Instant::now();
+        let e = r.read("/proc/diskstats").unwrap_err();
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        // Symlinks, to /dev/zero or out of the tree: refused.
+        assert!(r.read("/proc/meminfo").is_err());
+        assert!(r.read("/proc/stat").is_err());
+        assert!(r.read("/proc/../../../../etc/passwd").is_err());
+        assert!(r.read_pid_file(1, "io").is_err());
+        assert_eq!(r.read_pid_file(1, "stat").unwrap(), b"ok");
+    }
+
+    #[test]
+    fn reads_are_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(dir.path().join("proc/big"), vec![b'x'; 10_000]).unwrap();
+        let mut r = Reader::new(dir.path());
+        assert_eq!(r.read_capped("/proc/big", 4097).unwrap().len(), 4097);
+        assert_eq!(r.read("/proc/big").unwrap().len(), 10_000);
     }
 
     #[test]

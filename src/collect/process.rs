@@ -423,7 +423,10 @@ impl ProcReader {
             }
             _ => {
                 let dir = format!("/proc/{pid}");
-                let cmdline = r.read(format!("{dir}/cmdline")).map(cmdline_text).unwrap_or_default();
+                let cmdline = r
+                    .read_capped(format!("{dir}/cmdline"), CMDLINE_CAP + 1)
+                    .map(cmdline_text)
+                    .unwrap_or_default();
                 let uid = {
                     use std::os::unix::fs::MetadataExt;
                     std::fs::metadata(r.path(&dir)).ok().map(|m| m.uid())
@@ -517,10 +520,28 @@ impl ProcReader {
     }
 }
 
-/// `/proc/<pid>/cmdline`: NUL-separated arguments, joined with spaces.
+/// Command lines are read up to this many bytes: an unprivileged process
+/// can have one of several MB, which would otherwise be read, kept and
+/// copied every sample. A longer one ends in [`CMDLINE_CUT`].
+pub const CMDLINE_CAP: usize = 4096;
+
+/// The mark at the end of a command line cut at [`CMDLINE_CAP`].
+pub const CMDLINE_CUT: &str = " …[cut at 4 KiB]";
+
+/// `/proc/<pid>/cmdline`: NUL-separated arguments, joined with spaces; cut
+/// at [`CMDLINE_CAP`] bytes with a mark (read with one byte more, to know).
 fn cmdline_text(b: &[u8]) -> String {
-    let b = b.strip_suffix(b"\0").unwrap_or(b);
-    String::from_utf8_lossy(b).replace('\0', " ")
+    let cut = b.len() > CMDLINE_CAP;
+    let b = if cut {
+        &b[..CMDLINE_CAP]
+    } else {
+        b.strip_suffix(b"\0").unwrap_or(b)
+    };
+    let mut s = String::from_utf8_lossy(b).replace('\0', " ");
+    if cut {
+        s.push_str(CMDLINE_CUT);
+    }
+    s
 }
 
 #[cfg(test)]
@@ -531,6 +552,19 @@ mod tests {
 
     fn fixture(name: &str) -> Vec<u8> {
         std::fs::read(format!("{FIX}/{name}")).unwrap()
+    }
+
+    #[test]
+    fn long_command_lines_are_cut_with_a_mark() {
+        assert_eq!(cmdline_text(b"dd\0if=x\0"), "dd if=x");
+        let long = vec![b'a'; CMDLINE_CAP + 1];
+        let t = cmdline_text(&long);
+        assert!(t.ends_with(CMDLINE_CUT));
+        assert_eq!(t.len(), CMDLINE_CAP + CMDLINE_CUT.len());
+        // Cut inside a multi-byte character: replaced, never a panic.
+        let mut multi = vec![b'a'; CMDLINE_CAP - 1];
+        multi.extend_from_slice("é".as_bytes());
+        assert!(cmdline_text(&multi).ends_with(CMDLINE_CUT));
     }
 
     #[test]

@@ -2,14 +2,15 @@
 //! iostat's avg-cpu line), I/O pressure from `/proc/pressure/io`, and Dirty /
 //! Writeback from `/proc/meminfo`.
 //!
-//! `/proc/stat` and `/proc/meminfo` are parsed by the procfs crate (correct
-//! and cheap for these). `/proc/pressure/io` has its own parser because the
-//! procfs one panics on a line cut short.
+//! All three have small parsers of their own, over bytes: the procfs crate's
+//! panic on odd input (its meminfo slices inside a multi-byte character, its
+//! PSI parser on a line cut short) and call a malformed file a bug to
+//! report. A malformed file here is an error naming it, a malformed line is
+//! skipped.
 
-use procfs::{ExplicitSystemInfo, FromBufRead, FromBufReadSI, KernelStats, Meminfo};
 use serde::Serialize;
 
-use super::Reader;
+use super::{Reader, parse_u64};
 
 /// Aggregate CPU time in clock ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -33,27 +34,41 @@ impl CpuTimes {
     }
 }
 
+/// Parse `/proc/stat`: the aggregate "cpu " line (user, nice, system and
+/// idle required; iowait, irq, softirq, steal 0 where a kernel lacks them)
+/// and `procs_blocked`.
 pub fn parse_cpu(buf: &[u8]) -> Result<CpuTimes, String> {
-    // Clock ticks are returned raw, so the system info only has to exist.
-    let si = ExplicitSystemInfo {
-        boot_time_secs: 0,
-        ticks_per_second: 100,
-        page_size: 4096,
-        is_little_endian: cfg!(target_endian = "little"),
-    };
-    let ks = <KernelStats as FromBufReadSI>::from_buf_read(buf, &si).map_err(|e| e.to_string())?;
-    let t = ks.total;
-    Ok(CpuTimes {
-        user: t.user,
-        nice: t.nice,
-        system: t.system,
-        idle: t.idle,
-        iowait: t.iowait.unwrap_or(0),
-        irq: t.irq.unwrap_or(0),
-        softirq: t.softirq.unwrap_or(0),
-        steal: t.steal.unwrap_or(0),
-        procs_blocked: ks.procs_blocked,
-    })
+    let mut cpu = None;
+    let mut blocked = None;
+    for line in buf.split(|&c| c == b'\n') {
+        let mut f = line.split(|c| c.is_ascii_whitespace()).filter(|f| !f.is_empty());
+        match f.next() {
+            Some(b"cpu") => {
+                let v: Vec<Option<u64>> = f.take(8).map(parse_u64).collect();
+                let get = |i: usize| v.get(i).copied().flatten();
+                let (Some(user), Some(nice), Some(system), Some(idle)) = (get(0), get(1), get(2), get(3)) else {
+                    return Err("the cpu line has fewer than 4 numbers".into());
+                };
+                let opt = |i: usize| get(i).unwrap_or(0);
+                cpu = Some(CpuTimes {
+                    user,
+                    nice,
+                    system,
+                    idle,
+                    iowait: opt(4),
+                    irq: opt(5),
+                    softirq: opt(6),
+                    steal: opt(7),
+                    procs_blocked: None,
+                });
+            }
+            Some(b"procs_blocked") => blocked = f.next().and_then(parse_u64).and_then(|v| u32::try_from(v).ok()),
+            _ => {}
+        }
+    }
+    let mut cpu = cpu.ok_or("no cpu line")?;
+    cpu.procs_blocked = blocked;
+    Ok(cpu)
 }
 
 /// One line of a PSI file.
@@ -88,7 +103,10 @@ fn parse_psi_line(rest: &[u8]) -> Option<PsiLine> {
             _ => {}
         }
     }
-    (seen == 15).then_some(l)
+    // A share of time is 0..=100: anything else (NaN, inf, a 309-digit
+    // number in a captured file) is not a measurement.
+    let sane = |v: f64| v.is_finite() && (0.0..=100.0).contains(&v);
+    (seen == 15 && sane(l.avg10) && sane(l.avg60) && sane(l.avg300)).then_some(l)
 }
 
 pub fn parse_pressure(buf: &[u8]) -> Pressure {
@@ -111,13 +129,40 @@ pub struct MemDirty {
     pub total_bytes: u64,
 }
 
+/// Parse `/proc/meminfo` ("Dirty:   1234 kB"): MemTotal, Dirty and
+/// Writeback are required. Values in kB are turned into bytes.
 pub fn parse_meminfo(buf: &[u8]) -> Result<MemDirty, String> {
-    let m = <Meminfo as FromBufRead>::from_buf_read(buf).map_err(|e| e.to_string())?;
-    Ok(MemDirty {
-        dirty_bytes: m.dirty,
-        writeback_bytes: m.writeback,
-        total_bytes: m.mem_total,
-    })
+    let (mut total, mut dirty, mut wb) = (None, None, None);
+    for line in buf.split(|&c| c == b'\n') {
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
+            continue;
+        };
+        let mut f = line[colon + 1..]
+            .split(|c| c.is_ascii_whitespace())
+            .filter(|f| !f.is_empty());
+        let Some(v) = f.next().and_then(parse_u64) else {
+            continue;
+        };
+        let v = match f.next() {
+            Some(b"kB") => v.checked_mul(1024),
+            None => Some(v),
+            Some(_) => None,
+        };
+        match &line[..colon] {
+            b"MemTotal" => total = v,
+            b"Dirty" => dirty = v,
+            b"Writeback" => wb = v,
+            _ => {}
+        }
+    }
+    match (total, dirty, wb) {
+        (Some(total_bytes), Some(dirty_bytes), Some(writeback_bytes)) => Ok(MemDirty {
+            dirty_bytes,
+            writeback_bytes,
+            total_bytes,
+        }),
+        _ => Err("MemTotal, Dirty or Writeback missing or malformed".into()),
+    }
 }
 
 /// Read all three. A missing file is `None` without complaint (PSI is absent
@@ -162,6 +207,30 @@ mod tests {
         assert_eq!(p.some.unwrap().avg10, 0.29);
         assert_eq!(p.full, None);
         assert_eq!(parse_pressure(b"some avg10=x"), Pressure::default());
+    }
+
+    #[test]
+    fn odd_input_is_an_error_or_n_a_never_a_panic() {
+        // Multi-byte characters where procfs's meminfo sliced inside one.
+        assert!(parse_meminfo("Dirtyé: 12 kB\nMemTotal: 10 kB\n".as_bytes()).is_err());
+        let m =
+            parse_meminfo("MemTotal: 10 kB\nDirty: 2 kB\nWriteback: 0 kB\nÜber: 1 kB\nHugepagesize: x\n".as_bytes());
+        assert_eq!(
+            m,
+            Ok(MemDirty {
+                dirty_bytes: 2048,
+                writeback_bytes: 0,
+                total_bytes: 10240
+            })
+        );
+        assert!(parse_cpu(b"cpu 1 2\n").is_err());
+        assert!(parse_cpu(b"intr 5\n").is_err());
+        let c = parse_cpu(b"cpu  1 2 3 4\nprocs_blocked 99999999999\n").unwrap();
+        assert_eq!((c.idle, c.iowait, c.procs_blocked), (4, 0, None));
+        for bad in ["NaN", "inf", "-1.0", "1e309", "100.5"] {
+            let text = format!("some avg10={bad} avg60=0.1 avg300=0.1 total=5\n");
+            assert_eq!(parse_pressure(text.as_bytes()).some, None, "{bad}");
+        }
     }
 
     #[test]

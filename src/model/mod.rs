@@ -17,11 +17,12 @@ pub mod totals;
 pub mod trace;
 pub mod worker;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
 use crate::collect::RawSample;
+use crate::collect::diskstats::DiskStat;
 use crate::collect::process::RawProc;
 use crate::collect::sample::HostInfo;
 use crate::collect::sysblock::DeviceInfo;
@@ -364,12 +365,19 @@ impl Model {
 
     fn update_devices(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
         let mut rows = Vec::with_capacity(cur.disks.len());
+        // Looked up by name through hash maps: linear searches per device
+        // made a sample quadratic in the number of devices.
+        let infos: HashMap<&str, &DeviceInfo> = cur.devices.iter().map(|i| (i.name.as_str(), i)).collect();
+        let old_disks: HashMap<&str, &DiskStat> = prev
+            .map(|p| p.disks.iter().map(|o| (o.name.as_str(), o)).collect())
+            .unwrap_or_default();
+        let old_infos: HashMap<&str, &DeviceInfo> = prev
+            .map(|p| p.devices.iter().map(|i| (i.name.as_str(), i)).collect())
+            .unwrap_or_default();
         for d in &cur.disks {
-            let info = cur.devices.iter().find(|i| i.name == d.name).cloned();
-            let old = prev.and_then(|p| p.disks.iter().find(|o| o.name == d.name));
-            let old_seq = prev
-                .and_then(|p| p.devices.iter().find(|i| i.name == d.name))
-                .and_then(|i| i.diskseq);
+            let info = infos.get(d.name.as_str()).map(|i| (*i).clone());
+            let old = old_disks.get(d.name.as_str()).copied();
+            let old_seq = old_infos.get(d.name.as_str()).and_then(|i| i.diskseq);
             let new_seq = info.as_ref().and_then(|i| i.diskseq);
             let (rates, rebaseline) = match (old, dt_s) {
                 (Some(_), _) if old_seq.is_some() && new_seq.is_some() && old_seq != new_seq => {
@@ -399,8 +407,8 @@ impl Model {
             });
         }
         // Devices that vanished lose their history.
-        self.histories
-            .retain(|name, _| cur.disks.iter().any(|d| &d.name == name));
+        let names: HashSet<&str> = cur.disks.iter().map(|d| d.name.as_str()).collect();
+        self.histories.retain(|name, _| names.contains(name.as_str()));
         let counted: Vec<&DiskRates> = rows
             .iter()
             .filter(|r| r.info.as_ref().is_some_and(DeviceInfo::counts_in_total))

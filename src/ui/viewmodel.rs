@@ -6,6 +6,7 @@
 //! over it; panes only read it.
 
 use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
 
 use super::{ProcCol, ViewState};
 use crate::format;
@@ -114,17 +115,26 @@ fn idle(r: &DeviceRow) -> bool {
 pub fn device_items(model: &Model, view: &ViewState) -> Vec<DevItem> {
     let devs = &model.devices;
     let mut out = Vec::new();
+    // Partitions by their disk's name, hashed: no search per device (a
+    // tree with 10,000 devices would make that quadratic).
+    let names: HashSet<&str> = devs.iter().map(|d| d.name.as_str()).collect();
+    let mut parts_of: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, d) in devs.iter().enumerate() {
+        if let Some(parent) = parent_of(d).filter(|_| is_partition(d)) {
+            parts_of.entry(parent).or_default().push(i);
+        }
+    }
     let mut tops: Vec<usize> = (0..devs.len())
         .filter(|&i| !devs[i].has_no_media())
-        .filter(|&i| !is_partition(&devs[i]) || !devs.iter().any(|d| Some(d.name.as_str()) == parent_of(&devs[i])))
+        .filter(|&i| !is_partition(&devs[i]) || !parent_of(&devs[i]).is_some_and(|p| names.contains(p)))
         .collect();
     tops.sort_by(|&a, &b| devs[a].name.cmp(&devs[b].name));
     for top in tops {
         let name = devs[top].name.as_str();
-        let parts: Vec<usize> = (0..devs.len())
-            .filter(|&p| is_partition(&devs[p]) && parent_of(&devs[p]) == Some(name))
-            .filter(|&p| !(view.hide_idle && idle(&devs[p])))
-            .collect();
+        let parts: Vec<usize> = parts_of
+            .get(name)
+            .map(|v| v.iter().copied().filter(|&p| !(view.hide_idle && idle(&devs[p]))).collect())
+            .unwrap_or_default();
         let folded = view.folded.contains(name);
         if view.hide_idle && idle(&devs[top]) && parts.is_empty() {
             continue;
