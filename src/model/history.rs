@@ -9,10 +9,13 @@ pub struct Ring {
 }
 
 impl Ring {
+    /// A ring of up to `cap` values; memory grows with the values pushed,
+    /// not reserved up front (10,000 devices × 5 rings × 600 values would
+    /// be 240 MB before any history exists).
     pub fn new(cap: usize) -> Self {
         Ring {
             cap,
-            values: VecDeque::with_capacity(cap),
+            values: VecDeque::new(),
         }
     }
 
