@@ -58,4 +58,4 @@ for pid in range(1000, 1000 + procs):
 PY
 echo "tree: $devs devices, $procs processes, $cgroups cgroups"
 /usr/bin/time -f "peak RSS: %M KiB" "$IOLENS_BIN" --root "$tmp" bench-sample --samples "$samples" --cgroups
-/usr/bin/time -f "batch, 2 reports: peak RSS %M KiB, %e s" "$IOLENS_BIN" --root "$tmp" --batch --interval 1 --count 2 >/dev/null
+/usr/bin/time -f "batch, 2 reports: peak RSS %M KiB, %e s" "$IOLENS_BIN" --root "$tmp" --batch --interval 5 --count 2 >/dev/null

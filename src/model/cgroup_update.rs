@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use super::{Model, cgroup};
 use crate::collect::RawSample;
+use crate::collect::cgroup::parse::DevId;
 use crate::collect::sysblock::DeviceInfo;
 use crate::model::process::ProcRates;
 
@@ -26,20 +27,18 @@ impl Model {
             self.cgroups = None;
             return;
         };
-        let devices: Vec<cgroup::DevName> = cur
+        let infos: HashMap<&str, &DeviceInfo> = cur.devices.iter().map(|i| (i.name.as_str(), i)).collect();
+        let devices: HashMap<DevId, cgroup::DevName> = cur
             .disks
             .iter()
-            .map(|d| cgroup::DevName {
-                dev: crate::collect::cgroup::parse::DevId {
+            .map(|d| {
+                let dev = DevId {
                     major: d.major,
                     minor: d.minor,
-                },
-                name: d.name.clone(),
-                in_total: cur
-                    .devices
-                    .iter()
-                    .find(|i| i.name == d.name)
-                    .is_some_and(DeviceInfo::counts_in_total),
+                };
+                let in_total = infos.get(d.name.as_str()).is_some_and(|i| i.counts_in_total());
+                let name = d.name.clone();
+                (dev, cgroup::DevName { dev, name, in_total })
             })
             .collect();
         // Kernel workers (a loop device's backing I/O) do I/O for others:

@@ -133,7 +133,12 @@ pub fn device_items(model: &Model, view: &ViewState) -> Vec<DevItem> {
         let name = devs[top].name.as_str();
         let parts: Vec<usize> = parts_of
             .get(name)
-            .map(|v| v.iter().copied().filter(|&p| !(view.hide_idle && idle(&devs[p]))).collect())
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|&p| !(view.hide_idle && idle(&devs[p])))
+                    .collect()
+            })
             .unwrap_or_default();
         let folded = view.folded.contains(name);
         if view.hide_idle && idle(&devs[top]) && parts.is_empty() {
