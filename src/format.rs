@@ -127,6 +127,31 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// One JSON value on one line, with the characters JSON leaves raw but a
+/// terminal acts on escaped too: DEL and the C1 controls (U+007F..U+009F,
+/// e.g. U+009B, a one-character CSI) become `\u007f`..`\u009f`. (C0
+/// controls are escaped by JSON itself.) Outside strings JSON has none of
+/// these characters, so the result is the same value.
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
+    Ok(escape_json_controls(serde_json::to_string(v)?))
+}
+
+/// The DEL and C1 part of [`json`], on serialised JSON text.
+pub fn escape_json_controls(text: String) -> String {
+    if !text.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Escape raw bytes (file names need not be UTF-8): invalid UTF-8 bytes are
 /// shown as `\xNN` too.
 pub fn escape_bytes(b: &[u8]) -> String {
@@ -168,6 +193,24 @@ pub fn wall_time_in(unix_ns: u64, tz: &jiff::tz::TimeZone, seconds: bool) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_escapes_del_and_c1_controls_once() {
+        let name = "a\u{1b}[31m\u{7f}\u{80}\u{9b}2J\u{9f}\u{a0}é\\x1b";
+        let text = json(&serde_json::json!({ "comm": name })).unwrap();
+        // U+00A0 (no-break space) is not a control: kept as is.
+        assert_eq!(
+            text,
+            format!(
+                r#"{{"comm":"a\u001b[31m\u007f\u0080\u009b2J\u009f{}é\\x1b"}}"#,
+                '\u{a0}'
+            )
+        );
+        // Nothing a terminal acts on is left, and the value reads back the same.
+        assert!(!text.chars().any(|c| c.is_control()));
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["comm"], name);
+    }
 
     #[test]
     fn decimal_and_binary_units() {

@@ -83,6 +83,7 @@ pub mod format;
 pub mod model;
 pub mod probe;
 pub mod progress;
+pub mod stop;
 pub mod sys;
 pub mod tracer;
 pub mod ui;

@@ -29,11 +29,12 @@ fn main() -> ExitCode {
             }
         }
     };
-    match result {
+    // Ends by the terminating signal that stopped the run, if one did.
+    iolens::stop::finish(match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("iolens: {e:#}");
             ExitCode::from(2)
         }
-    }
+    })
 }

@@ -134,6 +134,9 @@ impl Pass {
 pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
     let every = interval(cli.interval)?;
     let mut pass = Pass::new(cli, args);
+    // A terminating signal ends the run between passes; one that comes
+    // while a read is stuck in the kernel is answered after a second.
+    crate::stop::catch(true);
     if let Some(n) = args.bench {
         return match bench(&mut pass, every, n) {
             // `iolens progress --bench 5 | head -1`
@@ -165,7 +168,9 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
     let mut shown = false;
     let stdout = std::io::stdout();
     for k in 1u32.. {
-        std::thread::sleep((start + every * k).saturating_duration_since(Instant::now()));
+        if crate::stop::sleep((start + every * k).saturating_duration_since(Instant::now())) {
+            break;
+        }
         let (snap, _) = pass.run()?;
         let jobs = &pass.tracker.jobs;
         shown |= !jobs.is_empty();
@@ -180,7 +185,7 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
                         m.insert("time".into(), time.clone().into());
                         m.insert("unix_ns".into(), wall.into());
                     }
-                    v.to_string()
+                    format::escape_json_controls(v.to_string())
                 })
                 .fold(String::new(), |s, l| s + &l + "\n")
         } else {
@@ -207,7 +212,7 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
             break;
         }
     }
-    if !shown && !args.json {
+    if !shown && !args.json && !crate::stop::requested() {
         eprintln!("iolens: no transfers found{}", hint(&pass.scanner.watch));
     }
     Ok(if shown { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -284,7 +289,9 @@ fn bench(pass: &mut Pass, every: Duration, samples: u32) -> anyhow::Result<ExitC
     let start = Instant::now();
     let (mut list, mut scan, mut scanned, mut n) = (0u64, 0u64, 0usize, 0u64);
     for k in 1..=samples {
-        std::thread::sleep((start + every * k).saturating_duration_since(Instant::now()));
+        if crate::stop::sleep((start + every * k).saturating_duration_since(Instant::now())) {
+            break;
+        }
         let (_, c) = pass.run()?;
         if k <= 2 {
             writeln!(out, "pass {}:        {}", k + 1, line(&c))?;

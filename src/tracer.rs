@@ -2,7 +2,6 @@
 //! model [`Tracker`] behind a mutex; each sample takes the interval from it.
 //! Where tracing cannot run, the reason is kept for the views.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::collect::trace::block::BlockEvent;
@@ -88,38 +87,4 @@ impl Drop for Tracing {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// True once SIGINT, SIGTERM or SIGHUP arrived (after [`catch_signals`]).
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::Relaxed)
-}
-
-/// Catch SIGINT, SIGTERM and SIGHUP on a small thread so that a batch run
-/// can end through its normal path (removing the tracefs instance) instead
-/// of dying at once. Only used while tracing.
-pub fn catch_signals() {
-    let _ = std::thread::Builder::new().name("iolens-signals".into()).spawn(|| {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-            return;
-        };
-        rt.block_on(async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut i), Ok(mut t), Ok(mut h)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-                signal(SignalKind::hangup()),
-            ) else {
-                return;
-            };
-            tokio::select! {
-                _ = i.recv() => {}
-                _ = t.recv() => {}
-                _ = h.recv() => {}
-            }
-            STOP.store(true, Ordering::Relaxed);
-        });
-    });
 }

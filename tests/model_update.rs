@@ -508,3 +508,51 @@ fn trace_interval_applied_to_the_model() {
         ]
     );
 }
+
+#[test]
+fn a_sector_jump_no_request_count_allows_rebaselines_with_its_reason() {
+    let mut m = model();
+    m.update(sample(10, &[("8 0 sda 1000 0 8000 100 0 0 0 0 0 100 100", None)]));
+    // One more read, 2^50 more sectors in 1 s: 576 PB/s. max_sectors_kb
+    // 1280 allows (1 + 0 + 0 + 1) × 2560 = 5120 sectors.
+    m.update(sample(
+        11,
+        &[("8 0 sda 1001 0 1125899906850624 101 0 0 0 0 0 101 101", None)],
+    ));
+    let r = row(&m, "sda");
+    assert_eq!(r.rates, None);
+    assert_eq!(r.rebaseline, Some(Rebaseline::SectorsBeyondRequests));
+    assert_eq!(
+        Rebaseline::SectorsBeyondRequests.text(),
+        "more sectors than the requests can carry"
+    );
+    // The next interval is measured from the new baseline: 10 reads of
+    // 256 sectors in 1 s.
+    m.update(sample(
+        12,
+        &[("8 0 sda 1011 0 1125899906853184 111 0 0 0 0 0 111 111", None)],
+    ));
+    let r = row(&m, "sda").rates.as_ref().unwrap();
+    assert_eq!(r.read.ios_per_s, 10.0);
+    assert_eq!(r.read.bytes_per_s, 2560.0 * 512.0);
+}
+
+#[test]
+fn a_process_counter_jump_beyond_100_tb_s_is_na_with_a_note() {
+    let mut m = model();
+    m.update(proc_sample(1, vec![proc(500, 1000, 1_000, 0, 1)]));
+    // rchar + 1.8e19 in 1 s (a mutated capture showed 3e19 B/s).
+    m.update(proc_sample(2, vec![proc(500, 1000, 18_000_000_000_000_001_000, 0, 2)]));
+    assert_eq!(m.procs[0].rates, None);
+    assert!(
+        m.errors
+            .iter()
+            .any(|e| e == "pid 500 (tar): /proc/500/io jumped beyond 100 TB/s in 1.00 s: re-baselined"),
+        "{:?}",
+        m.errors
+    );
+    // 10 GB/s (reading /dev/zero) is real.
+    m.update(proc_sample(3, vec![proc(500, 1000, 18_000_000_010_000_001_000, 0, 3)]));
+    assert_eq!(m.procs[0].rates.unwrap().rchar_bps, 1e10);
+    assert!(m.errors.is_empty(), "{:?}", m.errors);
+}

@@ -49,7 +49,7 @@ pub enum Msg {
     Resize,
     /// The terminal went away (SIGHUP, read error, end of input).
     TermGone(String),
-    /// SIGTERM / SIGINT / SIGQUIT.
+    /// SIGTERM / SIGINT / SIGQUIT / SIGUSR1 / SIGUSR2.
     Terminate(&'static str),
 }
 
@@ -135,6 +135,8 @@ impl App {
             Msg::Terminate(sig) => Some(Command::Exit(match sig {
                 "SIGINT" => 130,
                 "SIGQUIT" => 131,
+                "SIGUSR1" => 138,
+                "SIGUSR2" => 140,
                 _ => 143,
             })),
         }

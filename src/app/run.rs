@@ -41,6 +41,16 @@ impl Drop for RestoreSysctl {
     }
 }
 
+/// The message for a terminating signal, noted to be re-raised once the
+/// terminal is restored.
+fn terminating(sig: i32) -> Msg {
+    crate::sys::signal::note(sig);
+    match sig {
+        libc::SIGHUP => Msg::TermGone("SIGHUP".into()),
+        s => Msg::Terminate(crate::sys::signal::name(s)),
+    }
+}
+
 /// What the panic hook puts back: the terminal, then the sysctl.
 fn restore_all() {
     terminal::restore();
@@ -88,6 +98,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigquit = signal(SignalKind::quit())?;
+    let mut sigusr1 = signal(SignalKind::user_defined1())?;
+    let mut sigusr2 = signal(SignalKind::user_defined2())?;
+    crate::stop::watch_sampler(activity.clone());
     terminal::chain_panic_hook(restore_all);
     let mut guard = terminal::enter()?;
     let mut events = EventStream::new();
@@ -121,9 +134,13 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                 Some(Err(e)) => Msg::TermGone(format!("reading the terminal: {e}")),
                 None => Msg::TermGone("end of terminal input".into()),
             },
-            _ = sighup.recv() => Msg::TermGone("SIGHUP".into()),
-            _ = sigterm.recv() => Msg::Terminate("SIGTERM"),
-            _ = sigint.recv() => Msg::Terminate("SIGINT"),
+            // Re-raised by main once the terminal is restored (SIGQUIT is
+            // not: its default action dumps core).
+            _ = sighup.recv() => terminating(libc::SIGHUP),
+            _ = sigterm.recv() => terminating(libc::SIGTERM),
+            _ = sigint.recv() => terminating(libc::SIGINT),
+            _ = sigusr1.recv() => terminating(libc::SIGUSR1),
+            _ = sigusr2.recv() => terminating(libc::SIGUSR2),
             _ = sigquit.recv() => Msg::Terminate("SIGQUIT"),
             _ = watchdog.tick() => {
                 // A sample later than stall_after(interval) is said in the

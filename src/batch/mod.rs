@@ -23,7 +23,7 @@ use crate::format;
 use crate::model::disk::DiskRates;
 use crate::model::trace::view::ProcDevJson;
 use crate::model::{AlignVerdict, Model, ProcRow, pattern};
-use crate::tracer::{self, Tracing};
+use crate::tracer::Tracing;
 
 /// Default seconds between samples.
 pub const DEFAULT_INTERVAL: f64 = 1.0;
@@ -65,10 +65,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let activity = collector.activity.clone();
     let mut model = Model::new(HostInfo::read(), clk_tck());
     let tracing = Tracing::start(trace_disabled(cli));
-    if tracing.active() {
-        // End through the normal path on Ctrl-C, so the instance is removed.
-        tracer::catch_signals();
-    }
+    // A terminating signal ends the run through the normal path (the
+    // tracefs instance is removed), then main re-raises it.
+    crate::stop::catch(true);
+    crate::stop::watch_sampler(activity.clone());
     let start = Instant::now();
     let start_ns = crate::collect::monotonic_ns();
     // The samples are taken on their own thread, so that a read that hangs
@@ -92,7 +92,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         let deadline = start + every * k + grace;
         let mut fresh = false;
         loop {
-            if tracer::stop_requested() {
+            if crate::stop::requested() {
                 break 'reports;
             }
             // Short waits, so that Ctrl-C is seen within 100 ms.
@@ -115,7 +115,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         }
         let text = if fresh {
             if cli.json {
-                json_report(&model, cli.top).to_string() + "\n"
+                format::escape_json_controls(json_report(&model, cli.top).to_string()) + "\n"
             } else {
                 text_report(&model, cli.top)
             }
@@ -126,14 +126,15 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             let stall = crate::collect::activity::late_text(Duration::from_nanos(now.saturating_sub(since)), &waiting);
             let wall = crate::collect::realtime_ns();
             if cli.json {
-                json!({
-                    "time": format::wall_time(wall, false),
-                    "unix_ns": wall,
-                    "stall": stall,
-                    "waiting_on": (!waiting.is_empty()).then_some(waiting),
-                })
-                .to_string()
-                    + "\n"
+                format::escape_json_controls(
+                    json!({
+                        "time": format::wall_time(wall, false),
+                        "unix_ns": wall,
+                        "stall": stall,
+                        "waiting_on": (!waiting.is_empty()).then_some(waiting),
+                    })
+                    .to_string(),
+                ) + "\n"
             } else {
                 format!("{}\n{stall}\n\n", format::wall_time(wall, true))
             }
@@ -329,8 +330,10 @@ pub fn text_report(model: &Model, top: usize) -> String {
         match &d.rates {
             Some(r) => device_line(&mut out, &name, r, &mount),
             None => {
-                let why = d.rebaseline.map_or("first sample", |_| "counters reset, re-baselined");
-                let _ = writeln!(out, "{name:<12} n/a ({why})");
+                let _ = match d.rebaseline {
+                    None => writeln!(out, "{name:<12} n/a (first sample)"),
+                    Some(r) => writeln!(out, "{name:<12} n/a (re-baselined: {})", r.text()),
+                };
             }
         }
     }

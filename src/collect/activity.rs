@@ -56,17 +56,21 @@ impl Step {
 pub struct Activity {
     step: AtomicU8,
     pid: AtomicI32,
+    /// CLOCK_MONOTONIC ns of the start of the current step.
+    since_ns: AtomicU64,
     /// CLOCK_MONOTONIC ns of the end of the last complete sample (0: none yet).
     last_done_ns: AtomicU64,
 }
 
 impl Activity {
     pub fn set(&self, step: Step) {
+        self.since_ns.store(crate::collect::monotonic_ns(), Ordering::Relaxed);
         self.step.store(step as u8, Ordering::Relaxed);
     }
 
     /// The process whose files are being read (with [`Step::OpenFiles`]).
     pub fn set_pid(&self, pid: i32) {
+        self.since_ns.store(crate::collect::monotonic_ns(), Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
     }
 
@@ -82,6 +86,15 @@ impl Activity {
             Step::OpenFiles => format!("{} {}", Step::OpenFiles.text(), self.pid.load(Ordering::Relaxed)),
             s => s.text().to_string(),
         }
+    }
+
+    /// "reading the open files of pid 812 for 12.0 s" when the sampler has
+    /// been in one step for longer than `min` at `now_ns` (a read stuck in
+    /// the kernel, most likely), else `None`.
+    pub fn stuck(&self, now_ns: u64, min: Duration) -> Option<String> {
+        let what = self.describe();
+        let for_ns = now_ns.saturating_sub(self.since_ns.load(Ordering::Relaxed));
+        (!what.is_empty() && for_ns > min.as_nanos() as u64).then(|| format!("{what} for {:.1} s", for_ns as f64 / 1e9))
     }
 
     pub fn last_done_ns(&self) -> u64 {
@@ -143,7 +156,14 @@ mod tests {
         a.set(Step::OpenFiles);
         a.set_pid(812);
         assert_eq!(a.describe(), "reading the open files of pid 812");
+        let t = a.since_ns.load(Ordering::Relaxed);
+        assert_eq!(a.stuck(t + S, Duration::from_secs(2)), None);
+        assert_eq!(
+            a.stuck(t + 12 * S, Duration::from_secs(1)).as_deref(),
+            Some("reading the open files of pid 812 for 12.0 s")
+        );
         a.done(42);
         assert_eq!((a.describe().as_str(), a.last_done_ns()), ("", 42));
+        assert_eq!(a.stuck(t + 12 * S, Duration::from_secs(1)), None);
     }
 }

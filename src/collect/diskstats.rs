@@ -56,7 +56,8 @@ pub struct Parsed {
 }
 
 /// Parse the whole file. Lines with fewer than 14 fields, non-numeric
-/// counters, or an invalid name are skipped and listed in `skipped`.
+/// counters, or an invalid name are skipped and listed in `skipped` (the
+/// line as read, not escaped: its readers escape it once).
 pub fn parse(buf: &[u8]) -> Parsed {
     let mut out = Parsed::default();
     for (i, line) in buf.split(|&c| c == b'\n').enumerate() {
@@ -68,7 +69,8 @@ pub fn parse(buf: &[u8]) -> Parsed {
             None => out.skipped.push(format!(
                 "/proc/diskstats line {}: {}",
                 i + 1,
-                crate::format::escape_bytes(&line[..line.len().min(80)])
+                // Raw: escaped where it is shown (text) or by JSON.
+                String::from_utf8_lossy(&line[..line.len().min(80)])
             )),
         }
     }

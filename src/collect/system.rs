@@ -30,7 +30,17 @@ pub struct CpuTimes {
 impl CpuTimes {
     /// Total ticks, as iostat counts them (guest time is already in user).
     pub fn total(&self) -> u64 {
-        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+        [
+            self.nice,
+            self.system,
+            self.idle,
+            self.iowait,
+            self.irq,
+            self.softirq,
+            self.steal,
+        ]
+        .into_iter()
+        .fold(self.user, u64::saturating_add)
     }
 }
 

@@ -120,6 +120,55 @@ pub enum Rebaseline {
     Implausible,
     /// The interval was empty or negative.
     NoTime,
+    /// More sectors than the completed and in-flight requests can carry
+    /// (a counter reset that left the request count ahead, a bad capture).
+    SectorsBeyondRequests,
+}
+
+impl Rebaseline {
+    /// Why, in words (batch text, detail view).
+    pub fn text(self) -> &'static str {
+        match self {
+            Rebaseline::CounterWentBackwards => "a counter went backwards",
+            Rebaseline::NewDevice => "a new device under the same name",
+            Rebaseline::Implausible => "busy time beyond the wall clock",
+            Rebaseline::NoTime => "no time between the samples",
+            Rebaseline::SectorsBeyondRequests => "more sectors than the requests can carry",
+        }
+    }
+}
+
+/// The largest request or bio in 512-byte sectors on any device: the
+/// kernel keeps their sizes in 32-bit byte counts (4 GiB).
+pub const MAX_REQUEST_SECTORS: u64 = (u32::MAX as u64 + 1) / 512;
+
+/// Whether Δsectors fits the requests of the interval: each direction
+/// moves at most (Δios + requests in flight at either sample + 1) ×
+/// the largest request. `max_read_sectors` is the largest read request of
+/// the device (`max_sectors_kb` × 2 for a request-based device), else
+/// [`MAX_REQUEST_SECTORS`]; writes (write-zeroes requests are counted as
+/// writes and may be larger than `max_sectors_kb`) and discards are held
+/// to [`MAX_REQUEST_SECTORS`] only. Legitimately fast devices (zram, md
+/// over NVMe) pass: their sectors come with their requests.
+pub fn sectors_fit(prev: &DiskStat, cur: &DiskStat, max_read_sectors: u64) -> Result<(), Rebaseline> {
+    let in_flight = prev.in_flight.saturating_add(cur.in_flight).saturating_add(1);
+    let fits = |p: &IoCounters, c: &IoCounters, per_request: u64| {
+        let (Some(sectors), Some(ios)) = (delta64(p.sectors, c.sectors), delta64(p.ios, c.ios)) else {
+            return true;
+        };
+        sectors <= ios.saturating_add(in_flight).saturating_mul(per_request)
+    };
+    let ok = fits(&prev.read, &cur.read, max_read_sectors.clamp(1, MAX_REQUEST_SECTORS))
+        && fits(&prev.write, &cur.write, MAX_REQUEST_SECTORS)
+        && match (&prev.discard, &cur.discard) {
+            (Some(p), Some(c)) => fits(p, c, MAX_REQUEST_SECTORS),
+            _ => true,
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(Rebaseline::SectorsBeyondRequests)
+    }
 }
 
 /// Rates between two samples of the same device. `Err` when the counters
@@ -290,6 +339,49 @@ mod tests {
         let b = line("8 0 sda 10 0 80 1 0 0 0 0 0 1 1");
         assert_eq!(disk_rates(&a, &b, 1.0), Err(Rebaseline::CounterWentBackwards));
         assert_eq!(disk_rates(&a, &a, 0.0), Err(Rebaseline::NoTime));
+    }
+
+    #[test]
+    fn sectors_beyond_what_the_requests_carry_rebaseline() {
+        // max_sectors_kb 1280: a read request carries at most 2560 sectors.
+        // 10 reads + 0 + 2 in flight + 1 = 13 requests: 33,280 sectors.
+        let a = line("8 0 sda 100 0 800 10 0 0 0 0 0 10 10");
+        let b = line("8 0 sda 110 0 34080 20 0 0 0 0 2 20 20");
+        assert_eq!(sectors_fit(&a, &b, 2560), Ok(()));
+        let c = line("8 0 sda 110 0 34081 20 0 0 0 0 2 20 20");
+        assert_eq!(sectors_fit(&a, &c, 2560), Err(Rebaseline::SectorsBeyondRequests));
+        // The 511 PB/s jump: one more read and 2^60 more sectors.
+        let d = line("8 0 sda 101 0 1152921504606847776 11 0 0 0 0 0 11 11");
+        assert_eq!(
+            sectors_fit(&a, &d, MAX_REQUEST_SECTORS),
+            Err(Rebaseline::SectorsBeyondRequests)
+        );
+        // Writes are held to 4 GiB per request only (write-zeroes): 1 write
+        // of 3 GiB with nothing in flight passes; 2 writes allow (2 + 1) ×
+        // 8 Mi = 25,165,824 sectors, and one sector more does not pass.
+        let w = line("8 0 sda 100 0 800 10 1 0 6291456 5 0 10 10");
+        assert_eq!(sectors_fit(&a, &w, 2560), Ok(()));
+        let w2 = line("8 0 sda 100 0 800 10 2 0 25165825 5 0 10 10");
+        assert_eq!(sectors_fit(&a, &w2, 2560), Err(Rebaseline::SectorsBeyondRequests));
+    }
+
+    #[test]
+    fn fast_devices_are_not_flagged() {
+        // zram (bio-based, 4 GiB bound): 1 s of 2.3 GB/s in 4 KiB pages.
+        let a = line("251 0 zram0 1000 0 8000 1 0 0 0 0 0 1 1");
+        let b = line("251 0 zram0 562500 0 4508000 300 0 0 0 0 0 1000 300");
+        assert_eq!(sectors_fit(&a, &b, MAX_REQUEST_SECTORS), Ok(()));
+        // NVMe with max_sectors_kb 128: 7 GB/s in 128 KiB reads (53,405
+        // reads of 256 sectors each, 64 in flight).
+        let n = line("259 0 nvme0n1 0 0 0 0 0 0 0 0 0 0 0");
+        let m = line("259 0 nvme0n1 53405 0 13671680 900 0 0 0 0 64 1000 900");
+        assert_eq!(sectors_fit(&n, &m, 256), Ok(()));
+        // md over NVMe: 4 GiB bound, 1 MiB bios at 14 GB/s.
+        let x = line("9 0 md0 13351 0 27342848 0 0 0 0 0 0 0 0");
+        assert_eq!(sectors_fit(&n, &x, MAX_REQUEST_SECTORS), Ok(()));
+        // `dd if=/dev/zero of=/dev/sdb bs=1M`: 1 MiB writes at 2 GB/s.
+        let z = line("8 16 sdb 0 0 0 0 1907 0 3905536 900 32 1000 900");
+        assert_eq!(sectors_fit(&n, &z, 2560), Ok(()));
     }
 
     #[test]

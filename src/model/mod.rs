@@ -7,6 +7,7 @@ pub use crate::collect::sample::EXITS_NOT_REQUESTED;
 pub mod cgroup;
 mod cgroup_update;
 pub mod counters;
+pub mod cpu;
 pub mod disk;
 pub mod history;
 pub mod pattern;
@@ -26,7 +27,8 @@ use crate::collect::diskstats::DiskStat;
 use crate::collect::process::RawProc;
 use crate::collect::sample::HostInfo;
 use crate::collect::sysblock::DeviceInfo;
-use crate::collect::system::{CpuTimes, MemDirty, Pressure};
+use crate::collect::system::{MemDirty, Pressure};
+pub use cpu::{CpuPct, cpu_pct};
 use disk::{DiskRates, Rebaseline};
 use history::Ring;
 use procdev::ProcDevice;
@@ -163,34 +165,14 @@ pub struct ExitStatus {
     pub overflows: u64,
 }
 
-/// CPU time shares over the interval, in percent (iostat's avg-cpu line).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct CpuPct {
-    pub user: f64,
-    pub nice: f64,
-    pub system: f64,
-    pub iowait: f64,
-    pub steal: f64,
-    pub idle: f64,
-    pub procs_blocked: Option<u32>,
-}
-
-pub fn cpu_pct(p: &CpuTimes, c: &CpuTimes) -> Option<CpuPct> {
-    let total = counters::delta64(p.total(), c.total())?;
-    if total == 0 {
-        return None;
-    }
-    // /proc/stat's iowait may decrease (see proc(5)): treat that as 0.
-    let pct = |a: u64, b: u64| b.saturating_sub(a) as f64 / total as f64 * 100.0;
-    Some(CpuPct {
-        user: pct(p.user, c.user),
-        nice: pct(p.nice, c.nice),
-        system: pct(p.system + p.irq + p.softirq, c.system + c.irq + c.softirq),
-        iowait: pct(p.iowait, c.iowait),
-        steal: pct(p.steal, c.steal),
-        idle: pct(p.idle, c.idle),
-        procs_blocked: c.procs_blocked,
-    })
+/// The largest read request of a device in 512-byte sectors: its
+/// `max_sectors_kb` for a request-based device, else (bio-based md, dm
+/// and zram, whose bios need not be split to it; a partition, whose queue
+/// limits are its disk's; unknown) the kernel's 4 GiB bound.
+fn max_read_sectors(info: Option<&DeviceInfo>) -> u64 {
+    info.filter(|i| matches!(i.kind, DevKind::Disk | DevKind::Loop))
+        .and_then(|i| i.max_sectors_kb)
+        .map_or(disk::MAX_REQUEST_SECTORS, |kb| kb.saturating_mul(2))
 }
 
 /// Everything the views show, updated from one raw sample at a time.
@@ -298,7 +280,7 @@ impl Model {
         self.wall_ns = cur.wall_ns;
         self.samples += 1;
         self.update_devices(prev.as_ref(), &cur, dt_s);
-        self.update_procs(prev.as_ref(), &cur, dt_s);
+        let jumps = self.update_procs(prev.as_ref(), &cur, dt_s);
         self.update_totals(dt_s);
         self.delayacct = cur.delayacct;
         self.progress.update(&cur.fds, cur.mono_ns);
@@ -317,6 +299,7 @@ impl Model {
         self.hidden = cur.procs.hidden;
         self.denied = cur.procs.denied();
         self.errors = cur.errors.clone();
+        self.errors.extend(jumps);
         self.prev = Some(cur);
     }
 
@@ -383,7 +366,10 @@ impl Model {
                 (Some(_), _) if old_seq.is_some() && new_seq.is_some() && old_seq != new_seq => {
                     (None, Some(Rebaseline::NewDevice))
                 }
-                (Some(o), Some(dt)) => match disk::disk_rates(o, d, dt) {
+                (Some(o), Some(dt)) => match disk::disk_rates(o, d, dt).and_then(|r| {
+                    disk::sectors_fit(o, d, max_read_sectors(info.as_ref()))?;
+                    Ok(r)
+                }) {
                     Ok(r) => (Some(r), None),
                     Err(e) => (None, Some(e)),
                 },
@@ -418,7 +404,10 @@ impl Model {
         self.devices = rows;
     }
 
-    fn update_procs(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) {
+    /// Returns a note per process whose counters jumped beyond what is
+    /// possible (its rates are n/a for the interval, and it re-baselines).
+    fn update_procs(&mut self, prev: Option<&RawSample>, cur: &RawSample, dt_s: Option<f64>) -> Vec<String> {
+        let mut jumps = Vec::new();
         // IO% is known only when delay accounting was on at both samples
         // (no sysctl: a kernel before 5.14, where it is on by default).
         let delayacct = prev.is_some_and(|p| p.delayacct != Some(false)) && cur.delayacct != Some(false);
@@ -443,6 +432,14 @@ impl Model {
                 (Some(o), Some(dt)) => process::proc_rates(o, p, dt, self.clk_tck, delayacct),
                 _ => None,
             };
+            if let (Some(Ok(before)), Ok(now), Some(dt)) = (old.get(&p.key).map(|o| &o.io), &p.io, dt_s)
+                && process::implausible_jump(before, now, dt)
+            {
+                jumps.push(format!(
+                    "pid {} ({}): /proc/{}/io jumped beyond 100 TB/s in {dt:.2} s: re-baselined",
+                    p.key.pid, p.comm, p.key.pid
+                ));
+            }
             let fds = files.get(&p.key).copied();
             // A file with data (an empty lock file open for reading has
             // nothing to read) or a block device.
@@ -508,6 +505,7 @@ impl Model {
         self.own_total.retain(|k, _| live.contains(k));
         rows.extend(self.exited_rows.iter().map(|(r, _)| r.clone()));
         self.procs = rows;
+        jumps
     }
 
     /// A kernel worker's role; a kworker that served a loop device keeps

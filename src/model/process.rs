@@ -53,7 +53,7 @@ impl ProcRates {
 /// Rates from I/O counter deltas over `dt_s`. `None` when a counter went
 /// backwards (which only a different process could cause).
 pub fn io_rates(prev: &ProcIo, cur: &ProcIo, dt_s: f64) -> Option<ProcRates> {
-    if dt_s <= 0.0 {
+    if dt_s <= 0.0 || implausible_jump(prev, cur, dt_s) {
         return None;
     }
     let d = |p: u64, c: u64| delta64(p, c);
@@ -78,6 +78,29 @@ pub fn io_rates(prev: &ProcIo, cur: &ProcIo, dt_s: f64) -> Option<ProcRates> {
         cache_share: (rc >= CACHE_SHARE_MIN_BYTES).then(|| (1.0 - rb as f64 / rc as f64).clamp(0.0, 1.0)),
         io_wait_pct: None,
     })
+}
+
+/// No process moves more bytes than this per second (100 TB/s, far beyond
+/// any machine's memory bandwidth) nor makes more than this many system
+/// calls per second: a bigger jump of its counters is a bad sample (a
+/// captured tree, a counter reset), re-baselined rather than shown.
+pub const MAX_PLAUSIBLE_BPS: f64 = 1e14;
+pub const MAX_PLAUSIBLE_SYSCALLS: f64 = 1e10;
+
+/// Whether the counters moved more than [`MAX_PLAUSIBLE_BPS`] or
+/// [`MAX_PLAUSIBLE_SYSCALLS`] allow over `dt_s` (counters that went
+/// backwards are not a jump: see [`io_rates`]).
+pub fn implausible_jump(prev: &ProcIo, cur: &ProcIo, dt_s: f64) -> bool {
+    let per_s = |p: u64, c: u64| c.saturating_sub(p) as f64 / dt_s;
+    let bytes = [
+        per_s(prev.read_bytes, cur.read_bytes),
+        per_s(prev.write_bytes, cur.write_bytes),
+        per_s(prev.rchar, cur.rchar),
+        per_s(prev.wchar, cur.wchar),
+        per_s(prev.cancelled_write_bytes, cur.cancelled_write_bytes),
+    ];
+    let calls = [per_s(prev.syscr, cur.syscr), per_s(prev.syscw, cur.syscw)];
+    dt_s > 0.0 && (bytes.iter().any(|b| *b > MAX_PLAUSIBLE_BPS) || calls.iter().any(|c| *c > MAX_PLAUSIBLE_SYSCALLS))
 }
 
 /// Rates between two samples of the same process. `None` when they are not

@@ -146,7 +146,7 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
     let _ = handle.join();
     let r = outcome?;
     let text = if args.json {
-        serde_json::to_string(&*r)? + "\n"
+        format::json(&*r)? + "\n"
     } else {
         report(&r)
     };

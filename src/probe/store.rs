@@ -24,7 +24,7 @@ pub fn append(r: &ProbeResult) -> anyhow::Result<PathBuf> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
     }
-    let mut line = serde_json::to_string(r)?;
+    let mut line = crate::format::json(r)?;
     line.push('\n');
     let mut f = std::fs::OpenOptions::new()
         .create(true)
