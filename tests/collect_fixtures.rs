@@ -188,8 +188,16 @@ fn malformed_and_truncated_lines_are_skipped_and_reported() {
     for (note, line) in p.skipped.iter().zip([2, 3, 4, 6, 7, 9]) {
         assert!(note.starts_with(&format!("/proc/diskstats line {line}: ")), "{note}");
     }
-    // The name with an escape sequence is reported escaped, never raw.
-    assert!(p.skipped.iter().all(|n| !n.contains('\x1b')), "{:?}", p.skipped);
+    // The note keeps the line as read; it is escaped once where it is
+    // shown (`\x1b`, not `\\x1b`), and JSON escapes it itself.
+    assert_eq!(
+        p.skipped[3],
+        "/proc/diskstats line 6:    8      48 sd\u{1b}[31md 1 0 8 1 0 0 0 0 0 1 1"
+    );
+    assert_eq!(
+        iolens::format::escape(&p.skipped[3]),
+        "/proc/diskstats line 6:    8      48 sd\\x1b[31md 1 0 8 1 0 0 0 0 0 1 1"
+    );
 
     // Through the collector: the good devices show, each bad line is an error
     // that says what was read.

@@ -41,6 +41,10 @@ pub const AT_LIMIT_SHARE: f64 = 0.9;
 const WINDOW_SLACK_NS: u64 = 50_000_000;
 /// Per-device history kept for the window, ns.
 const KEEP_NS: u64 = 30_000_000_000;
+/// And at most this many samples of it: the 3 s window at the shortest
+/// interval (0.05 s) needs 61, and memory stays bounded per cgroup and
+/// device (64 × ~160 bytes) whatever the interval.
+const KEEP_SAMPLES: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -360,6 +364,11 @@ impl CgroupTracker {
             let prev = old.and_then(|o| o.counters.iter().find(|p| p.dev == c.dev));
             let rates = prev.zip(cx.dt_s).and_then(|(p, dt)| counter_rates(p, c, dt));
             let hist = self.history.entry((cg.path.clone(), c.dev)).or_default();
+            // Room made before the push, so the ring never grows past
+            // KEEP_SAMPLES (a full VecDeque doubles its capacity).
+            while hist.len() >= KEEP_SAMPLES {
+                hist.pop_front();
+            }
             hist.push_back((cx.now_ns, *c));
             while hist
                 .front()
