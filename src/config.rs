@@ -59,6 +59,10 @@ pub struct ThresholdCfg {
     pub await_crit_ms: Option<f64>,
     pub util_warn_pct: Option<f64>,
     pub util_crit_pct: Option<f64>,
+    /// Traced sequential share (%) at or above which a device reads SEQ.
+    pub seq_pct: Option<f64>,
+    /// Traced sequential share (%) at or below which a device reads RAND.
+    pub rand_pct: Option<f64>,
 }
 
 /// The dashboard settings after merging.
@@ -69,6 +73,8 @@ pub struct Settings {
     pub dev_cols: Vec<DevCol>,
     pub proc_cols: Vec<ProcCol>,
     pub vim_keys: bool,
+    /// Where the traced sequential share switches SEQ / MIXED / RAND.
+    pub pattern: crate::model::trace::Thresholds,
     /// The file the settings came from, if any.
     pub file: Option<PathBuf>,
 }
@@ -144,6 +150,7 @@ pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Resu
         util_warn_pct: f.util_warn_pct.unwrap_or(dt.util_warn_pct),
         util_crit_pct: f.util_crit_pct.unwrap_or(dt.util_crit_pct),
     };
+    let pattern = pattern_thresholds(f)?;
     let color_on = !cli.no_color && !no_color_env && file.color.unwrap_or(true);
     Ok(Settings {
         interval,
@@ -155,7 +162,36 @@ pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Resu
         dev_cols: columns(&file.columns.devices, &DevCol::ALL, DevCol::from_key, "devices")?,
         proc_cols: columns(&file.columns.processes, &ProcCol::ALL, ProcCol::from_key, "processes")?,
         vim_keys: file.vim_keys.unwrap_or(false),
+        pattern,
         file: None,
+    })
+}
+
+/// The SEQ / RAND cut-offs of the traced sequential share: percentages in
+/// the file, 0 ≤ rand_pct < seq_pct ≤ 100.
+pub fn pattern_thresholds(f: &ThresholdCfg) -> anyhow::Result<crate::model::trace::Thresholds> {
+    let d = crate::model::trace::Thresholds::default();
+    let seq = f.seq_pct.map_or(d.seq, |p| p / 100.0);
+    let rand = f.rand_pct.map_or(d.rand, |p| p / 100.0);
+    if !(0.0..=1.0).contains(&seq) || !(0.0..=1.0).contains(&rand) || rand >= seq {
+        bail!(
+            "thresholds: rand_pct {} and seq_pct {} must be percentages with rand_pct < seq_pct",
+            rand * 100.0,
+            seq * 100.0
+        );
+    }
+    Ok(crate::model::trace::Thresholds { seq, rand })
+}
+
+/// The pattern cut-offs for batch output: from the config file (the one
+/// given with `--config`, else the XDG one), defaults without one.
+pub fn load_pattern(cli: &Cli) -> anyhow::Result<crate::model::trace::Thresholds> {
+    let (file, path) = read_file(cli.config.as_deref())?;
+    pattern_thresholds(&file.thresholds).with_context(|| {
+        format!(
+            "in config file {}",
+            path.as_deref().unwrap_or(Path::new("(none)")).display()
+        )
     })
 }
 
@@ -196,6 +232,11 @@ mod tests {
         assert_eq!(s.theme.palette.warn, Color::Magenta);
         assert_eq!(s.theme.thresholds.await_warn_ms, 5.0);
         assert_eq!(s.theme.thresholds.await_crit_ms, 50.0);
+        let pat = parse("[thresholds]\nseq_pct = 80\nrand_pct = 20\n", Path::new("t.toml")).unwrap();
+        let s2 = resolve(&cli(&[]), &pat, false).unwrap();
+        assert_eq!(s2.pattern, crate::model::trace::Thresholds { seq: 0.8, rand: 0.2 });
+        assert_eq!(s2.pattern.label(0.75), crate::model::pattern::Pattern::Mixed);
+        assert_eq!(s.pattern, crate::model::trace::Thresholds::default());
         assert!(s.theme.color);
         let s = resolve(&cli(&["--interval", "0.5", "--no-color"]), &file, false).unwrap();
         assert_eq!(s.interval, Duration::from_millis(500));
@@ -215,6 +256,9 @@ mod tests {
         assert!(e.to_string().contains("bogus"), "{e}");
         let bad_color = parse("[colors]\naccent = \"blurple\"\n", p).unwrap();
         assert!(resolve(&cli(&[]), &bad_color, false).is_err());
+        let crossed = parse("[thresholds]\nseq_pct = 40\nrand_pct = 60\n", p).unwrap();
+        let e = resolve(&cli(&[]), &crossed, false).unwrap_err();
+        assert!(e.to_string().contains("rand_pct 60 and seq_pct 40"), "{e}");
         let bad_interval = parse("interval = 0\n", p).unwrap();
         assert!(resolve(&cli(&[]), &bad_interval, false).is_err());
     }

@@ -183,7 +183,8 @@ fn iolens(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_iolens"))
         .args(args)
         .env_remove("NO_COLOR")
-        .env("IOLENS_CONFIG", "/nonexistent/iolens-test-config.toml")
+        // an empty config file: the defaults, whatever the user's config says
+        .env("IOLENS_CONFIG", "/dev/null")
         .output()
         .expect("running the iolens binary")
 }

@@ -167,7 +167,7 @@ fn tracer_sees_every_request_and_cleans_up() {
 fn without_tracing_the_estimate_is_marked() {
     let bin = env!("CARGO_BIN_EXE_iolens");
     let out = Command::new(bin)
-        .args(["--batch", "--no-trace", "-n", "1", "-i", "0.2"])
+        .args(["--batch", "--no-trace", "-n", "1", "-i", "1"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -187,7 +187,7 @@ fn without_tracing_the_estimate_is_marked() {
             "-n",
             "1",
             "-i",
-            "0.2",
+            "1",
         ])
         .output();
     let json = match json {

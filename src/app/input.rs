@@ -58,16 +58,21 @@ impl App {
             return Some(Command::Quit);
         }
         if self.view.editing_filter {
+            let filter = if self.view.focus == Pane::Requests {
+                &mut self.view.log.filter
+            } else {
+                &mut self.view.filter
+            };
             match key.code {
                 KeyCode::Enter => self.view.editing_filter = false,
                 KeyCode::Esc => {
                     self.view.editing_filter = false;
-                    self.view.filter.clear();
+                    filter.clear();
                 }
                 KeyCode::Backspace => {
-                    self.view.filter.pop();
+                    filter.pop();
                 }
-                KeyCode::Char(c) if !ctrl => self.view.filter.push(c),
+                KeyCode::Char(c) if !ctrl => filter.push(c),
                 _ => {}
             }
             self.fix_selection();
@@ -111,6 +116,8 @@ impl App {
             Action::Escape => {
                 if self.view.probe.is_running() {
                     self.cancel_probe();
+                } else if self.view.focus == Pane::Requests {
+                    self.view.log.filter.clear();
                 } else {
                     self.view.filter.clear();
                 }
@@ -126,7 +133,7 @@ impl App {
                     Some(p) => self.view.popup = Popup::Cgroup(p),
                     None => self.status("no cgroup selected", true),
                 },
-                Pane::Results | Pane::Processes => {}
+                Pane::Results | Pane::Requests | Pane::Processes => {}
             },
             Action::FocusNext => self.cycle_focus(false),
             Action::FocusPrev => self.cycle_focus(true),
@@ -147,7 +154,26 @@ impl App {
             Action::OnlyActive => self.view.only_active = !self.view.only_active,
             Action::Filter => {
                 self.view.editing_filter = true;
-                self.view.focus = Pane::Processes;
+                if self.view.focus != Pane::Requests {
+                    self.view.focus = Pane::Processes;
+                }
+            }
+            Action::RequestLog => {
+                self.view.log.shown = !self.view.log.shown;
+                self.view.focus = if self.view.log.shown {
+                    Pane::Requests
+                } else {
+                    Pane::Processes
+                };
+                if let Some(why) = self.model.trace.reason.clone().filter(|_| self.view.log.shown) {
+                    self.status(format!("no request log: block tracing is off ({why})"), true);
+                }
+            }
+            Action::FreezeLog => {
+                self.view.log.frozen = match self.view.log.frozen {
+                    Some(_) => None,
+                    None => Some(self.model.trace.log.clone()),
+                };
             }
             Action::Accumulated => self.view.accumulated = !self.view.accumulated,
             Action::Cgroups => {

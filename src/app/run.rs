@@ -105,6 +105,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mut guard = terminal::enter()?;
     let mut events = EventStream::new();
     let mut model = Model::new(HostInfo::read(), clk_tck());
+    model.thresholds = settings.pattern;
     model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
     let mut app = App::new(model, view);
     app.captured_tree = cli.root != std::path::Path::new("/");

@@ -143,7 +143,7 @@ impl App {
                     .and_then(|&i| rows.get(i))
                     .map(|r| r.path.clone());
             }
-            Pane::Results => {}
+            Pane::Results | Pane::Requests => {}
         }
     }
 
@@ -182,7 +182,7 @@ impl App {
         let k = match self.view.focus {
             Pane::Processes => self.view.proc_sel?,
             Pane::Progress => self.view.xfer_sel?,
-            Pane::Devices | Pane::Results | Pane::Cgroups => return None,
+            Pane::Devices | Pane::Results | Pane::Cgroups | Pane::Requests => return None,
         };
         let p = self.model.procs.iter().find(|p| p.raw.key == k)?;
         Some((k, p.raw.comm.clone()))

@@ -675,6 +675,70 @@ fn an_action_binds_the_pid_at_the_keypress_and_rows_freeze_meanwhile() {
     assert_eq!(press(&mut a, "i i"), [Command::Ionice(pid(20), IoPrioChoice::Idle)]);
 }
 
+/// `L` opens the request log with the focus on it; there `f` freezes a
+/// copy of the log, `/` types the log's filter (not the processes'), Esc
+/// clears it; `f` elsewhere says where it works; `L` again hides the pane.
+/// With tracing off, opening it says why the log is empty.
+#[test]
+fn request_log_keys() {
+    use crate::collect::trace::block::{Dev, Op};
+    use crate::model::trace::requests::{Request, Task};
+    let mut a = app_with_processes();
+    let req = Request {
+        dev: Dev { major: 7, minor: 0 },
+        op: Op::Read,
+        sector: 8,
+        bytes: 4096,
+        done_ts: 1,
+        queue_ns: None,
+        device_ns: Some(1000),
+        total_ns: None,
+        task: Task {
+            pid: 20,
+            tgid: 20,
+            kernel: false,
+            comm: *b"tar\0\0\0\0\0\0\0\0\0\0\0\0\0",
+        },
+        error: 0,
+    };
+    a.model.trace.active = true;
+    a.model.trace.log = vec![req];
+    press(&mut a, "f");
+    assert_eq!(
+        status(&a),
+        (
+            "f (freeze / resume the request log) works in the request log pane: Tab there".into(),
+            true
+        )
+    );
+    press(&mut a, "L");
+    assert!(a.view.log.shown);
+    assert_eq!(a.view.focus, Pane::Requests);
+    assert_eq!(
+        a.view.panes(&a.model),
+        [Pane::Devices, Pane::Progress, Pane::Requests, Pane::Processes]
+    );
+    press(&mut a, "f");
+    assert_eq!(a.view.log.frozen.as_deref(), Some(&[req][..]));
+    a.model.trace.log.clear();
+    press(&mut a, "/ l o o p Enter");
+    assert_eq!((a.view.log.filter.as_str(), a.view.filter.as_str()), ("loop", ""));
+    assert_eq!(a.view.focus, Pane::Requests);
+    press(&mut a, "Esc f");
+    assert_eq!((a.view.log.filter.as_str(), a.view.log.frozen.clone()), ("", None));
+    press(&mut a, "L");
+    assert_eq!((a.view.log.shown, a.view.focus), (false, Pane::Processes));
+    a.model.trace = crate::model::trace::view::TraceView::off("block tracing needs root");
+    press(&mut a, "L");
+    assert_eq!(
+        status(&a),
+        (
+            "no request log: block tracing is off (block tracing needs root)".into(),
+            true
+        )
+    );
+}
+
 /// The three processes and three cgroups: backup.service (9 MB/s, tar and
 /// gzip), nginx.service (5 MB/s, bash), init.scope (idle, no process).
 fn app_with_cgroups() -> App {

@@ -64,6 +64,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     collector.listen_for_exits();
     let activity = collector.activity.clone();
     let mut model = Model::new(HostInfo::read(), clk_tck());
+    model.thresholds = crate::config::load_pattern(cli)?;
     let tracing = Tracing::start(trace_disabled(cli));
     // A terminating signal ends the run through the normal path (the
     // tracefs instance is removed), then main re-raises it.

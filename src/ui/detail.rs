@@ -1,5 +1,6 @@
 //! Device detail (Enter on a device): sysfs facts, partitions with their
-//! alignment, and history charts of MB/s, IOPS, await and %util.
+//! alignment, history charts of MB/s, IOPS, await and %util, and with
+//! block tracing the latency per op ([`super::latency`]).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -342,6 +343,13 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
         frame.render_widget(Paragraph::new(more), right);
         b
     };
+    // With tracing: the latency per op of the last interval under the charts.
+    let traced = model.trace.device(d.major, d.minor);
+    let lat_h = super::latency::height(&model.trace, traced).min(charts_area.height / 2);
+    let [charts_area, lat_area] = Layout::vertical([Constraint::Fill(1), Constraint::Length(lat_h)]).areas(charts_area);
+    if lat_h > 0 {
+        super::latency::render(frame, lat_area, &model.trace, traced, t);
+    }
     let step = model.interval_s.unwrap_or(view.interval.as_secs_f64());
     // One point per braille column pair is plenty; keep "several minutes".
     let n = (usize::from(charts_area.width) * 2).clamp(10, 600);

@@ -23,7 +23,7 @@ pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
 
 /// Columns in the order they are given up when the terminal is too narrow:
 /// the first ones are kept longest.
-const KEEP_ORDER: [DevCol; 17] = [
+const KEEP_ORDER: [DevCol; 18] = [
     DevCol::Name,
     DevCol::Util,
     DevCol::ReadMb,
@@ -31,6 +31,7 @@ const KEEP_ORDER: [DevCol; 17] = [
     DevCol::ReadAwait,
     DevCol::WriteAwait,
     DevCol::Pattern,
+    DevCol::P99,
     DevCol::ReadIops,
     DevCol::WriteIops,
     DevCol::QueueSize,
@@ -101,6 +102,7 @@ fn header(c: DevCol) -> &'static str {
         DevCol::Name => "Device",
         DevCol::Spark => "%util hist",
         DevCol::Pattern => "pat",
+        DevCol::P99 => "p99 ms",
         other => other.key(),
     }
 }
@@ -150,7 +152,27 @@ fn mount_cell(r: &DeviceRow) -> String {
     }
 }
 
-fn cell<'a>(c: DevCol, l: &DevLine, w: u16, view: &ViewState) -> Cell<'a> {
+/// p99 of the traced total time of reads and writes: `n/a` without
+/// tracing or for a device that issues no requests of its own (a
+/// partition's are its disk's; device-mapper, md and zram pass bios on
+/// or serve them without requests), `-` when none completed.
+fn p99_cell(model: &Model, r: &DeviceRow) -> String {
+    use crate::model::DevKind;
+    let own_requests = !matches!(
+        r.info.as_ref().map(|i| i.kind),
+        Some(DevKind::Partition | DevKind::Dm | DevKind::Md | DevKind::Zram)
+    );
+    if !model.trace.active || !own_requests {
+        return format::NA.to_string();
+    }
+    model
+        .trace
+        .device(r.major, r.minor)
+        .and_then(|d| d.rw_total_quantile(0.99))
+        .map_or_else(|| "-".to_string(), |ns| format::ms(ns as f64 / 1e6))
+}
+
+fn cell<'a>(c: DevCol, l: &DevLine, w: u16, model: &Model, view: &ViewState) -> Cell<'a> {
     let t = &view.theme;
     let w = usize::from(w);
     let r = l.row;
@@ -163,6 +185,11 @@ fn cell<'a>(c: DevCol, l: &DevLine, w: u16, view: &ViewState) -> Cell<'a> {
             sparkline(r.history.util_pct.iter(), w, Some(100.0)),
             t.accent(),
         )),
+        DevCol::P99 => {
+            let s = p99_cell(model, r);
+            let style = if s == format::NA { t.dim() } else { Style::new() };
+            right(s, style)
+        }
         _ => {
             let Some(rates) = &r.rates else {
                 let why = match (c, r.rebaseline) {
@@ -252,7 +279,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     }))
     .style(t.title());
     let rows = lines.iter().map(|l| {
-        let row = Row::new(cols.iter().map(|(c, w)| cell(*c, l, *w, view)));
+        let row = Row::new(cols.iter().map(|(c, w)| cell(*c, l, *w, model, view)));
         if l.depth > 0 { row.style(t.dim()) } else { row }
     });
     let selected = view

@@ -53,6 +53,10 @@ pub enum Action {
     Pause,
     Slower,
     Faster,
+    /// Show / hide the request log pane.
+    RequestLog,
+    /// Freeze / resume the request log.
+    FreezeLog,
 }
 
 /// Which keymap a row belongs to (config `vim_keys`).
@@ -98,11 +102,12 @@ pub struct Row {
 
 const LISTS: &[Pane] = &[Pane::Devices, Pane::Progress, Pane::Cgroups, Pane::Processes];
 const PROCESS_PANES: &[Pane] = &[Pane::Progress, Pane::Processes];
-const ALL_PANES: [Pane; 5] = [
+const ALL_PANES: [Pane; 6] = [
     Pane::Devices,
     Pane::Progress,
     Pane::Results,
     Pane::Cgroups,
+    Pane::Requests,
     Pane::Processes,
 ];
 
@@ -123,6 +128,7 @@ pub const ROWS: &[Row] = &[
             (P::Progress, "q quit"),
             (P::Results, "q quit"),
             (P::Cgroups, "q quit"),
+            (P::Requests, "q quit"),
             (P::Processes, "q quit"),
         ],
     },
@@ -137,6 +143,7 @@ pub const ROWS: &[Row] = &[
             (P::Progress, "? help"),
             (P::Results, "? help"),
             (P::Cgroups, "? help"),
+            (P::Requests, "? help"),
             (P::Processes, "? help"),
         ],
     },
@@ -151,6 +158,7 @@ pub const ROWS: &[Row] = &[
             (P::Progress, "Tab focus"),
             (P::Results, "Tab focus"),
             (P::Cgroups, "Tab focus"),
+            (P::Requests, "Tab focus"),
             (P::Processes, "Tab focus"),
         ],
     },
@@ -263,11 +271,11 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         label: "/",
-        help: "filter processes by text (Enter keeps it, Esc clears)",
+        help: "filter processes, or the request log, by text (Enter keeps it, Esc clears)",
         scope: Scope::Global,
         layout: Layout::Both,
         keys: &[(K::Char('/'), A::Filter)],
-        hints: &[(P::Processes, "/ filter")],
+        hints: &[(P::Processes, "/ filter"), (P::Requests, "/ filter")],
     },
     Row {
         label: "c",
@@ -332,6 +340,22 @@ pub const ROWS: &[Row] = &[
         layout: Layout::Both,
         keys: &[(K::Char('p'), A::Pause)],
         hints: &[(P::Devices, "p pause")],
+    },
+    Row {
+        label: "L",
+        help: "show / hide the live request log (block tracing, root)",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('L'), A::RequestLog)],
+        hints: &[(P::Devices, "L requests"), (P::Requests, "L hide")],
+    },
+    Row {
+        label: "f",
+        help: "freeze / resume the request log",
+        scope: Scope::Panes(&[Pane::Requests]),
+        layout: Layout::Both,
+        keys: &[(K::Char('f'), A::FreezeLog)],
+        hints: &[(P::Requests, "f freeze")],
     },
     Row {
         label: "+ -",
@@ -404,6 +428,7 @@ impl Row {
                         Pane::Progress => "T",
                         Pane::Results => "R",
                         Pane::Cgroups => "C",
+                        Pane::Requests => "L",
                         Pane::Processes => "P",
                     })
                     .collect();
@@ -415,7 +440,7 @@ impl Row {
 
 /// What the help screen's marks mean.
 pub const MARKS_LEGEND: &str =
-    " [D T C P]: only in the devices, transfers, cgroups, processes pane (elsewhere the key says so)";
+    " [D T C L P]: only in the devices, transfers, cgroups, request log, processes pane (elsewhere the key says so)";
 
 /// "k (send SIGTERM to the selected process (asks first)) works in the
 /// transfers, processes panes: Tab to one".
@@ -429,6 +454,7 @@ pub fn pane_name(p: Pane) -> &'static str {
         Pane::Progress => "transfers",
         Pane::Results => "probe results",
         Pane::Cgroups => "cgroups",
+        Pane::Requests => "request log",
         Pane::Processes => "processes",
     }
 }
@@ -497,7 +523,7 @@ mod tests {
     fn hints_are_the_table_rows_of_the_pane() {
         assert_eq!(
             hints(Pane::Devices, false),
-            "q quit  ? help  Tab focus  Enter detail  t probe  a idle  Space fold  C cgroups  p pause  +/- interval"
+            "q quit  ? help  Tab focus  Enter detail  t probe  a idle  Space fold  C cgroups  p pause  L requests  +/- interval"
         );
         assert_eq!(
             hints(Pane::Cgroups, false),

@@ -12,9 +12,11 @@ pub mod devices;
 pub mod header;
 pub mod help;
 pub mod keymap;
+pub mod latency;
 pub mod menu;
 pub mod processes;
 pub mod progress;
+pub mod requests;
 pub mod results;
 pub mod status;
 pub mod theme;
@@ -48,6 +50,8 @@ pub enum Pane {
     Results,
     /// Per-cgroup I/O (shown while toggled on).
     Cgroups,
+    /// The live request log (shown after `L`).
+    Requests,
     Processes,
 }
 
@@ -133,12 +137,14 @@ pub enum DevCol {
     QueueSize,
     Util,
     Pattern,
+    /// p99 of the traced requests' total time (reads and writes).
+    P99,
     Spark,
 }
 
 impl DevCol {
     /// Display order.
-    pub const ALL: [DevCol; 17] = [
+    pub const ALL: [DevCol; 18] = [
         DevCol::Name,
         DevCol::Mount,
         DevCol::ReadIops,
@@ -155,6 +161,7 @@ impl DevCol {
         DevCol::QueueSize,
         DevCol::Util,
         DevCol::Pattern,
+        DevCol::P99,
         DevCol::Spark,
     ];
 
@@ -176,6 +183,7 @@ impl DevCol {
             DevCol::QueueSize => "aqu-sz",
             DevCol::Util => "%util",
             DevCol::Pattern => "pattern",
+            DevCol::P99 => "p99",
             DevCol::Spark => "history",
         }
     }
@@ -251,6 +259,17 @@ pub enum ConfirmAction {
     Ionice,
 }
 
+/// The request log pane: shown or not, frozen, filtered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogView {
+    /// The pane is shown (`L`).
+    pub shown: bool,
+    /// The log as it was when frozen (`f`); `None` while it follows.
+    pub frozen: Option<Vec<crate::model::trace::requests::Request>>,
+    /// Command, pid or device text (see [`requests::matches`]).
+    pub filter: String,
+}
+
 /// The outcome of the last action, shown in the status line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusMsg {
@@ -307,6 +326,8 @@ pub struct ViewState {
     pub cg_sort: cgroups::CgCol,
     /// Sort the cgroups against the column's natural order.
     pub cg_reverse: bool,
+    /// The request log pane.
+    pub log: LogView,
 }
 
 impl Default for ViewState {
@@ -340,13 +361,15 @@ impl Default for ViewState {
             cg_sel: None,
             cg_sort: cgroups::CgCol::Read,
             cg_reverse: false,
+            log: LogView::default(),
         }
     }
 }
 
 impl ViewState {
     /// Panes in focus order: transfers only while there are any, results
-    /// once a probe was started, cgroups while toggled on.
+    /// once a probe was started, cgroups and the request log while toggled
+    /// on.
     pub fn panes(&self, model: &Model) -> Vec<Pane> {
         let mut v = vec![Pane::Devices];
         if !model.progress.jobs.is_empty() {
@@ -358,8 +381,21 @@ impl ViewState {
         if self.show_cgroups {
             v.push(Pane::Cgroups);
         }
+        if self.log.shown {
+            v.push(Pane::Requests);
+        }
         v.push(Pane::Processes);
         v
+    }
+
+    /// The filter the focused pane uses: the request log's there, else
+    /// the processes'.
+    pub fn active_filter(&self) -> &str {
+        if self.focus == Pane::Requests {
+            &self.log.filter
+        } else {
+            &self.filter
+        }
     }
 
     /// A probe was started in this session (its pane stays from then on).
@@ -421,6 +457,7 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, 
             Pane::Progress => Constraint::Length(rows(model.progress.jobs.len()).min(pct(25)).max(4)),
             Pane::Results => Constraint::Length(26.min(pct(55)).max(5)),
             Pane::Cgroups => Constraint::Length(cgroups::height(model, vm).min(pct(30)).max(5)),
+            Pane::Requests => Constraint::Length(14.min(pct(35)).max(4)),
             // Wins over the lengths above on a short terminal.
             Pane::Processes => Constraint::Min(5),
         });
@@ -432,6 +469,7 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, 
             Pane::Progress => progress::render_pane(frame, *a, model, view),
             Pane::Results => results::render_pane(frame, *a, view),
             Pane::Cgroups => cgroups::render(frame, *a, model, view, vm),
+            Pane::Requests => requests::render(frame, *a, model, view),
             Pane::Processes => processes::render(frame, *a, model, view, vm),
         }
     }

@@ -15,7 +15,7 @@ pub fn render(frame: &mut Frame, area: Rect, _model: &Model, view: &ViewState) {
     let line = if view.editing_filter {
         Line::from(vec![
             Span::styled("filter: ", t.title()),
-            Span::raw(format::escape(&view.filter)),
+            Span::raw(format::escape(view.active_filter())),
             Span::styled("█", t.accent()),
             Span::styled("  Enter keep · Esc clear", t.dim()),
         ])

@@ -3,7 +3,7 @@
 //! counts what was lost. Runs on its own thread ([`spawn`]) so the buffer is
 //! drained every [`POLL`] whatever the sample interval.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read};
 
@@ -176,37 +176,61 @@ impl Tracer {
         if self.tasks.len() > TASK_CACHE {
             self.tasks.clear();
         }
-        let mut saved: Option<HashMap<i32, i32>> = None;
-        for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
-            let info = match self.tasks.get(&e.pid) {
-                Some(&i) => i,
-                None => {
-                    let mut i = task_info(e.pid);
-                    if i.0 == 0 && e.pid > 0 {
-                        let map = saved.get_or_insert_with(|| {
-                            read_small(&self.mount.dir.join("saved_tgids"))
-                                .map(|t| parse_saved_tgids(&t))
-                                .unwrap_or_default()
-                        });
-                        i.0 = map.get(&e.pid).copied().unwrap_or(0);
-                    }
-                    self.tasks.insert(e.pid, i);
-                    i
+        let mut gone = HashSet::new();
+        for e in self.batch.iter().filter(|e| e.kind == Kind::Start) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = self.tasks.entry(e.pid) {
+                let i = task_info(e.pid);
+                if i.0 == 0 && e.pid > 0 {
+                    gone.insert(e.pid);
                 }
-            };
-            (e.tgid, e.kernel) = info;
+                slot.insert(i);
+            }
+        }
+        if !gone.is_empty() {
+            let path = self.mount.dir.join("saved_tgids");
+            if let Ok(f) = File::open(&path) {
+                let stream = io::BufReader::with_capacity(64 * 1024, f.take(SAVED_TGIDS_MAX));
+                for (pid, tgid) in saved_tgids(stream, &gone) {
+                    if let Some(i) = self.tasks.get_mut(&pid) {
+                        i.0 = tgid;
+                    }
+                }
+            }
+        }
+        for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
+            if let Some(&info) = self.tasks.get(&e.pid) {
+                (e.tgid, e.kernel) = info;
+            }
         }
     }
 }
 
-/// `saved_tgids`: one "pid tgid" pair a line.
-pub fn parse_saved_tgids(text: &str) -> HashMap<i32, i32> {
-    text.lines()
-        .filter_map(|l| {
-            let (a, b) = l.trim().split_once(' ')?;
-            Some((a.parse().ok()?, b.trim().parse().ok()?))
-        })
-        .collect()
+/// Most bytes of `saved_tgids` read: it has a line for every pid that ran
+/// since `record-tgid` was set, up to `pid_max` (4,194,304) lines.
+const SAVED_TGIDS_MAX: u64 = 64 << 20;
+
+/// The tgids of the `wanted` pids from `saved_tgids` ("pid tgid" a line),
+/// read as a stream that stops once all were found: the file holds every
+/// pid the system ran, far more than one read (a 64 KiB read of it ended
+/// near pid 15,777 on the development VM, so exited processes with higher
+/// pids lost their process).
+pub fn saved_tgids(text: impl io::BufRead, wanted: &HashSet<i32>) -> HashMap<i32, i32> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        let Ok(line) = line else { break };
+        let Some((a, b)) = line.trim().split_once(' ') else {
+            continue;
+        };
+        if let (Ok(pid), Ok(tgid)) = (a.parse::<i32>(), b.trim().parse::<i32>())
+            && wanted.contains(&pid)
+        {
+            out.insert(pid, tgid);
+            if out.len() == wanted.len() {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// (tgid, kernel thread) of a task from `/proc/<pid>/status`; (0, false)
@@ -320,8 +344,13 @@ mod tests {
         assert_eq!(parse_status(kw), (6503, true));
         let old = "Name:\tjbd2/vda1-8\nTgid:\t300\nPid:\t300\nPPid:\t2\n";
         assert_eq!(parse_status(old), (300, true));
-        let saved = parse_saved_tgids("16992 16992\n16993 16990\nbad\n");
-        assert_eq!(saved.get(&16993), Some(&16990));
-        assert_eq!(saved.len(), 2);
+        // a pid far down a long file is found; pids not asked for are not kept
+        let mut text = String::from("bad\n");
+        for pid in 1..30_000 {
+            text.push_str(&format!("{pid} {}\n", pid - pid % 3));
+        }
+        let wanted: HashSet<i32> = [29_290, 7, 40_000].into_iter().collect();
+        let saved = saved_tgids(text.as_bytes(), &wanted);
+        assert_eq!(saved, HashMap::from([(29_290, 29_289), (7, 6)]));
     }
 }

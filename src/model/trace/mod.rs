@@ -113,6 +113,13 @@ impl DeviceTrace {
         (self.issued > 0).then(|| self.sequential as f64 / self.issued as f64)
     }
 
+    /// Quantile `q` of the total time of the reads and writes together, ns.
+    pub fn rw_total_quantile(&self, q: f64) -> Option<u64> {
+        let mut h = self.latency[0].total.clone();
+        h.merge(&self.latency[1].total);
+        h.quantile(q)
+    }
+
     pub fn pattern(&self, t: &Thresholds) -> Option<Pattern> {
         if self.issued < MIN_REQUESTS {
             return None;

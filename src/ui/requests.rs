@@ -1,0 +1,133 @@
+//! The live request log (block tracing): the last completed requests,
+//! newest first, like iosnoop — when each completed (seconds before the
+//! latest sample), command, pid, op, device, sector, bytes and its queue,
+//! device and total time. Frozen with `f`, filtered by command, pid or
+//! device with `/` while the pane has the focus.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{Pane, ViewState, pane_block};
+use crate::format;
+use crate::model::Model;
+use crate::model::trace::requests::Request;
+
+/// The device name of a request (its number when the device is not listed).
+pub fn device_name(model: &Model, r: &Request) -> String {
+    model
+        .devices
+        .iter()
+        .find(|d| d.major == r.dev.major && d.minor == r.dev.minor)
+        .map_or_else(
+            || format!("{}:{}", r.dev.major, r.dev.minor),
+            |d| format::escape(&d.name),
+        )
+}
+
+/// The process id shown: the thread group when known, else the thread.
+fn pid(r: &Request) -> i32 {
+    if r.task.tgid > 0 { r.task.tgid } else { r.task.pid }
+}
+
+fn command(r: &Request) -> String {
+    let n = r.task.comm.iter().position(|&c| c == 0).unwrap_or(r.task.comm.len());
+    let c = format::escape_bytes(&r.task.comm[..n]);
+    if r.task.kernel { format!("[{c}]") } else { c }
+}
+
+/// Whether a request passes the log filter: digits match the pid exactly,
+/// other text a part of the command or the device name (case-insensitive).
+pub fn matches(filter: &str, r: &Request, device: &str) -> bool {
+    let f = filter.trim();
+    if f.is_empty() {
+        return true;
+    }
+    if f.bytes().all(|b| b.is_ascii_digit()) {
+        return f.parse::<i32>().is_ok_and(|p| p == pid(r));
+    }
+    let f = f.to_lowercase();
+    command(r).to_lowercase().contains(&f) || device.to_lowercase().contains(&f)
+}
+
+fn lat(v: Option<u64>) -> String {
+    v.map_or_else(|| format::NA.to_string(), super::latency::ms3)
+}
+
+const HEAD: &str =
+    "     AGO s COMMAND          PID     OP DEVICE         SECTOR    BYTES  QUEUE ms DEVICE ms  TOTAL ms";
+
+fn line(model: &Model, r: &Request, dev: &str) -> String {
+    let ago = model.mono_ns.saturating_sub(r.done_ts) as f64 / 1e9;
+    format!(
+        "{ago:>10.3} {:<16} {:>7} {:>2} {:<10} {:>12} {:>8} {:>9} {:>9} {:>9}",
+        super::devices::truncate(&command(r), 16),
+        pid(r),
+        r.op.letter(),
+        super::devices::truncate(dev, 10),
+        r.sector,
+        r.bytes,
+        lat(r.queue_ns),
+        lat(r.device_ns),
+        lat(r.total_ns),
+    )
+}
+
+pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
+    let t = &view.theme;
+    let focused = view.focus == Pane::Requests;
+    let log = view.log.frozen.as_deref().unwrap_or(&model.trace.log);
+    let mut title = vec![Span::styled(" Requests ", t.title())];
+    if view.log.frozen.is_some() {
+        title.push(Span::styled(
+            "FROZEN (f resumes) ",
+            t.severity(super::theme::Severity::Warn),
+        ));
+    }
+    if (view.editing_filter && focused) || !view.log.filter.is_empty() {
+        let cursor = if view.editing_filter && focused { "▏" } else { "" };
+        title.push(Span::styled(
+            format!("filter: {}{cursor} ", format::escape(&view.log.filter)),
+            t.accent(),
+        ));
+    }
+    let block = pane_block(Line::from(title), focused, t);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if !model.trace.active {
+        let why = model.trace.reason.as_deref().unwrap_or("not started");
+        let text = format!("no request log: block tracing is off ({})", format::escape(why));
+        frame.render_widget(Paragraph::new(Span::styled(text, t.dim())), inner);
+        return;
+    }
+    let w = usize::from(inner.width);
+    let rows = usize::from(inner.height.saturating_sub(1));
+    let mut lines = vec![Line::styled(super::devices::truncate(HEAD, w), t.title())];
+    let mut shown = 0;
+    for r in log.iter().rev() {
+        if shown == rows {
+            break;
+        }
+        let dev = device_name(model, r);
+        if !matches(&view.log.filter, r, &dev) {
+            continue;
+        }
+        let style = if r.error != 0 {
+            t.severity(super::theme::Severity::Crit)
+        } else {
+            Default::default()
+        };
+        lines.push(Line::styled(super::devices::truncate(&line(model, r, &dev), w), style));
+        shown += 1;
+    }
+    if shown == 0 {
+        let why = if log.is_empty() {
+            "no request completed yet"
+        } else {
+            "no request matches the filter"
+        };
+        lines.push(Line::styled(why, t.dim()));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
