@@ -338,6 +338,15 @@ fn counter_going_backwards_is_no_rate() {
     assert_eq!(t.row("/iolens-a").devices[0].rates, None);
 }
 
+/// User names come from the host's user database (the fixture's processes
+/// are owned by whoever checked the tree out): pin them so the snapshot does
+/// not depend on the machine.
+fn pin_users(model: &mut Model) {
+    for p in &mut model.procs {
+        p.raw.user = Some("root".to_string());
+    }
+}
+
 fn draw(model: &Model, view: &ViewState, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| ui::render(f, model, view)).unwrap();
@@ -366,7 +375,8 @@ fn cgroups_view(sel: &str) -> ViewState {
 /// its total.
 #[test]
 fn dashboard_cgroups_pane_v2() {
-    let t = v2_run();
+    let mut t = v2_run();
+    pin_users(&mut t.model);
     let view = cgroups_view(NGINX);
     let screen = draw(&t.model, &view, 120, 40).backend().to_string();
     insta::assert_snapshot!("cgroups_pane_v2_120x40", screen);
