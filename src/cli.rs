@@ -72,6 +72,89 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Measure the cost of one full sample (CPU µs per sample and per process)
     BenchSample(BenchArgs),
+    /// Record samples to FILE (default every 10 s) for `iolens replay`
+    Record(RecordArgs),
+    /// Replay a recording: reports of a time range (--batch, --json)
+    Replay(ReplayArgs),
+    /// Prometheus exporter: /metrics over HTTP (loopback by default) and/or a textfile
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Serve /metrics on this ADDRESS:PORT (default 127.0.0.1:9839, loopback only; not served when only --textfile is given)
+    #[arg(long, value_name = "ADDR", env = "IOLENS_LISTEN")]
+    pub listen: Option<String>,
+    /// Also write the metrics to this file after every sample, atomically (node_exporter's textfile collector)
+    #[arg(long, value_name = "PATH")]
+    pub textfile: Option<PathBuf>,
+    /// Commands with a series of their own (the rest is comm="other")
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The recording: created (never overwritten), or appended to when it is an iolens recording
+    pub file: PathBuf,
+    /// Keep the file under this size by dropping the oldest samples (e.g. 100M, 1G; at least 64K)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
+    /// Stop after this many intervals, N + 1 samples (default: record until interrupted)
+    #[arg(long, short = 'n')]
+    pub count: Option<u64>,
+    /// Also print the plain-text report of every interval
+    #[arg(long, short = 'b')]
+    pub batch: bool,
+    /// Also print the JSON report of every interval
+    #[arg(long)]
+    pub json: bool,
+    /// Number of processes listed per printed report
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A recording written by `iolens record`
+    pub file: PathBuf,
+    /// Print plain-text reports of the recorded intervals
+    #[arg(long, short = 'b')]
+    pub batch: bool,
+    /// Print one JSON object per recorded interval
+    #[arg(long)]
+    pub json: bool,
+    /// First report at or after TIME: RFC 3339 (2026-11-23T03:00:00+01:00), HH:MM[:SS] today, or -1h / -30m / -90s / -2d before now
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// Last report at or before TIME (same forms as --from)
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Number of processes listed per report
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
+/// A size with an optional K, M, G suffix (powers of 1024; `B`, `iB` accepted).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        Some((i, 'T' | 't')) => (&t[..i], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 100M)"))?;
+    let v = n * mult as f64;
+    if !(v.is_finite() && (1.0..1e18).contains(&v)) {
+        return Err(format!("{s:?} is not a size (e.g. 100M)"));
+    }
+    Ok(v as u64)
 }
 
 #[derive(Debug, Args)]

@@ -9,7 +9,8 @@
 //!   (or a captured tree,      (pure math,          (rows filtered     (draw only)
 //!    --root)                   no I/O, no clock)    and sorted once)
 //!                                     │
-//!                                     └──► batch (text, JSON), progress (text, JSON)
+//!                                     ├──► batch (text, JSON), progress (text, JSON)
+//!                                     └──► export (Prometheus); record stores RawSamples, replay feeds them back
 //!   keys, signals, samples, probe messages ──Msg──► app::App::update ──Command──► run loop
 //! ```
 //!
@@ -38,6 +39,14 @@
 //!   their statistics, verdict and results file; the `iolens probe` command.
 //! - [`batch`] and [`progress`]: the outputs without a terminal (`--batch`,
 //!   `--json`, `iolens progress`).
+//! - [`record`]: `iolens record` appends the raw samples (with the host
+//!   facts they were taken with) to a framed, CRC-checked file;
+//!   `iolens replay` feeds them through the same model, so a replay gives
+//!   the numbers the recorder saw.
+//! - [`export`]: `iolens export`, a Prometheus exporter: counters
+//!   accumulated from the model per command, cgroup and traced device,
+//!   encoded with `prometheus-client`, served over HTTP (hyper) and/or
+//!   written to a textfile.
 //! - [`sys`]: the system-call module, the only place where Rust's safety
 //!   checks may be switched off: rustix where it covers a call, audited
 //!   wrappers otherwise (ioprio, getdents64, block-device ioctls, FIEMAP,
@@ -79,10 +88,12 @@ pub mod batch_cgroups;
 pub mod cli;
 pub mod collect;
 pub mod config;
+pub mod export;
 pub mod format;
 pub mod model;
 pub mod probe;
 pub mod progress;
+pub mod record;
 pub mod stop;
 pub mod sys;
 pub mod tracer;

@@ -20,6 +20,9 @@ fn main() -> ExitCode {
         Some(Command::BenchSample(args)) => iolens::batch::bench_sample(&cli, args),
         Some(Command::Probe(args)) => iolens::probe::cmd::run(&cli, args),
         Some(Command::Progress(args)) => iolens::progress::run(&cli, args),
+        Some(Command::Record(args)) => iolens::record::run(&cli, args),
+        Some(Command::Replay(args)) => iolens::record::replay::run(&cli, args),
+        Some(Command::Export(args)) => iolens::export::run(&cli, args),
         None => {
             let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
             if cli.batch || cli.json || !tty {

@@ -57,15 +57,44 @@ pub fn trace_disabled(cli: &Cli) -> Option<&'static str> {
     }
 }
 
+/// What a run of reports prints, and how often.
+pub struct Reports {
+    pub every: Duration,
+    /// Reports (intervals) before the run ends; `None`: until interrupted.
+    pub count: Option<u64>,
+    pub top: usize,
+    pub json: bool,
+    /// Print the reports (a recorder without `--batch`/`--json` does not).
+    pub print: bool,
+}
+
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let every = interval(cli.interval)?;
+    let reports = Reports {
+        every: interval(cli.interval)?,
+        count: cli.count,
+        top: cli.top,
+        json: cli.json,
+        print: true,
+    };
+    run_reports(cli, &reports, trace_disabled(cli), None)
+}
+
+/// The batch loop: samples on their own thread, a report per interval;
+/// with a recorder, every sample the model takes is appended to it first.
+pub fn run_reports(
+    cli: &Cli,
+    reports: &Reports,
+    trace_off: Option<&str>,
+    mut recorder: Option<&mut crate::record::file::Writer>,
+) -> anyhow::Result<ExitCode> {
+    let every = reports.every;
     let mut collector = Collector::new(&cli.root);
     collector.cgroups = Some(CgroupReader::new());
     collector.listen_for_exits();
     let activity = collector.activity.clone();
     let mut model = Model::new(HostInfo::read(), clk_tck());
     model.thresholds = crate::config::load_pattern(cli)?;
-    let tracing = Tracing::start(trace_disabled(cli));
+    let tracing = Tracing::start(trace_off);
     // A terminating signal ends the run through the normal path (the
     // tracefs instance is removed), then main re-raises it.
     crate::stop::catch(true);
@@ -82,7 +111,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut last_ns = 0;
     'reports: for k in 1u32.. {
-        if cli.count.is_some_and(|n| u64::from(k) > n) {
+        if reports.count.is_some_and(|n| u64::from(k) > n) {
             break;
         }
         // The sample of tick k is due at start + k × every; a report waits
@@ -101,6 +130,12 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             match rx.recv_timeout(left.min(Duration::from_millis(100))) {
                 Ok((tick, s)) => {
                     last_ns = s.mono_ns;
+                    if let Some(r) = recorder.as_deref_mut()
+                        && let Err(e) = r.append(&s)
+                    {
+                        // Recording goes on with the next sample.
+                        eprintln!("iolens: {e:#}");
+                    }
                     model.update(s);
                     // The first interval's requests (begun before the
                     // baseline) are taken and dropped with the baseline.
@@ -114,11 +149,14 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 Err(_) => break,
             }
         }
+        if !reports.print {
+            continue;
+        }
         let text = if fresh {
-            if cli.json {
-                format::escape_json_controls(json_report(&model, cli.top).to_string()) + "\n"
+            if reports.json {
+                format::escape_json_controls(json_report(&model, reports.top).to_string()) + "\n"
             } else {
-                text_report(&model, cli.top)
+                text_report(&model, reports.top)
             }
         } else {
             let now = crate::collect::monotonic_ns();
@@ -126,7 +164,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             let since = if last_ns == 0 { start_ns } else { last_ns };
             let stall = crate::collect::activity::late_text(Duration::from_nanos(now.saturating_sub(since)), &waiting);
             let wall = crate::collect::realtime_ns();
-            if cli.json {
+            if reports.json {
                 format::escape_json_controls(
                     json!({
                         "time": format::wall_time(wall, false),

@@ -8,10 +8,11 @@
 //! discard) or 20 (5.5+: flush). Fields a kernel lacks are `None` ("not
 //! available"), never zero. Sectors are always 512 bytes in this file.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Counters of one direction (read, write or discard).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IoCounters {
     /// Completed requests.
     pub ios: u64,
@@ -24,14 +25,15 @@ pub struct IoCounters {
 }
 
 /// Flush counters (kernel 5.5+).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FlushCounters {
     pub ios: u64,
     pub ticks: u64,
 }
 
 /// One line of `/proc/diskstats`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskStat {
     pub major: u32,
     pub minor: u32,

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Reader;
 
@@ -175,7 +175,7 @@ impl MountTable {
 }
 
 /// One mount whose device number has major 0.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AnonMount {
     pub minor: u32,
     pub fs_type: String,

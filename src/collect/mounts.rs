@@ -10,12 +10,12 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Reader;
 use super::mountinfo::{self, MountTable, unescape};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MountInfo {
     pub mount_point: String,
     pub fs_type: String,

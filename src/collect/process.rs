@@ -13,13 +13,13 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::fd::OwnedFd;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::threads::{ThreadIo, read_threads};
 use super::{Reader, parse_i64, parse_u64};
 
 /// A process is identified by (pid, start time): a reused pid is a new process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ProcKey {
     pub pid: i32,
     /// Start time in clock ticks after boot (`/proc/<pid>/stat` field 22).
@@ -89,7 +89,8 @@ pub fn parse_stat(buf: &[u8]) -> Option<PidStat> {
 }
 
 /// `/proc/<pid>/io`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProcIo {
     /// Bytes read through read-like syscalls (including from page cache).
     pub rchar: u64,
@@ -129,7 +130,7 @@ pub fn parse_io(buf: &[u8]) -> Option<ProcIo> {
 }
 
 /// Why a process's I/O counters are not available.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IoUnavailable {
     /// Another user's process and we lack CAP_SYS_PTRACE: run as root to see it.
@@ -143,7 +144,7 @@ pub enum IoUnavailable {
 pub use crate::sys::ioprio::{IoClass, IoPrio, get as ioprio_get};
 
 /// One process as read in one sample.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RawProc {
     pub key: ProcKey,
     pub ppid: i32,
@@ -164,13 +165,11 @@ pub struct RawProc {
     /// (tid, block I/O delay in ticks) of every thread, read only for
     /// multi-threaded processes that matter while delay accounting is on
     /// (see `delayacct`).
-    #[serde(skip)]
     pub thread_blkio: Option<Vec<(i32, u64)>>,
     pub io: Result<ProcIo, IoUnavailable>,
     /// Each live thread's own counters, read when the process's counters
     /// moved since the previous sample or it is seen for the first time;
     /// `None` otherwise (then no thread did I/O) or when unreadable.
-    #[serde(skip)]
     pub threads: Option<Vec<ThreadIo>>,
 }
 
@@ -199,7 +198,8 @@ impl RawProc {
 }
 
 /// All processes of one sample, with counts of those that could not be read.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProcSnapshot {
     pub procs: Vec<RawProc>,
     /// Listed in /proc but their stat could not be read (hidepid, or not allowed).

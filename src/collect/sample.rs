@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::activity::{Activity, Step};
 use super::cgroup::{CgroupReader, CgroupSnapshot};
@@ -19,7 +19,8 @@ use super::taskstats::{self, ExitBatch, ExitListener};
 use super::{Reader, monotonic_ns};
 
 /// Everything read in one sample, stamped with CLOCK_MONOTONIC.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RawSample {
     /// CLOCK_MONOTONIC nanoseconds when the sample was taken.
     pub mono_ns: u64,
@@ -54,7 +55,8 @@ pub struct RawSample {
 }
 
 /// Host facts that do not change while iolens runs (from sysinfo).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HostInfo {
     pub hostname: String,
     pub kernel: String,

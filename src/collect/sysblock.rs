@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Reader;
 use super::align::{self, Alignment};
@@ -12,7 +12,7 @@ use super::devfacts::{self, DeviceFacts};
 use super::mounts::MountInfo;
 
 /// What kind of block device this is, from its name and sysfs layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DevKind {
     Disk,
@@ -24,7 +24,7 @@ pub enum DevKind {
     Other,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     pub name: String,
     pub kind: DevKind,

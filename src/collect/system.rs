@@ -8,12 +8,13 @@
 //! report. A malformed file here is an error naming it, a malformed line is
 //! skipped.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Reader, parse_u64};
 
 /// Aggregate CPU time in clock ticks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CpuTimes {
     pub user: u64,
     pub nice: u64,
@@ -82,7 +83,8 @@ pub fn parse_cpu(buf: &[u8]) -> Result<CpuTimes, String> {
 }
 
 /// One line of a PSI file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PsiLine {
     pub avg10: f64,
     pub avg60: f64,
@@ -93,7 +95,8 @@ pub struct PsiLine {
 
 /// `/proc/pressure/io`. `full` is missing on some kernels and parse failures
 /// leave the line as `None` rather than failing the whole file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Pressure {
     pub some: Option<PsiLine>,
     pub full: Option<PsiLine>,
@@ -132,7 +135,8 @@ pub fn parse_pressure(buf: &[u8]) -> Pressure {
 }
 
 /// The memory that is waiting to reach, or on its way to, the disks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MemDirty {
     pub dirty_bytes: u64,
     pub writeback_bytes: u64,

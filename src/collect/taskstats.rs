@@ -30,7 +30,7 @@ use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
 use netlink_packet_generic::{GenlFamily, GenlHeader, GenlMessage};
 use netlink_sys::{Socket, protocols::NETLINK_GENERIC};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::process::ProcIo;
 
@@ -57,7 +57,7 @@ mod off {
 }
 
 /// One exited thread, as the kernel reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitRecord {
     /// Thread id.
     pub pid: i32,
@@ -213,7 +213,8 @@ pub fn boot_ns() -> u64 {
 }
 
 /// What the listener delivers at a sample.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ExitBatch {
     /// True while exit records are being received.
     pub active: bool,

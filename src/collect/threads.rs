@@ -4,13 +4,13 @@
 //! whose counters moved (and once when a process is first seen), so the
 //! cost stays with the processes doing I/O.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Reader;
 use super::process::{ProcIo, parse_io};
 
 /// One live thread's own counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadIo {
     pub tid: i32,
     pub io: ProcIo,

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `which` argument: a single thread (tid) or, with 0, the calling thread.
 const IOPRIO_WHO_PROCESS: libc::c_long = 1;
@@ -13,7 +13,7 @@ const IOPRIO_WHO_PROCESS: libc::c_long = 1;
 const IOPRIO_CLASS_SHIFT: u32 = 13;
 
 /// I/O scheduling class (see ioprio_set(2)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IoClass {
     /// No class set: best-effort with a level derived from nice.
@@ -23,7 +23,7 @@ pub enum IoClass {
     Idle,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IoPrio {
     pub class: IoClass,
     pub level: u8,

@@ -15,7 +15,7 @@ pub mod parse;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Reader;
 use super::process::ProcSnapshot;
@@ -36,7 +36,7 @@ const CONFIG_LIMIT: usize = 1024 * 1024;
 const STORAGE_LIST_LIMIT: usize = 8 * 1024 * 1024;
 
 /// Which tree the rows come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Hierarchy {
     /// cgroup v2 with the io controller: `io.stat` on every device.
@@ -48,7 +48,8 @@ pub enum Hierarchy {
 }
 
 /// One cgroup as read in one sample.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RawCgroup {
     /// Path relative to the hierarchy root, "/" for the root.
     pub path: String,
@@ -75,7 +76,8 @@ pub struct RawCgroup {
 }
 
 /// All cgroups of one sample.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CgroupSnapshot {
     pub hierarchy: Option<Hierarchy>,
     /// Devices on which the kernel counts per cgroup; `None` = all of them

@@ -3,10 +3,10 @@
 //! otherwise. Pure functions of the path (the container names that can be
 //! read locally are looked up by the collector).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a cgroup is, as far as its path tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CgroupKind {
     /// The hierarchy's root ("/").
@@ -33,7 +33,7 @@ impl CgroupKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CgroupName {
     pub kind: CgroupKind,
     /// "nginx.service", "docker 3f2a9c1d8e7b", "pod 7c1e…/cri 0a1b2c3d4e5f", or the path.

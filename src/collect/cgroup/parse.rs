@@ -5,12 +5,13 @@
 //! `*_device` limits; both: `/proc/<pid>/cgroup`. A malformed line is
 //! skipped, never a panic.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::collect::parse_u64;
 
 /// A block device as the cgroup files name it ("MAJ:MIN").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DevId {
     pub major: u32,
     pub minor: u32,
@@ -39,7 +40,8 @@ fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// The iocost fields of a v2 `io.stat` line (all in µs except `vrate`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IoCost {
     /// `cost.vrate`: the device's current vrate in % (root cgroup only).
     pub vrate: Option<f64>,
@@ -56,7 +58,8 @@ impl IoCost {
 }
 
 /// Cumulative I/O of one cgroup on one device, as the kernel counted it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DevCounters {
     pub dev: DevId,
     pub rbytes: u64,
@@ -165,7 +168,8 @@ pub fn join_rwstat(
 }
 
 /// Throttle limits of one cgroup on one device; `None` = no limit ("max").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Limits {
     pub rbps: Option<u64>,
     pub wbps: Option<u64>,
@@ -271,7 +275,8 @@ pub fn add_v1_limits(out: &mut Vec<(DevId, Limits)>, which: V1Limit, buf: &[u8])
 
 /// A proportional weight: `io.weight`, `io.bfq.weight` ("default 100" then
 /// "8:16 200" lines) or a v1 `blkio.bfq.weight` (one number).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Weight {
     pub default: Option<u64>,
     pub per_device: Vec<(DevId, u64)>,

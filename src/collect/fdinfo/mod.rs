@@ -38,7 +38,7 @@ use std::io;
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, StatxFlags, statx};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::mountinfo::MountTable;
 use super::process::{ProcIo, ProcKey, RawProc};
@@ -52,7 +52,8 @@ pub use procdir::{MOUNTINFO_CAP, SMALL_CAP};
 pub const TRACK_IDLE_SAMPLES: u32 = 60;
 
 /// `/proc/<pid>/fdinfo/<fd>`: the fields iolens uses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FdInfo {
     /// File position (what `lseek(fd, 0, SEEK_CUR)` would return).
     pub pos: u64,
@@ -111,7 +112,7 @@ pub fn parse_fdinfo(buf: &[u8]) -> Option<FdInfo> {
 }
 
 /// How a file is open, from the `O_ACCMODE` bits of its flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Access {
     Read,
@@ -138,7 +139,7 @@ impl Access {
 }
 
 /// What an fd points at (only these two are tracked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FdTarget {
     File,
@@ -146,7 +147,7 @@ pub enum FdTarget {
 }
 
 /// One open regular file or block device of a process.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RawFd {
     pub fd: i32,
     pub target: FdTarget,
@@ -170,8 +171,14 @@ pub struct RawFd {
     /// The link text of `/proc/<pid>/fd/<fd>` (may end in " (deleted)"; not
     /// escaped: escape before display). `None` until the fd can be a
     /// transfer: read into, written, moving, or in a process doing I/O.
-    #[serde(serialize_with = "ser_lossy")]
+    #[serde(serialize_with = "ser_lossy", deserialize_with = "de_lossy", default)]
     pub path: Option<Arc<[u8]>>,
+}
+
+/// A path as [`ser_lossy`] wrote it (a recording).
+fn de_lossy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Arc<[u8]>>, D::Error> {
+    let s: Option<String> = Deserialize::deserialize(d)?;
+    Ok(s.map(|s| Arc::from(s.into_bytes().into_boxed_slice())))
 }
 
 fn ser_lossy<S: serde::Serializer>(b: &Option<Arc<[u8]>>, s: S) -> Result<S::Ok, S::Error> {
@@ -188,7 +195,7 @@ impl RawFd {
 }
 
 /// Why a process was scanned (for the model's honesty rules and for display).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScanReason {
     Watched,
@@ -198,7 +205,7 @@ pub enum ScanReason {
 }
 
 /// The open files of one scanned process.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FdProc {
     pub key: ProcKey,
     /// The kernel's comm (unescaped).
@@ -210,7 +217,8 @@ pub struct FdProc {
 }
 
 /// The fd part of one sample.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FdSnapshot {
     /// Processes whose fds were read in this sample.
     pub procs: Vec<FdProc>,

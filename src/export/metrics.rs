@@ -1,0 +1,540 @@
+//! What `iolens export` exposes, accumulated from the model sample by
+//! sample (pure: no I/O, no clock), and its encoding with the Prometheus
+//! project's client library (`prometheus-client`: OpenMetrics text; the
+//! classic text format is derived from it, see [`text_format`]).
+//!
+//! Only what node_exporter's `node_disk_*` lacks: per-command I/O, per
+//! cgroup I/O and pressure, traced request counts and latency histograms,
+//! and iolens's own health.
+
+use std::collections::{BTreeMap, HashMap};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+use crate::collect::trace::block::Dev;
+use crate::model::Model;
+use crate::model::process::ProcRates;
+
+/// The per-command counters, in this order.
+const PROC_COUNTERS: [(&str, &str); 7] = [
+    (
+        "process_read_bytes",
+        "Bytes the processes of this command made the storage read (/proc/<pid>/io read_bytes), own I/O only, accumulated by iolens",
+    ),
+    (
+        "process_dirtied_bytes",
+        "Bytes the processes of this command dirtied for writeback (/proc/<pid>/io write_bytes; the disk writes them later)",
+    ),
+    (
+        "process_cancelled_write_bytes",
+        "Dirtied bytes dropped before writeback by this command's truncate or delete",
+    ),
+    (
+        "process_syscall_read_bytes",
+        "Bytes through read syscalls (rchar, page-cache hits included)",
+    ),
+    ("process_syscall_written_bytes", "Bytes through write syscalls (wchar)"),
+    ("process_read_syscalls", "Read syscalls (syscr)"),
+    ("process_write_syscalls", "Write syscalls (syscw)"),
+];
+
+/// The series for commands outside the top N.
+pub const OTHER: &str = "other";
+/// Samples a command stays exported after it left the top 2N.
+const HOLD_SAMPLES: u32 = 30;
+/// Per-sample decay of a command's recent activity (its ranking).
+const DECAY: f64 = 0.9;
+/// Commands tracked at most (the least active idle ones are forgotten).
+const MAX_COMMS: usize = 4096;
+
+fn amounts(r: &ProcRates, dt: f64) -> [f64; 7] {
+    [
+        r.read_bps * dt,
+        r.write_bps * dt,
+        r.cancelled_write_bps * dt,
+        r.rchar_bps * dt,
+        r.wchar_bps * dt,
+        r.syscr_per_s * dt,
+        r.syscw_per_s * dt,
+    ]
+}
+
+#[derive(Debug, Clone, Default)]
+struct Comm {
+    /// Accumulated while the command was exported on its own series.
+    own: [f64; 7],
+    /// Storage bytes per sample, decayed: what ranks the commands.
+    recent: f64,
+    exported: bool,
+    /// Consecutive samples outside the top 2N while exported.
+    out_for: u32,
+}
+
+/// A cumulative histogram in power-of-two ns buckets.
+#[derive(Debug, Clone, Default)]
+pub struct Hist {
+    /// Upper bound (exclusive, ns, a power of two) → count.
+    buckets: BTreeMap<u64, u64>,
+    sum_ns: u64,
+    count: u64,
+}
+
+impl Hist {
+    fn add(&mut self, h: &crate::model::trace::hist::LatHist) {
+        for (lt, n) in h.log2_buckets() {
+            *self.buckets.entry(lt).or_default() += n;
+        }
+        self.sum_ns = self.sum_ns.saturating_add(h.sum);
+        self.count += h.n;
+    }
+
+    /// Buckets as (le seconds, count in the bucket): values are whole ns,
+    /// so `< 2^k` ns is `<= 2^k - 1` ns. Every bound from 1 µs to 32 s is
+    /// listed (Prometheus needs the same bounds on every scrape).
+    fn prometheus_buckets(&self) -> Vec<(f64, u64)> {
+        let mut out: Vec<(f64, u64)> = (10..=35).map(|k| (((1u64 << k) - 1) as f64 / 1e9, 0)).collect();
+        let mut over = 0;
+        for (&lt, &n) in &self.buckets {
+            match (10..=35u32).position(|k| lt <= 1u64 << k) {
+                Some(i) => out[i].1 += n,
+                None => over += n,
+            }
+        }
+        out.push((f64::MAX, over));
+        out
+    }
+}
+
+/// One device's traced counters.
+#[derive(Debug, Clone, Default)]
+struct DevTrace {
+    name: String,
+    issued: u64,
+    sequential: u64,
+    /// Total latency (start → completion) per op: read, write, discard, flush.
+    latency: [Hist; 4],
+}
+
+/// One cgroup's counters.
+#[derive(Debug, Clone, Default)]
+struct Cgroup {
+    name: String,
+    read_bytes: f64,
+    written_bytes: f64,
+    read_ios: Option<f64>,
+    write_ios: Option<f64>,
+    /// The kernel's `total=` of io.pressure, µs (absolute).
+    some_us: Option<u64>,
+    full_us: Option<u64>,
+}
+
+/// Everything exported, accumulated since iolens started.
+#[derive(Debug, Clone, Default)]
+pub struct Exported {
+    /// How many commands get their own series.
+    pub top: usize,
+    comms: HashMap<String, Comm>,
+    other: [f64; 7],
+    cgroups: BTreeMap<String, Cgroup>,
+    devices: BTreeMap<(u32, u32), DevTrace>,
+    /// Own health.
+    pub samples: u64,
+    pub sample_errors: u64,
+    pub last_sample_unix_s: f64,
+    pub last_sample_duration_s: f64,
+    pub trace_active: bool,
+    pub trace_lost_events: u64,
+    pub trace_unmatched: u64,
+    pub exit_record_overflows: u64,
+    /// Scrapes served as OpenMetrics and as the text format, and
+    /// requests answered with an error (set by the server's counters).
+    pub scrapes: [u64; 2],
+    pub http_errors: u64,
+}
+
+impl Exported {
+    pub fn new(top: usize) -> Self {
+        Exported {
+            top: top.max(1),
+            ..Default::default()
+        }
+    }
+
+    /// Fold in the model's last interval (after `Model::update` and
+    /// `apply_trace`); `sample_s` is how long the sample took to read.
+    pub fn update(&mut self, m: &Model, sample_s: f64) {
+        self.samples += 1;
+        self.sample_errors += m.errors.len() as u64;
+        self.last_sample_unix_s = m.wall_ns as f64 / 1e9;
+        self.last_sample_duration_s = sample_s;
+        self.trace_active = m.trace.active;
+        self.exit_record_overflows = m.exits.overflows;
+        let Some(dt) = m.interval_s else { return };
+        self.update_comms(m, dt);
+        self.update_cgroups(m, dt);
+        let iv = &m.trace.interval;
+        self.trace_lost_events += iv.lost_events;
+        self.trace_unmatched += iv.unmatched;
+        for (dev, t) in &iv.devices {
+            let Dev { major, minor } = *dev;
+            let name = m
+                .devices
+                .iter()
+                .find(|d| d.major == major && d.minor == minor)
+                .map_or_else(|| format!("{major}:{minor}"), |d| d.name.clone());
+            let d = self.devices.entry((major, minor)).or_default();
+            d.name = name;
+            d.issued += t.issued;
+            d.sequential += t.sequential;
+            for (h, l) in d.latency.iter_mut().zip(&t.latency) {
+                h.add(&l.total);
+            }
+        }
+    }
+
+    fn update_comms(&mut self, m: &Model, dt: f64) {
+        let mut step: HashMap<String, [f64; 7]> = HashMap::new();
+        for p in &m.procs {
+            let Some(r) = &p.rates else { continue };
+            // Kernel workers by role, not by their changing comm.
+            let comm = match &p.worker {
+                Some(w) => format!("[{}]", w.label()),
+                None => p.raw.comm.clone(),
+            };
+            let a = amounts(r, dt);
+            let e = step.entry(comm).or_default();
+            for (x, y) in e.iter_mut().zip(a) {
+                *x += y;
+            }
+        }
+        for c in self.comms.values_mut() {
+            c.recent *= DECAY;
+        }
+        for (comm, a) in &step {
+            if let Some(c) = self.comms.get_mut(comm) {
+                c.recent += a[0] + a[1];
+            } else if self.comms.len() < MAX_COMMS {
+                let c = Comm {
+                    recent: a[0] + a[1],
+                    ..Default::default()
+                };
+                self.comms.insert(comm.clone(), c);
+            }
+        }
+        // Ranking with hysteresis, before this step is counted (a busy
+        // newcomer gets its own series at once): in at the top N, out
+        // after HOLD_SAMPLES samples below the top 2N.
+        let mut ranked: Vec<(&String, f64)> = self.comms.iter().map(|(k, c)| (k, c.recent)).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        let rank: HashMap<String, usize> = ranked.iter().enumerate().map(|(i, (k, _))| ((*k).clone(), i)).collect();
+        let n = self.top;
+        for (k, c) in self.comms.iter_mut() {
+            let r = rank.get(k).copied().unwrap_or(usize::MAX);
+            if r < n && c.recent >= 1.0 {
+                c.exported = true;
+                c.out_for = 0;
+            } else if c.exported && r >= 2 * n {
+                c.out_for += 1;
+                if c.out_for >= HOLD_SAMPLES {
+                    c.exported = false;
+                    c.out_for = 0;
+                }
+            } else {
+                c.out_for = 0;
+            }
+        }
+        for (comm, a) in step {
+            let target = match self.comms.get_mut(&comm) {
+                Some(c) if c.exported => &mut c.own,
+                _ => &mut self.other,
+            };
+            for (x, y) in target.iter_mut().zip(a) {
+                *x += y;
+            }
+        }
+        // Forget idle commands that have no series of their own (their
+        // series, if they had one, ended when they left the top).
+        if self.comms.len() > MAX_COMMS / 2 {
+            self.comms.retain(|_, c| c.exported || c.recent >= 1.0);
+        }
+    }
+
+    fn update_cgroups(&mut self, m: &Model, dt: f64) {
+        let Some(v) = &m.cgroups else { return };
+        for row in &v.rows {
+            let c = self.cgroups.entry(row.path.clone()).or_default();
+            c.name = row.name.clone();
+            if let Some(r) = &row.rates {
+                c.read_bytes += r.read_bps * dt;
+                c.written_bytes += r.write_bps * dt;
+                if let Some(v) = r.read_iops {
+                    *c.read_ios.get_or_insert(0.0) += v * dt;
+                }
+                if let Some(v) = r.write_iops {
+                    *c.write_ios.get_or_insert(0.0) += v * dt;
+                }
+            }
+            let p = row.pressure.as_ref();
+            c.some_us = p.and_then(|p| p.some).map(|l| l.total_us);
+            c.full_us = p.and_then(|p| p.full).map(|l| l.total_us);
+        }
+        // Cgroups that are gone end their series.
+        self.cgroups.retain(|path, _| v.rows.iter().any(|r| &r.path == path));
+    }
+
+    /// The commands with a series of their own.
+    pub fn exported_comms(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self
+            .comms
+            .iter()
+            .filter(|(_, c)| c.exported)
+            .map(|(k, _)| k.as_str())
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The OpenMetrics text (what `prometheus-client` encodes).
+    pub fn openmetrics(&self) -> String {
+        let mut reg = Registry::with_prefix("iolens");
+        reg.register_collector(Box::new(self.clone()));
+        let mut out = String::new();
+        // Encoding into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+        out
+    }
+}
+
+fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<(), std::fmt::Error> {
+    let c = ConstCounter::new(v);
+    c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
+}
+
+fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<(), std::fmt::Error> {
+    let g = ConstGauge::new(v);
+    g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+fn counter_family(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: &[(Labels, f64)],
+) -> Result<(), std::fmt::Error> {
+    if series.is_empty() {
+        return Ok(());
+    }
+    let mut f = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, v) in series {
+        ConstCounter::new(*v).encode(f.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+const OPS: [&str; 4] = ["read", "write", "discard", "flush"];
+
+impl Collector for Exported {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        // Per command.
+        let mut comms: Vec<(&String, &Comm)> = self.comms.iter().filter(|(_, c)| c.exported).collect();
+        comms.sort_by(|a, b| a.0.cmp(b.0));
+        for (i, (name, help)) in PROC_COUNTERS.iter().enumerate() {
+            let mut series: Vec<(Labels, f64)> = comms
+                .iter()
+                .map(|(k, c)| (vec![("comm", (*k).clone())], c.own[i]))
+                .collect();
+            series.push((vec![("comm", OTHER.to_string())], self.other[i]));
+            counter_family(&mut enc, name, help, &series)?;
+        }
+        // Per cgroup.
+        let cg = |f: &dyn Fn(&Cgroup) -> Option<f64>| -> Vec<(Labels, f64)> {
+            self.cgroups
+                .iter()
+                .filter_map(|(path, c)| f(c).map(|v| (vec![("cgroup", path.clone()), ("name", c.name.clone())], v)))
+                .collect()
+        };
+        counter_family(
+            &mut enc,
+            "cgroup_read_bytes",
+            "Bytes read by the cgroup on whole disks (kernel counters, or its processes' own I/O where the kernel has none)",
+            &cg(&|c| Some(c.read_bytes)),
+        )?;
+        counter_family(
+            &mut enc,
+            "cgroup_written_bytes",
+            "Bytes written by the cgroup on whole disks (same sources as cgroup_read_bytes)",
+            &cg(&|c| Some(c.written_bytes)),
+        )?;
+        counter_family(
+            &mut enc,
+            "cgroup_read_requests",
+            "Read requests of the cgroup (kernel counters only)",
+            &cg(&|c| c.read_ios),
+        )?;
+        counter_family(
+            &mut enc,
+            "cgroup_write_requests",
+            "Write requests of the cgroup (kernel counters only)",
+            &cg(&|c| c.write_ios),
+        )?;
+        counter_family(
+            &mut enc,
+            "cgroup_io_pressure_some_seconds",
+            "Time some tasks of the cgroup were stalled on I/O (io.pressure some total=)",
+            &cg(&|c| c.some_us.map(|u| u as f64 / 1e6)),
+        )?;
+        counter_family(
+            &mut enc,
+            "cgroup_io_pressure_full_seconds",
+            "Time all tasks of the cgroup were stalled on I/O (io.pressure full total=)",
+            &cg(&|c| c.full_us.map(|u| u as f64 / 1e6)),
+        )?;
+        // Traced requests per device.
+        let dev = |f: &dyn Fn(&DevTrace) -> f64| -> Vec<(Labels, f64)> {
+            self.devices
+                .values()
+                .map(|d| (vec![("device", d.name.clone())], f(d)))
+                .collect()
+        };
+        counter_family(
+            &mut enc,
+            "traced_requests",
+            "Block requests issued with data (reads, writes, discards), from the block tracepoints",
+            &dev(&|d| d.issued as f64),
+        )?;
+        counter_family(
+            &mut enc,
+            "traced_sequential_requests",
+            "Of traced_requests, those that started where a recent request in the same direction ended",
+            &dev(&|d| d.sequential as f64),
+        )?;
+        if !self.devices.is_empty() {
+            let mut f = enc.encode_descriptor(
+                "request_latency_seconds",
+                "Block request latency from start (block_io_start) to completion, traced; buckets are powers of two ns",
+                None,
+                MetricType::Histogram,
+            )?;
+            for d in self.devices.values() {
+                for (op, h) in OPS.iter().zip(&d.latency) {
+                    if h.count == 0 {
+                        continue;
+                    }
+                    let labels: Labels = vec![("device", d.name.clone()), ("op", (*op).to_string())];
+                    f.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+                        h.sum_ns as f64 / 1e9,
+                        h.count,
+                        &h.prometheus_buckets(),
+                        None,
+                    )?;
+                }
+            }
+        }
+        // Own health.
+        counter(&mut enc, "samples", "Samples taken", self.samples as f64)?;
+        counter(
+            &mut enc,
+            "sample_errors",
+            "Files that could not be read, summed over samples",
+            self.sample_errors as f64,
+        )?;
+        gauge(
+            &mut enc,
+            "last_sample_timestamp_seconds",
+            "Wall-clock time of the last sample, s since the Unix epoch",
+            self.last_sample_unix_s,
+        )?;
+        gauge(
+            &mut enc,
+            "sample_duration_seconds",
+            "How long the last sample took to read",
+            self.last_sample_duration_s,
+        )?;
+        gauge(
+            &mut enc,
+            "trace_active",
+            "1 while block-request tracing runs (root), else 0",
+            f64::from(u8::from(self.trace_active)),
+        )?;
+        counter(
+            &mut enc,
+            "trace_lost_events",
+            "Trace events the kernel lost (ring buffer overruns)",
+            self.trace_lost_events as f64,
+        )?;
+        counter(
+            &mut enc,
+            "trace_unmatched_requests",
+            "Traced requests that could not be matched (completion without issue, expired)",
+            self.trace_unmatched as f64,
+        )?;
+        counter_family(
+            &mut enc,
+            "scrapes",
+            "Scrapes of /metrics served, by format (as of the last sample)",
+            &[
+                (vec![("format", "openmetrics".to_string())], self.scrapes[0] as f64),
+                (vec![("format", "text".to_string())], self.scrapes[1] as f64),
+            ],
+        )?;
+        counter(
+            &mut enc,
+            "http_errors",
+            "Requests answered with an error: other paths (404), other methods (405), before the first sample (503)",
+            self.http_errors as f64,
+        )?;
+        counter(
+            &mut enc,
+            "exit_record_overflows",
+            "Times the kernel dropped taskstats exit records (their threads' I/O is missing)",
+            self.exit_record_overflows as f64,
+        )
+    }
+}
+
+/// The classic Prometheus text format (0.0.4) from OpenMetrics text: a
+/// counter family's `# HELP`/`# TYPE` name gets the `_total` its samples
+/// carry, and the OpenMetrics-only lines (`# UNIT`, `# EOF`) go. Samples
+/// are left as they are (both formats write them alike).
+pub fn text_format(openmetrics: &str) -> String {
+    let mut counters: Vec<&str> = Vec::new();
+    for l in openmetrics.lines() {
+        if let Some(rest) = l.strip_prefix("# TYPE ")
+            && let Some(name) = rest.strip_suffix(" counter")
+        {
+            counters.push(name);
+        }
+    }
+    let mut out = String::with_capacity(openmetrics.len());
+    for l in openmetrics.lines() {
+        if l == "# EOF" || l.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| l.strip_prefix(p).map(|r| (p, r)));
+        match meta {
+            Some((p, rest)) => {
+                let name = rest.split(' ').next().unwrap_or("");
+                if counters.contains(&name) {
+                    out.push_str(p);
+                    out.push_str(name);
+                    out.push_str("_total");
+                    out.push_str(&rest[name.len()..]);
+                } else {
+                    out.push_str(l);
+                }
+            }
+            None => out.push_str(l),
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,384 @@
+//! The recording file: a fixed file head (magic and format version), then
+//! frames (see [`super::frame`]). Each run of the recorder starts with a
+//! host frame (host, kernel, clock ticks, boot id), so a file appended to
+//! across reboots says which machine state each sample belongs to.
+//!
+//! Payloads are JSON (zstd-compressed for samples) of serde structs with
+//! defaults: a newer iolens reads an older file (missing fields take their
+//! default), an older one skips fields it does not know.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+
+use super::frame::{self, Damage, FLAG_ZSTD, FrameRef, kind};
+use crate::collect::RawSample;
+
+/// The file starts with these 8 bytes...
+pub const FILE_MAGIC: [u8; 8] = *b"IOLENSRC";
+/// ... then the format version (u32, little-endian).
+pub const FORMAT_VERSION: u32 = 1;
+/// Length of the file head.
+pub const FILE_HEAD_LEN: usize = 12;
+/// zstd level of sample payloads (fast; ratio measured in benches/record_cost.sh).
+const ZSTD_LEVEL: i32 = 3;
+/// A sample's JSON is never larger than this (a bound on decompression).
+const MAX_SAMPLE_JSON: u64 = 512 << 20;
+/// The smallest `--max-size`.
+pub const MIN_MAX_SIZE: u64 = 64 * 1024;
+
+/// The host facts the samples of one recorder run were taken with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Header {
+    /// iolens version that wrote the frame.
+    pub iolens: String,
+    pub host: String,
+    pub kernel: String,
+    /// Clock ticks per second of the recorded machine (process times).
+    pub clk_tck: f64,
+    /// /proc/sys/kernel/random/boot_id: monotonic stamps compare only
+    /// within one boot.
+    pub boot_id: Option<String>,
+    /// The recorder ran as root (what it could see).
+    pub is_root: bool,
+    /// Seconds between samples.
+    pub interval_s: f64,
+}
+
+fn file_head() -> [u8; FILE_HEAD_LEN] {
+    let mut h = [0u8; FILE_HEAD_LEN];
+    h[..8].copy_from_slice(&FILE_MAGIC);
+    h[8..].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    h
+}
+
+/// Check a file head; the error says what the file is instead.
+pub fn check_head(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+    if data.len() < FILE_HEAD_LEN || data[..8] != FILE_MAGIC {
+        bail!("{} is not an iolens recording (no IOLENSRC header)", path.display());
+    }
+    let mut v = [0u8; 4];
+    v.copy_from_slice(&data[8..12]);
+    let version = u32::from_le_bytes(v);
+    if version > FORMAT_VERSION {
+        bail!(
+            "{} was written by a newer iolens (recording format {version}; this iolens reads format {FORMAT_VERSION} and older): replay it with that version",
+            path.display()
+        );
+    }
+    if version == 0 {
+        bail!("{}: recording format version 0 is not valid", path.display());
+    }
+    Ok(())
+}
+
+fn sample_payload(s: &RawSample) -> anyhow::Result<Vec<u8>> {
+    let json = serde_json::to_vec(s).context("encoding a sample")?;
+    zstd::bulk::compress(&json, ZSTD_LEVEL).context("compressing a sample")
+}
+
+/// Appends frames to a recording, rotating it under `max_size`.
+pub struct Writer {
+    path: PathBuf,
+    file: File,
+    /// Current length of the file.
+    len: u64,
+    max_size: Option<u64>,
+    header: Vec<u8>,
+    /// Times the oldest samples were dropped to stay under `max_size`.
+    pub rotations: u64,
+}
+
+impl Writer {
+    /// Open `path` for recording: create it (never overwriting anything),
+    /// or append to an iolens recording of this format. Writes the host
+    /// frame of this run.
+    pub fn open(path: &Path, header: &Header, max_size: Option<u64>) -> anyhow::Result<Writer> {
+        if let Some(m) = max_size {
+            anyhow::ensure!(
+                m >= MIN_MAX_SIZE,
+                "--max-size must be at least {MIN_MAX_SIZE} bytes, got {m}"
+            );
+        }
+        let created = OpenOptions::new().append(true).create_new(true).mode(0o640).open(path);
+        let (file, len) = match created {
+            Ok(mut f) => {
+                f.write_all(&file_head())
+                    .with_context(|| format!("writing {}", path.display()))?;
+                (f, FILE_HEAD_LEN as u64)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let mut f = OpenOptions::new()
+                    .read(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                let meta = f.metadata().with_context(|| format!("reading {}", path.display()))?;
+                anyhow::ensure!(meta.is_file(), "{} is not a regular file", path.display());
+                let mut head = [0u8; FILE_HEAD_LEN];
+                let n = f
+                    .read(&mut head)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                check_head(path, &head[..n])?;
+                let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+                anyhow::ensure!(
+                    version == FORMAT_VERSION,
+                    "{} is in recording format {version}: record to a new file",
+                    path.display()
+                );
+                (f, meta.len())
+            }
+            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+        };
+        let payload = serde_json::to_vec(header).context("encoding the host frame")?;
+        let mut w = Writer {
+            path: path.to_path_buf(),
+            file,
+            len,
+            max_size,
+            header: frame::encode(kind::HOST, 0, crate::collect::realtime_ns(), &payload),
+            rotations: 0,
+        };
+        let h = w.header.clone();
+        w.append_frame(&h)?;
+        Ok(w)
+    }
+
+    /// Append one sample.
+    pub fn append(&mut self, s: &RawSample) -> anyhow::Result<()> {
+        let payload = sample_payload(s)?;
+        anyhow::ensure!(
+            payload.len() <= frame::MAX_PAYLOAD as usize,
+            "a sample of {} bytes is over the frame cap",
+            payload.len()
+        );
+        let bytes = frame::encode(kind::SAMPLE, FLAG_ZSTD, s.wall_ns, &payload);
+        if let Some(max) = self.max_size {
+            if (FILE_HEAD_LEN + self.header.len() + bytes.len()) as u64 > max {
+                bail!(
+                    "a sample of {} bytes does not fit --max-size {max}: not recorded",
+                    bytes.len()
+                );
+            }
+            if self.len + bytes.len() as u64 > max {
+                self.rotate(max / 2)?;
+            }
+        }
+        self.append_frame(&bytes)
+    }
+
+    fn append_frame(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        self.file
+            .write_all(bytes)
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Drop the oldest samples: rewrite the file with the newest frames
+    /// that fit in `keep` bytes, after the host frame they belong to, into
+    /// a new file next to it that replaces it (rename: a reader of the old
+    /// file keeps a whole file).
+    fn rotate(&mut self, keep: u64) -> anyhow::Result<()> {
+        let data = std::fs::read(&self.path).with_context(|| format!("reading {}", self.path.display()))?;
+        let (frames, _) = frame::scan(&data, FILE_HEAD_LEN.min(data.len()));
+        // The newest frames that fit in `keep`.
+        let mut first = frames.len();
+        let mut size = 0;
+        for (i, f) in frames.iter().enumerate().rev() {
+            if (size + f.total_len()) as u64 > keep {
+                break;
+            }
+            size += f.total_len();
+            first = i;
+        }
+        let mut out = file_head().to_vec();
+        // Kept samples come after the host frame they were taken with.
+        if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
+            let host = frames[..first].iter().rev().find(|g| g.kind == kind::HOST);
+            out.extend_from_slice(host.map_or(&self.header[..], |g| &data[g.offset..g.payload.1]));
+        }
+        for f in &frames[first..] {
+            out.extend_from_slice(&data[f.offset..f.payload.1]);
+        }
+        let name = self
+            .path
+            .file_name()
+            .map_or_else(|| "recording".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = self
+            .path
+            .with_file_name(format!(".{name}.rotate-{}", std::process::id()));
+        let res = (|| -> std::io::Result<File> {
+            let mut f = OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .mode(0o640)
+                .open(&tmp)?;
+            f.write_all(&out)?;
+            std::fs::rename(&tmp, &self.path)?;
+            Ok(f)
+        })();
+        match res {
+            Ok(f) => {
+                self.file = f;
+                self.len = out.len() as u64;
+                self.rotations += 1;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e).with_context(|| format!("rotating {} (through {})", self.path.display(), tmp.display()))
+            }
+        }
+    }
+}
+
+/// One run of the recorder in a file: its host facts and its samples.
+#[derive(Debug, Default)]
+pub struct Segment {
+    pub header: Header,
+    pub samples: Vec<FrameRef>,
+}
+
+/// A recording read into memory, indexed.
+pub struct Recording {
+    data: Vec<u8>,
+    pub segments: Vec<Segment>,
+    /// What was skipped, for warnings.
+    pub damage: Vec<Damage>,
+    /// Frames of kinds this iolens does not know (from a newer one).
+    pub unknown_frames: usize,
+}
+
+impl Recording {
+    /// Read and index a recording. Fails only when it is not one (or is of
+    /// a newer format); damage inside is listed, not fatal.
+    pub fn open(path: &Path) -> anyhow::Result<Recording> {
+        let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::from_bytes(path, data)
+    }
+
+    pub fn from_bytes(path: &Path, data: Vec<u8>) -> anyhow::Result<Recording> {
+        check_head(path, &data)?;
+        let (frames, mut damage) = frame::scan(&data, FILE_HEAD_LEN);
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut unknown_frames = 0;
+        for f in frames {
+            match f.kind {
+                kind::HOST => match serde_json::from_slice::<Header>(&data[f.payload.0..f.payload.1]) {
+                    Ok(header) => segments.push(Segment {
+                        header,
+                        samples: Vec::new(),
+                    }),
+                    Err(_) => damage.push(Damage::Corrupt {
+                        offset: f.offset,
+                        skipped: f.total_len(),
+                        why: "host frame does not decode",
+                    }),
+                },
+                kind::SAMPLE => match segments.last_mut() {
+                    Some(s) => s.samples.push(f),
+                    None => damage.push(Damage::Corrupt {
+                        offset: f.offset,
+                        skipped: f.total_len(),
+                        why: "sample before any host frame",
+                    }),
+                },
+                _ => unknown_frames += 1,
+            }
+        }
+        Ok(Recording {
+            data,
+            segments,
+            damage,
+            unknown_frames,
+        })
+    }
+
+    /// Decode one sample frame.
+    pub fn sample(&self, f: &FrameRef) -> anyhow::Result<RawSample> {
+        let raw = &self.data[f.payload.0..f.payload.1];
+        let json = if f.flags & FLAG_ZSTD != 0 {
+            // Bounded: a sample never decompresses to more than this.
+            let mut out = Vec::new();
+            zstd::stream::read::Decoder::new(raw)
+                .and_then(|d| d.take(MAX_SAMPLE_JSON).read_to_end(&mut out))
+                .with_context(|| format!("decompressing the sample at byte {}", f.offset))?;
+            out
+        } else {
+            raw.to_vec()
+        };
+        serde_json::from_slice(&json).with_context(|| format!("decoding the sample at byte {}", f.offset))
+    }
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`).
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().chars().take(64).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(i: u64) -> RawSample {
+        RawSample {
+            mono_ns: i * 1_000_000_000,
+            wall_ns: 1_795_450_801_000_000_000 + i,
+            // Incompressible enough to fill frames.
+            errors: (0..40)
+                .map(|k| format!("{:x}", (i * 7919 + k) * 2_654_435_761))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn appends_reads_back_and_rotates_under_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.rec");
+        let header = Header {
+            host: "h".into(),
+            clk_tck: 100.0,
+            ..Default::default()
+        };
+        let cap = MIN_MAX_SIZE;
+        let mut w = Writer::open(&path, &header, Some(cap)).unwrap();
+        for i in 0..300 {
+            w.append(&sample(i)).unwrap();
+            let len = std::fs::metadata(&path).unwrap().len();
+            assert!(len <= cap, "{len} bytes after sample {i}");
+        }
+        assert!(w.rotations > 0);
+        let rec = Recording::open(&path).unwrap();
+        assert!(rec.damage.is_empty(), "{:?}", rec.damage);
+        assert_eq!(rec.segments.len(), 1);
+        assert_eq!(rec.segments[0].header, header);
+        let kept: Vec<u64> = rec.segments[0]
+            .samples
+            .iter()
+            .map(|f| rec.sample(f).unwrap().mono_ns / 1_000_000_000)
+            .collect();
+        // The newest samples, in order, ending with the last one.
+        assert_eq!(kept.last(), Some(&299));
+        assert!(kept.windows(2).all(|w| w[1] == w[0] + 1), "{kept:?}");
+        assert_eq!(
+            rec.sample(&rec.segments[0].samples[0]).unwrap().errors,
+            sample(kept[0]).errors
+        );
+        // Appending again starts a second run with its own host frame.
+        drop(w);
+        let mut w = Writer::open(&path, &header, None).unwrap();
+        w.append(&sample(1000)).unwrap();
+        let rec = Recording::open(&path).unwrap();
+        assert_eq!(rec.segments.len(), 2);
+        assert_eq!(rec.segments[1].samples.len(), 1);
+    }
+}
