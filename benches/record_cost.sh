@@ -33,7 +33,7 @@ for i in 1 2 3 4 5 6 7 8; do echo "file $i" >"$tmp/f$i"; done
 
 spawn_to() {
   local want=$1
-  while [ "$(ls -d /proc/[0-9]* | wc -l)" -lt "$want" ]; do
+  while [ "$(ls -d /proc/[0-9]* 2>/dev/null | wc -l)" -lt "$want" ]; do
     sleep 3600 3<"$tmp/f1" 4<"$tmp/f2" 5<"$tmp/f3" 6<"$tmp/f4" \
       7<"$tmp/f5" 8<"$tmp/f6" 9<"$tmp/f7" 10<"$tmp/f8" &
     pids+=($!)
@@ -49,7 +49,7 @@ run_cpu() {
 
 measure() {
   local label=$1 procs
-  procs=$(ls -d /proc/[0-9]* | wc -l)
+  procs=$(ls -d /proc/[0-9]* 2>/dev/null | wc -l)
   rm -f "$tmp/r.rec"
   local cpu
   cpu=$(run_cpu "$IOLENS_BIN" record "$tmp/r.rec" --interval 0.25 --count "$samples")

@@ -13,6 +13,9 @@ use crate::model::trace::view::TraceView;
 use super::NOT_TRACED;
 use super::file::{Recording, Segment};
 
+/// How far before `--from` the model starts taking samples, ns.
+const WARM_UP_NS: u64 = 60_000_000_000;
+
 /// The model of one recorder run: its host facts, not this machine's.
 pub fn model_for(seg: &Segment) -> Model {
     let h = &seg.header;
@@ -62,8 +65,15 @@ pub fn run(_cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         let Some(first) = seg.samples.iter().position(|f| from.is_none_or(|t| f.wall_ns >= t)) else {
             continue;
         };
+        // The model is warmed up on the minute before the range (the
+        // write window and the cgroup limit window look back that far), so
+        // a report in a range gives what a replay of the whole file does.
+        let warm = from.map_or(0, |t| {
+            let since = t.saturating_sub(WARM_UP_NS);
+            seg.samples.iter().position(|f| f.wall_ns >= since).unwrap_or(first)
+        });
         let mut model = model_for(seg);
-        for (i, f) in seg.samples.iter().enumerate().skip(first.saturating_sub(1)) {
+        for (i, f) in seg.samples.iter().enumerate().skip(warm.min(first.saturating_sub(1))) {
             if to.is_some_and(|t| f.wall_ns > t) {
                 break;
             }
