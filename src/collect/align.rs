@@ -7,14 +7,14 @@
 //! a physical sector touch two of them (the drive reads, modifies and
 //! writes both); reads lose little.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::sysblock::DeviceInfo;
 
 const MIB: u64 = 1 << 20;
 
 /// The verdict on one partition's start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlignVerdict {
     /// On a physical sector, the optimal I/O size (if any) and 1 MiB.
@@ -42,7 +42,7 @@ impl AlignVerdict {
 }
 
 /// One partition's start against each boundary that matters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Alignment {
     pub start_bytes: u64,
     pub physical_block_size: u64,

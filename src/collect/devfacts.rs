@@ -9,13 +9,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Reader;
 use super::sysblock::DevKind;
 
 /// How the device is attached, where sysfs says so.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transport {
     /// "nvme", "sata", "ata", "usb", "virtio", "mmc", "scsi" or "xen".
     pub kind: String,
@@ -32,7 +32,8 @@ pub struct Transport {
 
 /// Device facts from sysfs (a partition reports its disk's, and its own
 /// `alignment_offset`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DeviceFacts {
     /// `queue/write_cache`: "write back" (a volatile cache: the kernel sends
     /// cache flushes) or "write through" (no flushes are sent).
@@ -58,6 +59,8 @@ pub struct DeviceFacts {
     pub alignment_offset: Option<u64>,
     pub transport: Option<Transport>,
     /// Why `rotational` cannot be taken at its word on this device, if so.
+    /// (A recording stores it; [`caveat`] recomputes it on replay.)
+    #[serde(skip_deserializing)]
     pub rotational_caveat: Option<&'static str>,
 }
 
@@ -65,6 +68,24 @@ const VIRTUAL_ROTATIONAL: &str = "a virtual disk: the hypervisor sets this flag 
 const LOOP_ROTATIONAL: &str = "a loop device copies this from the device holding its backing file";
 const STACKED_ROTATIONAL: &str = "a stacked device (dm, md) derives this from the devices underneath";
 const ZRAM_ROTATIONAL: &str = "memory, not a disk";
+
+/// Why the `rotational` flag of a device of this kind and transport says
+/// little (`disk`: the name of the whole disk).
+pub fn caveat(kind: DevKind, transport: Option<&Transport>, disk: &str) -> Option<&'static str> {
+    let disk_kind = match kind {
+        DevKind::Partition => None,
+        k => Some(k),
+    };
+    let c = match (disk_kind, transport) {
+        (_, Some(t)) if t.kind == "virtio" || t.kind == "xen" => Some(VIRTUAL_ROTATIONAL),
+        (Some(DevKind::Loop), _) => Some(LOOP_ROTATIONAL),
+        (Some(DevKind::Dm | DevKind::Md), _) => Some(STACKED_ROTATIONAL),
+        (Some(DevKind::Zram), _) => Some(ZRAM_ROTATIONAL),
+        _ => None,
+    };
+    // A partition: the caveat of its disk, named from the disk's name.
+    c.or_else(|| (kind == DevKind::Partition && disk.starts_with("loop")).then_some(LOOP_ROTATIONAL))
+}
 
 fn yes_no(v: Option<u64>) -> Option<bool> {
     v.map(|v| v != 0)
@@ -77,22 +98,7 @@ pub fn read(r: &mut Reader, qbase: &str, base: &str, kind: DevKind) -> DeviceFac
     let q = |k: &str| format!("{qbase}/queue/{k}");
     let discard_max_bytes = r.read_u64(q("discard_max_bytes"));
     let transport = transport(r, qbase);
-    let disk_kind = match kind {
-        DevKind::Partition => None,
-        k => Some(k),
-    };
-    let rotational_caveat = match (disk_kind, &transport) {
-        (_, Some(t)) if t.kind == "virtio" || t.kind == "xen" => Some(VIRTUAL_ROTATIONAL),
-        (Some(DevKind::Loop), _) => Some(LOOP_ROTATIONAL),
-        (Some(DevKind::Dm | DevKind::Md), _) => Some(STACKED_ROTATIONAL),
-        (Some(DevKind::Zram), _) => Some(ZRAM_ROTATIONAL),
-        _ => None,
-    };
-    let rotational_caveat = rotational_caveat.or_else(|| {
-        // A partition: the caveat of its disk, named from the disk's name.
-        let disk = qbase.rsplit('/').next().unwrap_or_default();
-        (kind == DevKind::Partition && disk.starts_with("loop")).then_some(LOOP_ROTATIONAL)
-    });
+    let rotational_caveat = caveat(kind, transport.as_ref(), qbase.rsplit('/').next().unwrap_or_default());
     DeviceFacts {
         write_cache: r.read_string(q("write_cache")).ok().filter(|s| !s.is_empty()),
         fua: yes_no(r.read_u64(q("fua"))),

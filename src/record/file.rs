@@ -313,7 +313,14 @@ impl Recording {
         } else {
             raw.to_vec()
         };
-        serde_json::from_slice(&json).with_context(|| format!("decoding the sample at byte {}", f.offset))
+        let mut s: RawSample =
+            serde_json::from_slice(&json).with_context(|| format!("decoding the sample at byte {}", f.offset))?;
+        // Static texts are not read back: recomputed as the collector does.
+        for d in &mut s.devices {
+            let disk = d.parent.clone().unwrap_or_else(|| d.name.clone());
+            d.facts.rotational_caveat = crate::collect::devfacts::caveat(d.kind, d.facts.transport.as_ref(), &disk);
+        }
+        Ok(s)
     }
 }
 
