@@ -55,8 +55,10 @@ fn range(args: &ReplayArgs) -> anyhow::Result<(Option<u64>, Option<u64>)> {
     Ok((from, to))
 }
 
-pub fn run(_cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let rec = open(&args.file)?;
+    // The SEQ/RAND cut-offs are the viewer's settings, as live.
+    let thresholds = crate::config::load_pattern(cli)?;
     let (from, to) = range(args)?;
     let stdout = std::io::stdout();
     let mut printed = 0u64;
@@ -73,6 +75,7 @@ pub fn run(_cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             seg.samples.iter().position(|f| f.wall_ns >= since).unwrap_or(first)
         });
         let mut model = model_for(seg);
+        model.thresholds = thresholds;
         for (i, f) in seg.samples.iter().enumerate().skip(warm.min(first.saturating_sub(1))) {
             if to.is_some_and(|t| f.wall_ns > t) {
                 break;
@@ -91,7 +94,7 @@ pub fn run(_cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
             let text = if args.json {
-                crate::batch::json_report(&model, args.top).to_string() + "\n"
+                crate::format::escape_json_controls(crate::batch::json_report(&model, args.top).to_string()) + "\n"
             } else {
                 crate::batch::text_report(&model, args.top)
             };
