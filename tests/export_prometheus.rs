@@ -32,7 +32,7 @@ fn start_export(extra: &[&str]) -> (Killed, String) {
     let mut child = Command::new(BIN)
         .args(["export", "--listen", "127.0.0.1:0", "--interval", "0.5"])
         .args(extra)
-        .env("IOLENS_CONFIG", "/nonexistent/iolens-test-config.toml")
+        .env("IOLENS_CONFIG", "/dev/null")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

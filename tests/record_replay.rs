@@ -15,7 +15,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 fn iolens(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
-        .env("IOLENS_CONFIG", "/nonexistent/iolens-test-config.toml")
+        .env("IOLENS_CONFIG", "/dev/null")
         .output()
         .expect("running iolens")
 }
@@ -215,7 +215,7 @@ fn max_size_holds_while_recording_goes_on() {
             "--max-size",
             "64K",
         ])
-        .env("IOLENS_CONFIG", "/nonexistent/iolens-test-config.toml")
+        .env("IOLENS_CONFIG", "/dev/null")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -166,7 +166,10 @@ impl Writer {
                 );
             }
             if self.len + bytes.len() as u64 > max {
-                self.rotate(max / 2)?;
+                // Half of the cap, and room for this frame: a frame larger
+                // than half the cap must not take the file over it.
+                let room = max - (FILE_HEAD_LEN + self.header.len() + bytes.len()) as u64;
+                self.rotate((max / 2).min(room))?;
             }
         }
         self.append_frame(&bytes)
@@ -380,6 +383,34 @@ mod tests {
             rec.sample(&rec.segments[0].samples[0]).unwrap().errors,
             sample(kept[0]).errors
         );
+        // Frames over half the cap (a busy machine's samples) stay under
+        // it too.
+        let big = dir.path().join("big.rec");
+        let mut w = Writer::open(&big, &header, Some(cap)).unwrap();
+        for i in 0..20u64 {
+            let mut s = sample(i);
+            let mut x = i + 1;
+            // Alternately just under and well over half the cap.
+            s.errors = (0..if i % 2 == 0 { 3000 } else { 5000 })
+                .map(|_| {
+                    // xorshift64: random hex, about 8 bytes compressed.
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    format!("{x:016x}")
+                })
+                .collect();
+            w.append(&s).unwrap();
+            let len = std::fs::metadata(&big).unwrap().len();
+            assert!(len <= cap, "{len} bytes after big sample {i}");
+        }
+        assert!(w.rotations > 0);
+        let rec = Recording::open(&big).unwrap();
+        assert!(rec.damage.is_empty(), "{:?}", rec.damage);
+        let kept = &rec.segments[0].samples;
+        let last = kept.last().unwrap();
+        assert!(last.total_len() as u64 > cap / 2, "frame not big enough");
+        assert_eq!(rec.sample(last).unwrap().mono_ns, 19_000_000_000);
         // Appending again starts a second run with its own host frame.
         drop(w);
         let mut w = Writer::open(&path, &header, None).unwrap();
