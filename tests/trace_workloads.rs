@@ -93,15 +93,37 @@ impl Drop for Fio {
     }
 }
 
+/// Reads completed and milliseconds spent on them by the kernel's own
+/// accounting (`/sys/block/<dev>/stat` fields 1 and 4, summed from
+/// nanoseconds per request: the sum iostat's r_await divides).
+fn read_stat(dev: &str) -> Option<(u64, u64)> {
+    let name = dev.trim_start_matches("/dev/");
+    let t = std::fs::read_to_string(format!("/sys/block/{name}/stat")).ok()?;
+    let f: Vec<u64> = t.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    Some((*f.first()?, *f.get(3)?))
+}
+
+/// One workload's results.
+struct Run {
+    /// The 1-second intervals, first and last left out.
+    kept: Vec<TraceInterval>,
+    /// fio's JSON output.
+    fio: serde_json::Value,
+    /// Every interval, first and last included (the whole run).
+    all: Vec<TraceInterval>,
+    /// (reads, ms reading) of the device over the whole run, from its stat.
+    disk: Option<(u64, u64)>,
+}
+
 /// Run fio with `args` for [`SECS`] seconds while tracing (at real-time
-/// priority with `rt`); return the
-/// 1-second intervals (first and last left out) and fio's JSON output.
-fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> (Vec<TraceInterval>, serde_json::Value) {
+/// priority with `rt`).
+fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
     let mut tracker = Tracker::default();
     let mut out = Vec::new();
     // What came before is not this workload's.
     tracer.poll(&mut out);
     out.clear();
+    let before = read_stat(dev);
     let mut cmd = if rt {
         let mut c = Command::new("chrt");
         c.args(["-f", "10", "fio"]);
@@ -134,20 +156,34 @@ fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> (Vec<TraceInt
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // fio's last requests are complete; read them once they are older than
+    // the merge hold-back.
+    std::thread::sleep(Duration::from_millis(100));
+    tracer.poll(&mut out);
+    tracker.feed(&out);
+    out.clear();
     intervals.push(tracker.take_interval());
+    let disk = before
+        .zip(read_stat(dev))
+        .map(|(a, b)| (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)));
     let mut text = String::new();
     if let Some(mut o) = fio.0.stdout.take() {
         use std::io::Read;
         let _ = o.read_to_string(&mut text);
     }
-    let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+    let fio = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
     let n = intervals.len();
     let kept = if n > 2 {
         intervals[1..n - 1].to_vec()
     } else {
         Vec::new()
     };
-    (kept, json)
+    Run {
+        kept,
+        fio,
+        all: intervals,
+        disk,
+    }
 }
 
 fn skip_reason() -> Option<String> {
@@ -184,6 +220,40 @@ fn p50s(ivs: &[TraceInterval], dev: Dev, fio: &serde_json::Value) -> (Option<u64
     }
     let fio_p50 = fio["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"].as_f64();
     (total.quantile(0.5), fio_p50)
+}
+
+/// The traced read total against the kernel's own accounting over the
+/// whole run: the mean must be within ±5% of the device's stat (ms reading
+/// / reads; the kernel times each request from its allocation, just before
+/// `block_io_start`, to its end, just after the last `block_rq_complete`),
+/// with at least 99% of the reads traced.
+fn total_matches_the_kernel(r: &Run, dev: Dev) -> Result<(), String> {
+    let mut total = LatHist::default();
+    for d in r.all.iter().filter_map(|iv| iv.devices.get(&dev)) {
+        total.merge(&d.latency[0].total);
+    }
+    let Some((reads, ms)) = r.disk.filter(|d| d.0 > 0) else {
+        return Err(format!("no reads in the device's stat: {:?}", r.disk));
+    };
+    let kernel_us = ms as f64 * 1e3 / reads as f64;
+    let ours_us = total.sum as f64 / 1e3 / total.n.max(1) as f64;
+    eprintln!(
+        "read total mean {ours_us:.1} µs over {} requests; the kernel's r_await {kernel_us:.1} µs over {reads} reads ({:+.1}%)",
+        total.n,
+        (ours_us / kernel_us - 1.0) * 100.0
+    );
+    if (total.n as f64) < reads as f64 * 0.99 || total.n > reads {
+        return Err(format!(
+            "{} reads traced with a total, the kernel counted {reads}",
+            total.n
+        ));
+    }
+    if (ours_us / kernel_us - 1.0).abs() > 0.05 {
+        return Err(format!(
+            "read total mean {ours_us:.1} µs, kernel r_await {kernel_us:.1} µs"
+        ));
+    }
+    Ok(())
 }
 
 #[test]
@@ -276,10 +346,11 @@ fn sequential_share_and_latency_match_fio() {
     ];
     let mut failures = Vec::new();
     for c in &cases {
-        let (ivs, json) = run(&mut tracer, &lo.0, c.args, c.p50 && tools::have("chrt"));
+        let r = run(&mut tracer, &lo.0, c.args, c.p50 && tools::have("chrt"));
+        let (ivs, json) = (&r.kept, &r.fio);
         let mut right = 0;
         let mut seen = Vec::new();
-        for iv in &ivs {
+        for iv in ivs {
             let d = iv.devices.get(&dev);
             let s = d.and_then(|d| d.seq_share());
             let l = d.and_then(|d| d.pattern(&th));
@@ -297,7 +368,10 @@ fn sequential_share_and_latency_match_fio() {
             ));
         }
         if c.p50 {
-            match p50s(&ivs, dev, &json) {
+            if let Err(e) = total_matches_the_kernel(&r, dev) {
+                failures.push(format!("{}: {e}", c.name));
+            }
+            match p50s(ivs, dev, json) {
                 (Some(ours), Some(fio)) => {
                     let ours = ours as f64;
                     eprintln!(

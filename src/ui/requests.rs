@@ -1,9 +1,10 @@
 //! The live request log (block tracing): the last completed requests,
-//! newest first, like iosnoop — when each completed (seconds before the
-//! latest sample), command, pid, op, device, sector, bytes and its queue,
-//! device and total time. Frozen with `f`, filtered by command, pid or
+//! newest first, like iosnoop — when each completed (local wall-clock
+//! time, `HH:MM:SS.mmm`), command, pid, op, device, sector, bytes and its
+//! queue, device and total time. Frozen with `f`, filtered by command, pid or
 //! device with `/` while the pane has the focus.
 
+use jiff::tz::TimeZone;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -56,12 +57,26 @@ fn lat(v: Option<u64>) -> String {
 }
 
 const HEAD: &str =
-    "     AGO s COMMAND          PID     OP DEVICE         SECTOR    BYTES  QUEUE ms DEVICE ms  TOTAL ms";
+    "TIME         COMMAND          PID     OP DEVICE         SECTOR    BYTES  QUEUE ms DEVICE ms  TOTAL ms";
 
-fn line(model: &Model, r: &Request, dev: &str) -> String {
-    let ago = model.mono_ns.saturating_sub(r.done_ts) as f64 / 1e9;
+/// When a request completed, local wall-clock time to the millisecond: the
+/// sample's wall-clock time less the (monotonic) time since the completion.
+/// `n/a` for a sample without wall-clock time.
+fn clock(model: &Model, r: &Request, tz: &TimeZone) -> String {
+    if model.wall_ns == 0 {
+        return format::NA.to_string();
+    }
+    let unix_ns = model.wall_ns.saturating_sub(model.mono_ns.saturating_sub(r.done_ts));
+    match jiff::Timestamp::from_nanosecond(i128::from(unix_ns)) {
+        Ok(ts) => ts.to_zoned_datetime(tz.clone()).strftime("%H:%M:%S%.3f").to_string(),
+        Err(_) => format::NA.to_string(),
+    }
+}
+
+fn line(model: &Model, r: &Request, dev: &str, tz: &TimeZone) -> String {
     format!(
-        "{ago:>10.3} {:<16} {:>7} {:>2} {:<10} {:>12} {:>8} {:>9} {:>9} {:>9}",
+        "{:<12} {:<16} {:>7} {:>2} {:<10} {:>12} {:>8} {:>9} {:>9} {:>9}",
+        clock(model, r, tz),
         super::devices::truncate(&command(r), 16),
         pid(r),
         r.op.letter(),
@@ -105,6 +120,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let rows = usize::from(inner.height.saturating_sub(1));
     let mut lines = vec![Line::styled(super::devices::truncate(HEAD, w), t.title())];
     let mut shown = 0;
+    let tz = TimeZone::system();
     for r in log.iter().rev() {
         if shown == rows {
             break;
@@ -118,7 +134,10 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         } else {
             Default::default()
         };
-        lines.push(Line::styled(super::devices::truncate(&line(model, r, &dev), w), style));
+        lines.push(Line::styled(
+            super::devices::truncate(&line(model, r, &dev, &tz), w),
+            style,
+        ));
         shown += 1;
     }
     if shown == 0 {
@@ -130,4 +149,48 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         lines.push(Line::styled(why, t.dim()));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::trace::block::{Dev, Op};
+    use crate::model::trace::requests::Task;
+
+    #[test]
+    fn log_time_is_the_wall_clock_of_the_completion() {
+        let mut m = Model::default();
+        // sample at 2026-11-23T16:20:01.500Z, monotonic 1000 s
+        m.wall_ns = 1_795_450_801_500_000_000;
+        m.mono_ns = 1_000_000_000_000;
+        let mut comm = [0u8; 16];
+        comm[..3].copy_from_slice(b"fio");
+        let r = Request {
+            dev: Dev { major: 7, minor: 0 },
+            op: Op::Read,
+            sector: 2048,
+            bytes: 4096,
+            // completed 1.250 s before the sample
+            done_ts: 998_750_000_000,
+            queue_ns: Some(2_000),
+            device_ns: Some(48_000),
+            total_ns: Some(50_000),
+            task: Task {
+                pid: 4250,
+                tgid: 4242,
+                kernel: false,
+                comm,
+            },
+            error: 0,
+        };
+        let utc = TimeZone::UTC;
+        let l = line(&m, &r, "loop0", &utc);
+        assert!(l.starts_with("16:20:00.250 fio "), "{l}");
+        assert_eq!(l.len(), HEAD.len(), "{l}\n{HEAD}");
+        let plus2 = TimeZone::fixed(jiff::tz::offset(2));
+        assert!(line(&m, &r, "loop0", &plus2).starts_with("18:20:00.250 "));
+        // a sample without wall-clock time
+        m.wall_ns = 0;
+        assert!(line(&m, &r, "loop0", &utc).starts_with("n/a          fio"));
+    }
 }

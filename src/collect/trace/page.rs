@@ -70,6 +70,7 @@ impl std::fmt::Display for PageError {
 impl std::error::Error for PageError {}
 
 /// A native-endian unsigned integer of 1, 2, 4 or 8 bytes at `off`.
+#[inline]
 pub fn read_uint(b: &[u8], off: usize, size: usize) -> Option<u64> {
     let s = b.get(off..off.checked_add(size)?)?;
     Some(match size {

@@ -54,7 +54,7 @@ pub struct Tracer {
     merger: Merger,
     buf: Vec<u8>,
     batch: Vec<BlockEvent>,
-    tasks: HashMap<i32, (i32, bool)>,
+    tasks: foldhash::HashMap<i32, (i32, bool)>,
     polls: u32,
     pub counters: Counters,
     pub instance: Instance,
@@ -109,7 +109,7 @@ impl Tracer {
             merger: Merger::default(),
             buf: vec![0; page],
             batch: Vec::new(),
-            tasks: HashMap::new(),
+            tasks: Default::default(),
             polls: 0,
             counters: Counters::default(),
             instance,
@@ -177,27 +177,33 @@ impl Tracer {
             self.tasks.clear();
         }
         let mut gone = HashSet::new();
-        for e in self.batch.iter().filter(|e| e.kind == Kind::Start) {
-            if let std::collections::hash_map::Entry::Vacant(slot) = self.tasks.entry(e.pid) {
+        for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
+            let info = *self.tasks.entry(e.pid).or_insert_with(|| {
                 let i = task_info(e.pid);
                 if i.0 == 0 && e.pid > 0 {
                     gone.insert(e.pid);
                 }
-                slot.insert(i);
-            }
+                i
+            });
+            (e.tgid, e.kernel) = info;
         }
-        if !gone.is_empty() {
-            let path = self.mount.dir.join("saved_tgids");
-            if let Ok(f) = File::open(&path) {
-                let stream = io::BufReader::with_capacity(64 * 1024, f.take(SAVED_TGIDS_MAX));
-                for (pid, tgid) in saved_tgids(stream, &gone) {
-                    if let Some(i) = self.tasks.get_mut(&pid) {
-                        i.0 = tgid;
-                    }
+        if gone.is_empty() {
+            return;
+        }
+        let path = self.mount.dir.join("saved_tgids");
+        if let Ok(f) = File::open(&path) {
+            let stream = io::BufReader::with_capacity(64 * 1024, f.take(SAVED_TGIDS_MAX));
+            for (pid, tgid) in saved_tgids(stream, &gone) {
+                if let Some(i) = self.tasks.get_mut(&pid) {
+                    i.0 = tgid;
                 }
             }
         }
-        for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
+        for e in self
+            .batch
+            .iter_mut()
+            .filter(|e| e.kind == Kind::Start && gone.contains(&e.pid))
+        {
             if let Some(&info) = self.tasks.get(&e.pid) {
                 (e.tgid, e.kernel) = info;
             }

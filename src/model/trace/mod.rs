@@ -11,7 +11,9 @@ pub mod requests;
 pub mod seq;
 pub mod view;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use foldhash::HashMap;
 
 use crate::collect::trace::block::{BlockEvent, Dev, Op};
 use crate::collect::trace::reader::Counters;
@@ -181,8 +183,9 @@ pub struct TraceInterval {
 #[derive(Debug, Default)]
 pub struct Tracker {
     matcher: Matcher,
-    streams: HashMap<Dev, Streams>,
-    last_end: HashMap<Dev, u64>,
+    /// Per device: the stream ends (sequential share) and where the last
+    /// request ended (seek distance).
+    devs: HashMap<Dev, (Streams, Option<u64>)>,
     cur: TraceInterval,
     log: VecDeque<Request>,
     last_counters: Counters,
@@ -206,7 +209,7 @@ impl Tracker {
 
     fn proc_row(&mut self, t: &Task, dev: Dev) -> &mut ProcDevTrace {
         let mut key = (proc_key(t), dev);
-        if !self.cur.procs.contains_key(&key) && self.cur.procs.len() >= MAX_PROC_ROWS {
+        if self.cur.procs.len() >= MAX_PROC_ROWS && !self.cur.procs.contains_key(&key) {
             key = (0, dev);
         }
         self.cur.procs.entry(key).or_insert_with(|| ProcDevTrace {
@@ -218,11 +221,11 @@ impl Tracker {
 
     fn issued(&mut self, i: &Issued) {
         let Some(d) = dir(i.op) else { return };
-        let seq = self.streams.entry(i.dev).or_default().check(d, i.sector, i.sectors);
+        let (streams, last_end) = self.devs.entry(i.dev).or_default();
+        let seq = streams.check(d, i.sector, i.sectors);
         let end = i.sector.saturating_add(i.sectors);
-        let seek = self
-            .last_end
-            .insert(i.dev, end)
+        let seek = last_end
+            .replace(end)
             .map(|prev| prev.abs_diff(i.sector).saturating_mul(512));
         let dt = self.cur.devices.entry(i.dev).or_default();
         dt.issued += 1;

@@ -19,7 +19,9 @@
 //! flight longer than [`FLIGHT_TTL_NS`] are dropped and counted unmatched,
 //! and each table is capped at [`MAX_ENTRIES`].
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use foldhash::HashMap;
 
 use crate::collect::trace::block::{BlockEvent, Dev, Kind, Op};
 
@@ -56,13 +58,15 @@ struct Start {
 
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
-    start: Option<Start>,
+    /// When its first bio started (unknown when its start was not seen).
+    start_ts: Option<u64>,
     issue_ts: u64,
     op: Op,
     first_sector: u64,
     sectors_total: u64,
     left: u64,
-    issuer: Task,
+    /// The submitter (from the start event), else the task that issued it.
+    task: Task,
 }
 
 /// A request from issue to completion.
@@ -172,8 +176,9 @@ impl Matcher {
             Kind::Complete => self.complete(e, op, sectors),
             Kind::Requeue => {
                 if let Some(f) = self.flight.remove(&(e.dev, e.sector))
-                    && let Some(s) = f.start
+                    && let Some(ts) = f.start_ts
                 {
+                    let s = Start { ts, task: f.task };
                     self.starts.entry(e.dev).or_default().insert(f.first_sector, s);
                     self.n_starts += 1;
                 }
@@ -188,8 +193,7 @@ impl Matcher {
         let mut start: Option<Start> = None;
         if let Some(map) = self.starts.get_mut(&e.dev) {
             let end = e.sector.saturating_add(sectors.max(1));
-            let keys: Vec<u64> = map.range(e.sector..end).map(|(k, _)| *k).collect();
-            for k in keys {
+            while let Some(k) = map.range(e.sector..end).next().map(|(k, _)| *k) {
                 if let Some(s) = map.remove(&k) {
                     self.n_starts -= 1;
                     if start.is_none_or(|b| s.ts < b.ts) {
@@ -198,19 +202,19 @@ impl Matcher {
                 }
             }
         }
-        let issuer = Task::of(e);
+        let task = start.map_or_else(|| Task::of(e), |s| s.task);
         if self.flight.len() >= MAX_ENTRIES {
             self.dropped += self.flight.len() as u64;
             self.flight.clear();
         }
         let f = InFlight {
-            start,
+            start_ts: start.map(|s| s.ts),
             issue_ts: e.ts,
             op,
             first_sector: e.sector,
             sectors_total: sectors,
             left: sectors,
-            issuer,
+            task,
         };
         if self.flight.insert((e.dev, e.sector), f).is_some() {
             self.dropped += 1;
@@ -220,7 +224,7 @@ impl Matcher {
             op,
             sector: e.sector,
             sectors,
-            task: start.map_or(issuer, |s| s.task),
+            task,
         })
     }
 
@@ -240,10 +244,10 @@ impl Matcher {
             sector: f.first_sector,
             bytes: f.sectors_total * 512,
             done_ts: e.ts,
-            queue_ns: f.start.map(|s| f.issue_ts.saturating_sub(s.ts)),
+            queue_ns: f.start_ts.map(|s| f.issue_ts.saturating_sub(s)),
             device_ns: Some(e.ts.saturating_sub(f.issue_ts)),
-            total_ns: f.start.map(|s| e.ts.saturating_sub(s.ts)),
-            task: f.start.map_or(f.issuer, |s| s.task),
+            total_ns: f.start_ts.map(|s| e.ts.saturating_sub(s)),
+            task: f.task,
             error: e.error,
         })
     }
