@@ -167,7 +167,11 @@ fn request_log_newest_first_frozen_and_filtered() {
     // taken at wall-clock second 41 of its minute
     assert_eq!(m.wall_ns % 60_000_000_000, 41_000_000_000);
     let rows: Vec<&str> = s.lines().filter(|l| l.contains(" dd ")).collect();
-    assert!(rows[0].contains(":40.392 dd") && rows[0].contains("39000000"), "{}", rows[0]);
+    assert!(
+        rows[0].contains(":40.392 dd") && rows[0].contains("39000000"),
+        "{}",
+        rows[0]
+    );
     assert!(rows[0].contains("loop0") && rows[0].contains("4096") && rows[0].contains("4242"));
     // frozen: a new interval with no log does not empty it
     v.log.frozen = Some(m.trace.log.clone());
