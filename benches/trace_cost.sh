@@ -98,6 +98,15 @@ one() {
                 echo "trace_cost: iolens did not trace: $(tail -c 300 "$WORK/iolens.json") $(cat "$WORK/iolens.err")" >&2
                 exit 1
             fi
+            if [ "$mode" = on ]; then
+                # events decoded and lost over the run (each report's interval)
+                python3 - "$WORK/iolens.json" >&2 <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+n = lambda k: sum(int(x) for x in re.findall(r'"%s":(\d+)' % k, t))
+print(f"  traced: {n('events')} events, {n('lost_events')} lost, {n('missed_pages')} pages flagged with lost events")
+PY
+            fi
             ;;
     esac
     python3 - "$out" "$cpu" <<'PY'
@@ -126,6 +135,7 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 
+echo "trace_cost: load average at the end $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 p_off=$(med ${P50[off]}); p_on=$(med ${P50[on]})
 k_off=$(med ${PK[off]}); k_on=$(med ${PK[on]})
 python3 - "$p_off" "$p_on" "$(med ${CPU[on]})" "$(med ${CPU[notrace]})" "$(med ${IOPS[off]})" "$(med ${IOPS[on]})" "$k_off" "$k_on" <<'PY'

@@ -56,8 +56,27 @@ fn lat(v: Option<u64>) -> String {
     v.map_or_else(|| format::NA.to_string(), super::latency::ms3)
 }
 
-const HEAD: &str =
-    "TIME         COMMAND          PID     OP DEVICE         SECTOR    BYTES  QUEUE ms DEVICE ms  TOTAL ms";
+/// The columns' widths, for the header and the rows alike.
+macro_rules! row {
+    ($($a:expr),* $(,)?) => {
+        format!("{:<12} {:<16} {:>7} {:>2} {:<10} {:>12} {:>8} {:>9} {:>9} {:>9}", $($a),*)
+    };
+}
+
+fn head() -> String {
+    row!(
+        "TIME",
+        "COMMAND",
+        "PID",
+        "OP",
+        "DEVICE",
+        "SECTOR",
+        "BYTES",
+        "QUEUE ms",
+        "DEVICE ms",
+        "TOTAL ms"
+    )
+}
 
 /// When a request completed, local wall-clock time to the millisecond: the
 /// sample's wall-clock time less the (monotonic) time since the completion.
@@ -74,8 +93,7 @@ fn clock(model: &Model, r: &Request, tz: &TimeZone) -> String {
 }
 
 fn line(model: &Model, r: &Request, dev: &str, tz: &TimeZone) -> String {
-    format!(
-        "{:<12} {:<16} {:>7} {:>2} {:<10} {:>12} {:>8} {:>9} {:>9} {:>9}",
+    row!(
         clock(model, r, tz),
         super::devices::truncate(&command(r), 16),
         pid(r),
@@ -118,7 +136,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     }
     let w = usize::from(inner.width);
     let rows = usize::from(inner.height.saturating_sub(1));
-    let mut lines = vec![Line::styled(super::devices::truncate(HEAD, w), t.title())];
+    let mut lines = vec![Line::styled(super::devices::truncate(&head(), w), t.title())];
     let mut shown = 0;
     let tz = TimeZone::system();
     for r in log.iter().rev() {
@@ -186,7 +204,11 @@ mod tests {
         let utc = TimeZone::UTC;
         let l = line(&m, &r, "loop0", &utc);
         assert!(l.starts_with("16:20:00.250 fio "), "{l}");
-        assert_eq!(l.len(), HEAD.len(), "{l}\n{HEAD}");
+        // the header's columns line up with the row's
+        let h = head();
+        assert_eq!(l.len(), h.len(), "{l}\n{h}");
+        assert_eq!(l.find(" 4242 ").map(|i| i + 5), h.find(" PID ").map(|i| i + 4));
+        assert_eq!(l.rfind(" 0.050").map(|i| i + 6), Some(h.len()));
         let plus2 = TimeZone::fixed(jiff::tz::offset(2));
         assert!(line(&m, &r, "loop0", &plus2).starts_with("18:20:00.250 "));
         // a sample without wall-clock time
