@@ -172,8 +172,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::trace::block::{Dev, Op};
-    use crate::model::trace::requests::Task;
+    use crate::model::trace::requests::{Dev, Op, Task};
 
     #[test]
     fn log_time_is_the_wall_clock_of_the_completion() {

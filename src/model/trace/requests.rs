@@ -23,7 +23,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use foldhash::HashMap;
 
-use crate::collect::trace::block::{BlockEvent, Dev, Kind, Op};
+use crate::collect::trace::block::{BlockEvent, Kind};
+/// A request's device and op, for the views.
+pub use crate::collect::trace::block::{Dev, Op};
 
 pub const START_TTL_NS: u64 = 10_000_000_000;
 pub const FLIGHT_TTL_NS: u64 = 120_000_000_000;
