@@ -16,8 +16,9 @@ pub enum SamplerCtl {
     Cgroups(bool),
 }
 
-/// The sampler thread: samples at once, then every `interval` on a steady
-/// clock; changes of interval and pause arrive on `ctl`. Ends when either
+/// The sampler thread: samples at once, again after
+/// [`crate::batch::FIRST_INTERVAL`] (so the first rates show at once), then
+/// every `interval` on a steady clock; changes of interval and pause arrive on `ctl`. Ends when either
 /// channel closes.
 pub(super) fn sampler(
     mut collector: Collector,
@@ -28,6 +29,7 @@ pub(super) fn sampler(
     let mut paused = false;
     let mut last = Instant::now();
     let mut next = last;
+    let mut first = true;
     loop {
         let now = Instant::now();
         if !paused && now >= next {
@@ -35,7 +37,13 @@ pub(super) fn sampler(
             if tx.blocking_send(Box::new(collector.sample())).is_err() {
                 return;
             }
-            next += interval;
+            // The first rates come at once: a short first interval, then
+            // the configured one.
+            next += if std::mem::take(&mut first) {
+                interval.min(crate::batch::FIRST_INTERVAL)
+            } else {
+                interval
+            };
             if next <= Instant::now() {
                 // Fell behind (suspend, slow sample): skip, don't burst.
                 next = Instant::now() + interval;

@@ -114,12 +114,12 @@ pub fn run_reports(
         if reports.count.is_some_and(|n| u64::from(k) > n) {
             break;
         }
-        // The sample of tick k is due at start + k × every; a report waits
+        // The sample of tick k is due at start + tick_offset(k); a report waits
         // for it a quarter of the interval more, at least 100 ms (a very
         // short interval must not call an ordinary sample late) and at most
         // 250 ms.
         let grace = (every / 4).clamp(Duration::from_millis(100), Duration::from_millis(250));
-        let deadline = start + every * k + grace;
+        let deadline = start + tick_offset(every, k) + grace;
         let mut fresh = false;
         loop {
             if crate::stop::requested() {
@@ -187,9 +187,24 @@ pub fn run_reports(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The first interval, so that the first rates come at once (then the
+/// configured interval follows): at most this long, never longer than the
+/// configured interval.
+pub const FIRST_INTERVAL: Duration = Duration::from_millis(250);
+
+/// When tick `k` is due after the start: the baseline at 0, the first
+/// report's sample [`FIRST_INTERVAL`] later (or `every` if shorter), then
+/// one every `every`.
+pub fn tick_offset(every: Duration, k: u32) -> Duration {
+    match k {
+        0 => Duration::ZERO,
+        k => every.min(FIRST_INTERVAL) + every * (k - 1),
+    }
+}
+
 /// The batch sampler thread: a baseline sample at once, then one at every
-/// tick `start + k × every`, sent with its tick number. A tick missed while
-/// a sample took too long is skipped, not caught up.
+/// tick `start + tick_offset(k)`, sent with its tick number. A tick missed
+/// while a sample took too long is skipped, not caught up.
 fn sample_every(
     mut collector: Collector,
     start: Instant,
@@ -201,12 +216,13 @@ fn sample_every(
     }
     let mut k = 1u32;
     loop {
-        std::thread::sleep((start + every * k).saturating_duration_since(Instant::now()));
+        std::thread::sleep((start + tick_offset(every, k)).saturating_duration_since(Instant::now()));
         if tx.send((k, collector.sample())).is_err() {
             return;
         }
-        let behind = start.elapsed().as_secs_f64() / every.as_secs_f64();
-        k = (k + 1).max(behind.ceil() as u32);
+        // The tick due next: the first one not already past.
+        let past = start.elapsed().saturating_sub(tick_offset(every, 1)).as_secs_f64() / every.as_secs_f64();
+        k = (k + 1).max(past.ceil() as u32 + 1);
     }
 }
 

@@ -267,11 +267,14 @@ struct PidFiles {
     seen: u64,
 }
 
-/// At most this many processes keep their stat and io files open. Each kept
-/// file costs a descriptor and about 4 KiB of kernel memory (its seq_file
-/// buffer), so 4096 processes hold 8192 descriptors and ~32 MiB; processes
-/// beyond it are opened and closed every sample as before.
-pub const KEEP_FILES_MAX: usize = 4096;
+/// At most this many processes keep their stat and io files open (and
+/// fewer when RLIMIT_NOFILE's hard limit is lower: see `keep_budget`). Each
+/// kept file costs a descriptor and about 4 KiB of kernel memory (its
+/// seq_file buffer, kept while the file is open), so 10,000 processes hold
+/// 20,000 descriptors and ~80 MiB of kernel memory; processes beyond the
+/// budget have their files opened, read and closed every sample, which
+/// costs about twice the CPU per process.
+pub const KEEP_FILES_MAX: usize = 32_768;
 
 /// Reads processes, caching per-process facts that do not change.
 ///
@@ -295,8 +298,9 @@ pub struct ProcReader {
 }
 
 /// How many processes may keep two files open: raises the soft
-/// RLIMIT_NOFILE towards the hard one (as Go programs do by default), and
-/// leaves 512 descriptors for everything else.
+/// RLIMIT_NOFILE to the hard one (as Go programs do by default; at most
+/// what [`KEEP_FILES_MAX`] needs), and leaves 512 descriptors for
+/// everything else.
 fn keep_budget() -> usize {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let lim = getrlimit(Resource::Nofile);

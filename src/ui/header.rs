@@ -43,6 +43,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         }),
         Span::styled(" · every ", t.dim()),
         Span::raw(format!("{:.2}s", view.interval.as_secs_f64())),
+        Span::styled(covered(model.interval_s, view.interval), t.dim()),
         Span::styled(" · ", t.dim()),
         if model.host.is_root {
             Span::styled("root", t.ok())
@@ -228,4 +229,14 @@ fn totals_line(model: &Model, view: &ViewState) -> Vec<Span<'static>> {
         )));
     }
     l
+}
+
+/// What interval the rates on screen cover, when it is not the configured
+/// one (more than 10 % off): the short first interval, a late sample, the
+/// interval before a change with + or -.
+fn covered(measured: Option<f64>, every: std::time::Duration) -> String {
+    match measured {
+        Some(m) if (m - every.as_secs_f64()).abs() > every.as_secs_f64() / 10.0 => format!(" (rates over {m:.2}s)"),
+        _ => String::new(),
+    }
 }

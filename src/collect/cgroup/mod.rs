@@ -9,6 +9,7 @@
 //! `0::` line on v2; the `name=systemd` line for names). Cgroups with no
 //! process and no non-zero counter are skipped after one read.
 
+pub mod members;
 pub mod names;
 pub mod parse;
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::Reader;
 use super::process::ProcSnapshot;
 use super::system::{Pressure, parse_pressure};
+use members::{MemberCache, Members};
 use names::CgroupKind;
 use parse::{DevCounters, DevId, Limits, V1Limit, Weight};
 
@@ -137,51 +139,15 @@ pub fn parse_mounts(buf: &[u8]) -> Mounts {
 #[derive(Debug, Default)]
 pub struct CgroupReader {
     container_names: HashMap<String, Option<String>>,
-}
-
-/// Per-process cgroup paths of one sample.
-#[derive(Default)]
-struct Members {
-    /// Row-hierarchy path → pids.
-    by_path: HashMap<String, Vec<i32>>,
-    /// pid → (v2 path, systemd path).
-    other: HashMap<i32, (Option<String>, Option<String>)>,
-}
-
-fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    /// Which cgroup each process is in, kept between samples.
+    pub members: MemberCache,
+    /// The last sample's placement (its room reused).
+    placed: Members,
 }
 
 impl CgroupReader {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    fn members(r: &mut Reader, procs: &ProcSnapshot, hier: Hierarchy, notes: &mut Vec<String>) -> Members {
-        let mut m = Members::default();
-        let mut failed = 0usize;
-        for p in &procs.procs {
-            let pid = p.key.pid;
-            let Ok(buf) = r.read_pid_file(pid, "cgroup") else {
-                failed += 1;
-                continue;
-            };
-            let c = parse::parse_proc_cgroup(buf);
-            let row = match hier {
-                Hierarchy::V1Blkio => c.blkio,
-                Hierarchy::V2 | Hierarchy::V2NoIo => c.unified,
-            };
-            if let Some(path) = row {
-                m.by_path.entry(lossy(path)).or_default().push(pid);
-            }
-            m.other.insert(pid, (c.unified.map(lossy), c.systemd.map(lossy)));
-        }
-        if failed > 0 {
-            notes.push(format!(
-                "{failed} processes: /proc/<pid>/cgroup unreadable (ended or hidden)"
-            ));
-        }
-        m
     }
 
     /// Read every cgroup under the root's mounts. Never fails: what is
@@ -221,14 +187,16 @@ impl CgroupReader {
                     .to_string(),
             ),
         }
-        let members = Self::members(r, procs, hier, &mut snap.notes);
+        let mut members = std::mem::take(&mut self.placed);
+        self.members
+            .place(r, procs, hier == Hierarchy::V1Blkio, &mut members, &mut snap.notes);
         let dirs = walk(&r.path(&dir), &mut snap.notes);
         snap.walked = dirs.len();
         for rel in dirs {
             let path = if rel.is_empty() { "/".to_string() } else { rel.clone() };
             let abs = PathBuf::from(&dir).join(rel.trim_start_matches('/'));
             let counters = read_counters(r, &abs, hier, &mut snap.notes);
-            let pids = members.by_path.get(&path).cloned().unwrap_or_default();
+            let pids = members.by_path.get(path.as_str()).cloned().unwrap_or_default();
             if path == "/" && hier == Hierarchy::V1Blkio {
                 snap.counted_devices = Some(counters.iter().map(|c| c.dev).collect());
             }
@@ -253,6 +221,7 @@ impl CgroupReader {
         if hier == Hierarchy::V2 {
             snap.ancestor_limits = ancestor_limits(r, &dir, &snap.cgroups);
         }
+        self.placed = members;
         snap
     }
 
@@ -309,7 +278,7 @@ impl CgroupReader {
         if let Some(Some(first)) = systemd.next()
             && systemd.all(|s| s == Some(first))
         {
-            cg.systemd_path = Some(first.clone());
+            cg.systemd_path = Some(first.to_string());
         }
         let n = names::name_of(&cg.path);
         let lookup: fn(&mut Reader, &Mounts, &str, &str) -> Option<String> = match n.kind {

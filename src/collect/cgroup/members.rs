@@ -1,0 +1,203 @@
+//! Which cgroup each process is in, from `/proc/<pid>/cgroup`, kept between
+//! samples.
+//!
+//! Reading that file for every process every sample was a third of a
+//! sample's cost (an open, a read and a close per process). A process's
+//! cgroup changes only when something moves it (systemd, a container
+//! runtime, a user writing `cgroup.procs`), so the paths are kept per
+//! process (pid and start time: a reused pid is a new process) and read
+//! again when:
+//! - the process is new,
+//! - its I/O counters moved since they were last read (the rates it adds
+//!   to its cgroup are then placed with a fresh read), or
+//! - every [`RECHECK_SAMPLES`] samples (spread over the pids, so each sample
+//!   re-reads about a tenth of the processes).
+//!
+//! So an idle process that is moved shows in its new cgroup within
+//! [`RECHECK_SAMPLES`] samples, and one doing I/O at once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::parse;
+use crate::collect::Reader;
+use crate::collect::process::{ProcIo, ProcKey, ProcSnapshot};
+
+/// An idle process's cgroup is read again at least this often (in samples).
+pub const RECHECK_SAMPLES: u64 = 10;
+
+/// A process's (v2 path, `name=systemd` path).
+pub type OtherPaths = (Option<Arc<str>>, Option<Arc<str>>);
+
+/// Per-process cgroup paths of one sample.
+#[derive(Debug, Default)]
+pub struct Members {
+    /// Row-hierarchy path → pids.
+    pub by_path: HashMap<Arc<str>, Vec<i32>>,
+    /// pid → its other paths.
+    pub other: HashMap<i32, OtherPaths>,
+}
+
+/// A process's paths as last read.
+#[derive(Debug)]
+struct Placed {
+    blkio: Option<Arc<str>>,
+    unified: Option<Arc<str>>,
+    systemd: Option<Arc<str>>,
+    /// The counters when the file was read.
+    io: Option<ProcIo>,
+    seen: u64,
+}
+
+/// The kept paths, and the maps of the last sample (their room reused).
+#[derive(Debug, Default)]
+pub struct MemberCache {
+    procs: HashMap<ProcKey, Placed>,
+    generation: u64,
+    /// Paths seen, shared by every process in the same cgroup.
+    paths: HashMap<Vec<u8>, Arc<str>>,
+    /// `/proc/<pid>/cgroup` reads in the last sample (for tests and benchmarks).
+    pub reads: usize,
+}
+
+impl MemberCache {
+    /// Place every process of `procs`; `v1` picks the blkio line for the
+    /// rows, else the v2 one. `out` is cleared and filled.
+    pub fn place(
+        &mut self,
+        r: &mut Reader,
+        procs: &ProcSnapshot,
+        v1: bool,
+        out: &mut Members,
+        notes: &mut Vec<String>,
+    ) {
+        self.generation += 1;
+        let generation = self.generation;
+        out.by_path.values_mut().for_each(Vec::clear);
+        out.other.clear();
+        self.reads = 0;
+        let mut failed = 0usize;
+        for p in &procs.procs {
+            let pid = p.key.pid;
+            let io = p.io.as_ref().ok().copied();
+            let due = (u64::from(pid.unsigned_abs()) + generation).is_multiple_of(RECHECK_SAMPLES);
+            if self.procs.get(&p.key).is_none_or(|c| c.io != io || due) {
+                self.reads += 1;
+                let Ok(buf) = r.read_pid_file(pid, "cgroup") else {
+                    self.procs.remove(&p.key);
+                    failed += 1;
+                    continue;
+                };
+                let c = parse::parse_proc_cgroup(buf);
+                let mut intern = |b: Option<&[u8]>| {
+                    b.map(|b| match self.paths.get(b) {
+                        Some(a) => a.clone(),
+                        None => {
+                            let a: Arc<str> = String::from_utf8_lossy(b).into();
+                            self.paths.insert(b.to_vec(), a.clone());
+                            a
+                        }
+                    })
+                };
+                let placed = Placed {
+                    blkio: intern(c.blkio),
+                    unified: intern(c.unified),
+                    systemd: intern(c.systemd),
+                    io,
+                    seen: generation,
+                };
+                self.procs.insert(p.key, placed);
+            }
+            let Some(fresh) = self.procs.get_mut(&p.key) else {
+                continue;
+            };
+            fresh.seen = generation;
+            let row = if v1 { &fresh.blkio } else { &fresh.unified };
+            if let Some(path) = row {
+                match out.by_path.get_mut(path) {
+                    Some(v) => v.push(pid),
+                    None => {
+                        out.by_path.insert(path.clone(), vec![pid]);
+                    }
+                }
+            }
+            out.other.insert(pid, (fresh.unified.clone(), fresh.systemd.clone()));
+        }
+        out.by_path.retain(|_, v| !v.is_empty());
+        self.procs.retain(|_, c| c.seen == generation);
+        // Paths no process is in any more (the map holds one reference).
+        self.paths.retain(|_, a| Arc::strong_count(a) > 1);
+        if failed > 0 {
+            notes.push(format!(
+                "{failed} processes: /proc/<pid>/cgroup unreadable (ended or hidden)"
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::process::RawProc;
+
+    /// A captured tree with one process in each of two cgroups.
+    fn tree(dir: &std::path::Path, a: &str, b: &str) {
+        for (pid, path) in [(10, a), (11, b)] {
+            let d = dir.join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cgroup"), format!("1:name=systemd:/s{pid}\n0::{path}\n")).unwrap();
+        }
+    }
+
+    #[test]
+    fn paths_are_kept_and_read_again_when_counters_move_or_in_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), "/a.service", "/b.service");
+        let mut r = Reader::new(dir.path());
+        let mut procs = ProcSnapshot {
+            procs: vec![RawProc::example(10, 5, "a"), RawProc::example(11, 6, "b")],
+            ..Default::default()
+        };
+        let mut cache = MemberCache::default();
+        let mut m = Members::default();
+        let mut notes = Vec::new();
+        cache.place(&mut r, &procs, false, &mut m, &mut notes);
+        assert_eq!(cache.reads, 2);
+        assert_eq!(m.by_path.get("/a.service").map(Vec::as_slice), Some(&[10][..]));
+        assert_eq!(m.other.get(&11).and_then(|(_, s)| s.as_deref()), Some("/s11"));
+        // Both processes move; neither did I/O: still where they were read.
+        tree(dir.path(), "/c.service", "/c.service");
+        let mut reads = Vec::new();
+        // Process 10 did I/O: read again at once.
+        if let Ok(io) = procs.procs[0].io.as_mut() {
+            io.rchar += 1;
+        }
+        for _ in 0..RECHECK_SAMPLES {
+            cache.place(&mut r, &procs, false, &mut m, &mut notes);
+            reads.push(cache.reads);
+            if reads.len() == 1 {
+                assert_eq!(
+                    m.by_path.get("/c.service").map(Vec::as_slice),
+                    Some(&[10][..]),
+                    "{reads:?}"
+                );
+                assert_eq!(m.by_path.get("/b.service").map(Vec::as_slice), Some(&[11][..]));
+            }
+        }
+        // Within RECHECK_SAMPLES samples each idle process was read once more.
+        assert_eq!(m.by_path.get("/c.service").map(Vec::as_slice), Some(&[10, 11][..]));
+        assert!(!m.by_path.contains_key("/a.service") && !m.by_path.contains_key("/b.service"));
+        assert_eq!(reads.iter().sum::<usize>(), 1 + 2, "{reads:?}");
+        // A reused pid (other start time) is a new process: read at once.
+        procs.procs[1] = RawProc::example(11, 99, "b2");
+        cache.place(&mut r, &procs, false, &mut m, &mut notes);
+        assert!(cache.reads >= 1);
+        assert!(notes.is_empty(), "{notes:?}");
+        // An unreadable file is counted in a note, never a guess.
+        std::fs::remove_file(dir.path().join("proc/11/cgroup")).unwrap();
+        procs.procs[1] = RawProc::example(11, 100, "b3");
+        cache.place(&mut r, &procs, false, &mut m, &mut notes);
+        assert!(!m.other.contains_key(&11));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+    }
+}
