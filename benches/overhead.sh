@@ -186,7 +186,7 @@ for n in $NS; do
     for r in $(seq 1 "$RUNS"); do
         l0=$(load)
         python3 "$D/measure.py" "$D" "$SAMPLES" "$WARM" \
-            "iolens=^Device =$IOLENS_BIN --batch --interval 1" \
+            "iolens= interval [0-9n]=$IOLENS_BIN --batch --interval 1" \
             "pidstat=kB_rd/s=stdbuf -oL pidstat -d 1" \
             "iotop=Total DISK READ=stdbuf -oL iotop-c -b -d 1" \
             "floor=^pass =$FLOOR_BIN 1" > "$D/run.txt"
@@ -275,7 +275,7 @@ sleep 3
 forks0=$(awk '/^processes/{print $2}' /proc/stat)
 for r in $(seq 1 "$RUNS"); do
     python3 "$D/measure.py" "$D" "$SAMPLES" "$WARM" \
-        "iolens=^Device =$IOLENS_BIN --batch --interval 1" \
+        "iolens= interval [0-9n]=$IOLENS_BIN --batch --interval 1" \
         "pidstat=kB_rd/s=stdbuf -oL pidstat -d 1" > "$D/run.txt"
     while read -r name ms cnt rss fds slab; do MS[act,$name]="${MS[act,$name]:-} $ms"; done < "$D/run.txt"
 done

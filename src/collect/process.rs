@@ -235,7 +235,7 @@ struct Static {
 /// sample: one multiply per word instead of SipHash. Pids are small
 /// integers chosen by the kernel, so hash flooding is not a concern here.
 #[derive(Debug, Default, Clone, Copy)]
-struct PidHasher(u64);
+pub struct PidHasher(u64);
 
 impl Hasher for PidHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -257,7 +257,10 @@ impl Hasher for PidHasher {
     }
 }
 
-type PidMap<K, V> = HashMap<K, V, BuildHasherDefault<PidHasher>>;
+/// A map keyed by pid or [`ProcKey`], hashed with [`PidHasher`].
+pub type PidMap<K, V> = HashMap<K, V, BuildHasherDefault<PidHasher>>;
+/// A set of pids or [`ProcKey`]s, hashed with [`PidHasher`].
+pub type PidSet<K> = std::collections::HashSet<K, BuildHasherDefault<PidHasher>>;
 
 /// `/proc/<pid>/stat` and `io` kept open between samples (live system only).
 #[derive(Debug)]

@@ -23,9 +23,7 @@
 //! the exit; a thread that vanished keeps its last value a few samples so
 //! that a late record is still counted from it.
 
-use std::collections::{HashMap, HashSet};
-
-use crate::collect::process::{ProcIo, ProcKey, ProcSnapshot};
+use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey, ProcSnapshot};
 use crate::collect::taskstats::ExitRecord;
 use crate::model::process::{ProcRates, io_rates};
 
@@ -42,7 +40,7 @@ struct ThreadBase {
 
 #[derive(Debug, Clone, Default)]
 struct Base {
-    threads: HashMap<i32, ThreadBase>,
+    threads: PidMap<i32, ThreadBase>,
     seen: u64,
 }
 
@@ -64,17 +62,17 @@ pub struct Interval {
     /// Own I/O of listed processes. A process is absent when it cannot be
     /// told: no thread counters (not readable, a captured tree), or first
     /// seen although it existed at the previous sample.
-    pub own: HashMap<ProcKey, ProcIo>,
+    pub own: PidMap<ProcKey, ProcIo>,
     /// Listed processes born after the previous sample: their counters
     /// count from zero.
-    pub born: HashSet<ProcKey>,
+    pub born: PidSet<ProcKey>,
     pub exited: Vec<Exited>,
 }
 
 /// Per-thread baselines carried from sample to sample.
 #[derive(Debug, Clone, Default)]
 pub struct Attribution {
-    bases: HashMap<ProcKey, Base>,
+    bases: PidMap<ProcKey, Base>,
     sample: u64,
 }
 
@@ -140,13 +138,13 @@ impl Attribution {
         self.sample += 1;
         let sample = self.sample;
         let tick_ns = 1e9 / if clk_tck > 0.0 { clk_tck } else { 100.0 };
-        let had_base: HashSet<ProcKey> = self.bases.keys().copied().collect();
-        let listed: HashMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
-        let prev_listed: HashSet<ProcKey> =
-            prev.map_or_else(HashSet::new, |p| p.procs.procs.iter().map(|r| r.key).collect());
+        let had_base: PidSet<ProcKey> = self.bases.keys().copied().collect();
+        let listed: PidMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
+        let prev_listed: PidSet<ProcKey> =
+            prev.map_or_else(PidSet::default, |p| p.procs.procs.iter().map(|r| r.key).collect());
         // tgid -> the process a record belongs to: listed now, listed
         // before, or remembered (the latest start for a reused pid).
-        let mut index: HashMap<i32, ProcKey> = HashMap::new();
+        let mut index: PidMap<i32, ProcKey> = PidMap::default();
         for k in self.bases.keys() {
             let e = index.entry(k.pid).or_insert(*k);
             if k.start_time > e.start_time {
@@ -156,7 +154,7 @@ impl Attribution {
         index.extend(prev_listed.iter().map(|k| (k.pid, *k)));
         index.extend(listed.iter().map(|(p, k)| (*p, *k)));
         let mut out = Interval::default();
-        let mut exited: HashMap<ProcKey, Exited> = HashMap::new();
+        let mut exited: PidMap<ProcKey, Exited> = PidMap::default();
         for r in records {
             let start_ticks = (r.start_boot_ns() as f64 / tick_ns) as u64;
             let key = match index.get(&r.tgid) {

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::collect::RawSample;
 use crate::collect::diskstats::DiskStat;
-use crate::collect::process::RawProc;
+use crate::collect::process::{PidMap, PidSet, RawProc};
 use crate::collect::sample::HostInfo;
 use crate::collect::sysblock::DeviceInfo;
 use crate::collect::system::{MemDirty, Pressure};
@@ -219,16 +219,16 @@ pub struct Model {
     pub exits: ExitStatus,
     attribution: attribution::Attribution,
     /// Own counters accumulated since iolens first could attribute them.
-    own_total: HashMap<ProcKey, ProcIo>,
+    own_total: PidMap<ProcKey, ProcIo>,
     /// Exited rows still shown, with the monotonic time they exited at.
     exited_rows: Vec<(ProcRow, u64)>,
     prev: Option<RawSample>,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
-    first_io: HashMap<ProcKey, ProcIo>,
+    first_io: PidMap<ProcKey, ProcIo>,
     /// Loop device a kworker served when its comm last named one: its comm
     /// names only the workqueue it ran last.
-    loop_workers: HashMap<ProcKey, String>,
+    loop_workers: PidMap<ProcKey, String>,
     writes: WriteWindow,
     histories: HashMap<String, DevHistory>,
 }
@@ -411,10 +411,10 @@ impl Model {
         // IO% is known only when delay accounting was on at both samples
         // (no sysctl: a kernel before 5.14, where it is on by default).
         let delayacct = prev.is_some_and(|p| p.delayacct != Some(false)) && cur.delayacct != Some(false);
-        let old: HashMap<ProcKey, &RawProc> = prev
+        let old: PidMap<ProcKey, &RawProc> = prev
             .map(|p| p.procs.procs.iter().map(|r| (r.key, r)).collect())
             .unwrap_or_default();
-        let files: HashMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
+        let files: PidMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
             cur.fds.procs.iter().map(|f| (f.key, f.fds.as_slice())).collect();
         let interval = self.attribution.update(
             prev.filter(|_| dt_s.is_some()).map(|p| attribution::Prev {
@@ -499,7 +499,7 @@ impl Model {
             });
         }
         self.update_exited(&interval.exited, &rows, cur.mono_ns, dt_s);
-        let live: std::collections::HashSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();
+        let live: PidSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();
         self.first_io.retain(|k, _| live.contains(k));
         self.loop_workers.retain(|k, _| live.contains(k));
         self.own_total.retain(|k, _| live.contains(k));

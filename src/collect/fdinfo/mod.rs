@@ -33,7 +33,7 @@ mod lister;
 mod procdir;
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
@@ -41,7 +41,7 @@ use rustix::fs::{AtFlags, StatxFlags, statx};
 use serde::{Deserialize, Serialize};
 
 use super::mountinfo::MountTable;
-use super::process::{ProcIo, ProcKey, RawProc};
+use super::process::{PidMap, PidSet, ProcIo, ProcKey, RawProc};
 use super::{Reader, parse_u64};
 use procdir::{CName, block_size, list_fd_numbers, open_dir, read_at, read_link_at, read_small};
 
@@ -300,7 +300,9 @@ pub struct FdScanner {
     pub watch: Watch,
     /// When set, the next scan reads every listed process (then clears).
     pub full_next: bool,
-    state: HashMap<i32, ProcState>,
+    state: PidMap<i32, ProcState>,
+    /// The pids listed in the last scan (its room reused).
+    seen: PidSet<i32>,
     buf: Vec<u8>,
     dents: Vec<u8>,
     numbers: Vec<i32>,
@@ -349,7 +351,8 @@ impl FdScanner {
             listed: procs.len() as u32,
             ..Default::default()
         };
-        let mut seen: HashSet<i32> = HashSet::with_capacity(procs.len());
+        let mut seen = std::mem::take(&mut self.seen);
+        seen.clear();
         for p in procs {
             seen.insert(p.key.pid);
             let prev = match self.state.remove(&p.key.pid) {
@@ -451,6 +454,7 @@ impl FdScanner {
             keep
         });
         snap.exited.sort_unstable();
+        self.seen = seen;
         snap
     }
 
