@@ -150,18 +150,21 @@ fn diskstats_read_bytes(dev: &str) -> u64 {
     l.split_whitespace().nth(5).unwrap().parse::<u64>().unwrap() * 512
 }
 
-/// One `iolens --json` report over `secs` seconds, with the diskstats rate
-/// of `dev` over the same run as ground truth.
+/// The `iolens --json` report over `secs` seconds (the second one: the
+/// first covers the short first interval), with the diskstats rate of
+/// `dev` over the same run as ground truth.
 fn iolens_json(secs: u32, dev: &str) -> (serde_json::Value, f64) {
     let b0 = diskstats_read_bytes(dev);
     let t0 = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
-        .args(["--json", "--interval", &secs.to_string(), "--count", "1", "--top", "50"])
+        .args(["--json", "--interval", &secs.to_string(), "--count", "2", "--top", "50"])
         .output()
         .unwrap();
     let truth = (diskstats_read_bytes(dev) - b0) as f64 / t0.elapsed().as_secs_f64();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    (serde_json::from_slice(&out.stdout).unwrap(), truth)
+    let text = String::from_utf8(out.stdout).unwrap();
+    let last = text.lines().last().unwrap_or_default();
+    (serde_json::from_str(last).unwrap(), truth)
 }
 
 fn row<'a>(v: &'a serde_json::Value, cg: &Cgroup) -> &'a serde_json::Value {
