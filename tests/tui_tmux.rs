@@ -201,9 +201,11 @@ fn sort_filter_help_escape_and_quit() {
         s.contains(&format!("({m}\\x1b[31mX) ")) && s.contains(&format!("(sleep) {m}\\x1b[32mY 120"))
     });
     assert!(s.contains(&format!("[/{m}]")), "{s}");
-    // No row other than the two marked ones.
+    // No row other than the two marked ones (in the processes pane: a
+    // transfers pane may show above it, e.g. another iolens reading tracefs).
     let rows: Vec<&str> = s
         .lines()
+        .skip_while(|l| !l.contains(" Processes "))
         .skip_while(|l| !l.contains("COMMAND"))
         .skip(1)
         .take_while(|l| !l.starts_with('└'))

@@ -43,7 +43,15 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         }),
         Span::styled(" · every ", t.dim()),
         Span::raw(format!("{:.2}s", view.interval.as_secs_f64())),
-        Span::styled(covered(model.interval_s, view.interval), t.dim()),
+        // During a stall the stall text (below) says more than that.
+        Span::styled(
+            if view.stall.is_some() {
+                String::new()
+            } else {
+                covered(model.interval_s, view.interval)
+            },
+            t.dim(),
+        ),
         Span::styled(" · ", t.dim()),
         if model.host.is_root {
             Span::styled("root", t.ok())
