@@ -6,7 +6,7 @@
 # Generates a v2 tree under a temporary root (io controller on; each cgroup
 # with io.stat on 3 devices, io.pressure, io.max, io.weight and 2 sleeping
 # processes in /proc, plus N/2 cgroups with no process and zero counters,
-# which are skipped), then runs `iolens bench-sample --cgroups --root TREE`:
+# which are skipped), then runs `iolens --root TREE bench-sample --cgroups`:
 # CPU µs of the cgroup read per sample and of the whole model update. As
 # root with the v1 blkio hierarchy it then also creates N empty real v1
 # blkio cgroups (removed at the end) and measures the live sample with and
@@ -62,9 +62,9 @@ for i in range(n // 2):
 PY
 
 echo "== generated v2 tree: $N cgroups with 2 processes each, $((N/2)) idle ones"
-"$bin" bench-sample --root "$tree" --samples "$SAMPLES" --cgroups
+"$bin" --root "$tree" bench-sample --samples "$SAMPLES" --cgroups
 echo "== the same tree without cgroups"
-"$bin" bench-sample --root "$tree" --samples "$SAMPLES"
+"$bin" --root "$tree" bench-sample --samples "$SAMPLES"
 
 if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/blkio ]; then
   live=/sys/fs/cgroup/blkio/iolens-bench-$$

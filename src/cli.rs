@@ -13,7 +13,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 )]
 pub struct Cli {
     /// Read /proc and /sys under this directory instead of "/": a captured /proc and /sys tree
-    #[arg(long, env = "IOLENS_ROOT", default_value = "/", global = true)]
+    /// (before a subcommand: `iolens --root DIR progress`; probes refuse it)
+    #[arg(long, env = "IOLENS_ROOT", default_value = "/")]
     pub root: PathBuf,
 
     /// Seconds between samples
@@ -32,13 +33,25 @@ pub struct Cli {
     #[arg(long, short = 'n', env = "IOLENS_COUNT")]
     pub count: Option<u64>,
 
-    /// Number of processes listed per report in batch mode
+    /// Number of processes listed per report in batch mode (0: no process section)
     #[arg(long, env = "IOLENS_TOP", default_value_t = 10)]
     pub top: usize,
+
+    /// Batch text units: human (auto-scaled, kB/s .. GB/s) or raw (plain bytes and bytes/s)
+    #[arg(long, env = "IOLENS_UNITS", value_enum, default_value_t = Units::Human)]
+    pub units: Units,
+
+    /// Print CSV (implies --batch): one header line, then one row per device or per process and interval, plain units
+    #[arg(long, env = "IOLENS_CSV", value_enum, value_name = "TABLE", num_args = 0..=1, default_missing_value = "devices")]
+    pub csv: Option<CsvTable>,
 
     /// Disable colours (also honoured: the NO_COLOR environment variable)
     #[arg(long, env = "IOLENS_NO_COLOR", global = true)]
     pub no_color: bool,
+
+    /// Dashboard: leave the mouse to the terminal (no click, wheel or header sort)
+    #[arg(long, env = "IOLENS_NO_MOUSE")]
+    pub no_mouse: bool,
 
     /// Config file (default: $XDG_CONFIG_HOME/iolens/config.toml)
     #[arg(long, env = "IOLENS_CONFIG", global = true)]
@@ -52,6 +65,10 @@ pub struct Cli {
     #[arg(long, env = "IOLENS_NAME", value_delimiter = ',')]
     pub name: Vec<String>,
 
+    /// Transfers: files smaller than this (bytes) are not listed as transfers (0: all)
+    #[arg(long, env = "IOLENS_MIN_TRANSFER_SIZE", value_name = "BYTES", default_value_t = 1 << 20, global = true)]
+    pub min_transfer_size: u64,
+
     /// Remove tracefs instances left by an iolens that was killed (owner no longer running), then exit
     #[arg(long)]
     pub cleanup: bool,
@@ -64,6 +81,25 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// How batch text shows byte counts and rates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Units {
+    /// Auto-scaled decimal units (kB/s, MB/s, GB)
+    #[default]
+    Human,
+    /// Plain bytes and bytes per second, for sort and awk
+    Raw,
+}
+
+/// Which table `--csv` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CsvTable {
+    /// One row per device (and the total) per interval
+    Devices,
+    /// One row per busiest process (--top) per interval
+    Processes,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show progress, rate and ETA of long file operations (from fdinfo)
@@ -71,6 +107,7 @@ pub enum Command {
     /// Run a read-only probe of a block device, partition or file
     Probe(ProbeArgs),
     /// Measure the cost of one full sample (CPU µs per sample and per process)
+    #[command(hide = true)]
     BenchSample(BenchArgs),
     /// Record samples to FILE (default every 10 s) for `iolens replay`
     Record(RecordArgs),
@@ -78,6 +115,9 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Prometheus exporter: /metrics over HTTP (loopback by default) and/or a textfile
     Export(ExportArgs),
+    /// Print the man page (roff) or shell completions, generated from this definition
+    #[command(hide = true)]
+    Generate(GenerateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -155,6 +195,37 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         return Err(format!("{s:?} is not a size (e.g. 100M)"));
     }
     Ok(v as u64)
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    #[command(subcommand)]
+    pub what: Generated,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Generated {
+    /// The man page, iolens(1), in roff: `iolens generate man > iolens.1`
+    Man,
+    /// Completions for SHELL: `iolens generate completions bash > /etc/bash_completion.d/iolens`
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Write what `generate` asks for to `out`.
+pub fn generate(what: &Generated, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    match what {
+        Generated::Man => clap_mangen::Man::new(cmd).render(out),
+        Generated::Completions { shell } => {
+            let mut cmd = cmd;
+            clap_complete::generate(*shell, &mut cmd, "iolens", out);
+            Ok(())
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -247,4 +318,46 @@ pub struct BenchArgs {
     /// Also read the cgroup tree each sample, and report its cost apart
     #[arg(long)]
     pub cgroups: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn help_hides_internal_subcommands_and_probe_does_not_offer_root() {
+        let mut cmd = Cli::command();
+        let help = cmd.render_help().to_string();
+        assert!(help.contains("progress") && help.contains("probe"), "{help}");
+        assert!(!help.contains("bench-sample") && !help.contains("generate"), "{help}");
+        let probe = cmd.find_subcommand_mut("probe").map(|c| c.render_help().to_string());
+        let probe = probe.unwrap_or_default();
+        assert!(probe.contains("--thorough") && !probe.contains("--root"), "{probe}");
+        // Given after the subcommand it is an error, not a silent ignore.
+        assert!(Cli::try_parse_from(["iolens", "probe", "rand", "/dev/sda", "--root", "/x"]).is_err());
+        assert!(Cli::try_parse_from(["iolens", "--root", "/x", "progress"]).is_ok());
+    }
+
+    #[test]
+    fn man_page_and_completions_come_from_the_definition() {
+        let mut man = Vec::new();
+        generate(&Generated::Man, &mut man).unwrap();
+        let man = String::from_utf8(man).unwrap();
+        assert!(man.contains(".TH iolens 1"), "{}", &man[..man.len().min(200)]);
+        assert!(
+            man.contains("\\-\\-units") && man.contains("\\-\\-no\\-mouse"),
+            "flags in the man page"
+        );
+        let mut bash = Vec::new();
+        generate(
+            &Generated::Completions {
+                shell: clap_complete::Shell::Bash,
+            },
+            &mut bash,
+        )
+        .unwrap();
+        let bash = String::from_utf8(bash).unwrap();
+        assert!(bash.contains("_iolens()") && bash.contains("--csv"), "bash completions");
+    }
 }

@@ -23,9 +23,12 @@ fn main() -> ExitCode {
         Some(Command::Record(args)) => iolens::record::run(&cli, args),
         Some(Command::Replay(args)) => iolens::record::replay::run(&cli, args),
         Some(Command::Export(args)) => iolens::export::run(&cli, args),
+        Some(Command::Generate(args)) => iolens::cli::generate(&args.what, &mut std::io::stdout().lock())
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(|e| anyhow::anyhow!("writing to stdout: {e}")),
         None => {
             let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
-            if cli.batch || cli.json || !tty {
+            if cli.batch || cli.json || cli.csv.is_some() || !tty {
                 iolens::batch::run(&cli)
             } else {
                 iolens::app::run(&cli)

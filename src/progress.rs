@@ -97,7 +97,7 @@ impl Pass {
         let unfiltered = watch.is_empty();
         let mut scanner = FdScanner::new(watch);
         scanner.full_next = unfiltered;
-        let mut tracker = Tracker::default();
+        let mut tracker = Tracker::with_min_size(cli.min_transfer_size);
         if unfiltered {
             tracker.known_names = KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
         }
@@ -267,7 +267,7 @@ pub fn transfer_line(t: &Transfer) -> String {
         ),
     };
     if matches!(t.label, Label::Stalled { .. } | Label::Done { .. }) {
-        let _ = write!(s, " [{}]", t.label.text());
+        let _ = write!(s, " [{}]", t.label_text());
     }
     s
 }

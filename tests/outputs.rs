@@ -46,6 +46,37 @@ fn batch_text_report() {
     insta::assert_snapshot!("batch_text_top1", pin_time_line(&m, iolens::batch::text_report(&m, 1)));
 }
 
+/// For scripts: `--units raw` (plain bytes and bytes/s, one word per
+/// heading), `--top 0` (no process section) and CSV of both tables.
+#[test]
+fn batch_raw_units_top0_and_csv() {
+    use iolens::batch::{csv, text_report_in};
+    use iolens::cli::{CsvTable, Units};
+    let m = common::model();
+    insta::assert_snapshot!("batch_text_raw", text_report_in(&m, 10, Units::Raw));
+    let none = text_report_in(&m, 0, Units::Human);
+    assert!(!none.contains("command") && !none.contains("attribution"), "{none}");
+    assert_eq!(
+        none.lines().next(),
+        iolens::batch::text_report(&m, 10).lines().next(),
+        "same header line"
+    );
+    let start = m.mono_ns - 2_000_000_000;
+    let dev = csv::header(CsvTable::Devices) + &csv::rows(&m, CsvTable::Devices, 10, start);
+    insta::assert_snapshot!("batch_csv_devices", dev);
+    let procs = csv::header(CsvTable::Processes) + &csv::rows(&m, CsvTable::Processes, 10, start);
+    insta::assert_snapshot!("batch_csv_processes", procs);
+    // Every row has as many fields as the header (no field holds a comma
+    // here), and numbers are plain.
+    for text in [&dev, &procs] {
+        let n = text.lines().next().unwrap().split(',').count();
+        for l in text.lines() {
+            assert_eq!(l.split(',').count(), n, "{l}");
+            assert!(!l.contains("MB/s") && !l.contains("kB/s"), "{l}");
+        }
+    }
+}
+
 #[test]
 fn batch_text_first_interval_and_not_root() {
     // One interval: every device has rates; not root: the hidden line shows.
@@ -105,7 +136,7 @@ fn jobs() -> Vec<iolens::model::progress::Job> {
             10,
             100,
             1.0,
-            Label::Stalled { samples: 4 },
+            Label::Stalled { seconds: 4 },
         ),
         example_job(
             88,

@@ -105,7 +105,12 @@ fn traced_model() -> Model {
 #[test]
 fn devices_pane_shows_the_exact_share_and_p99() {
     let m = traced_model();
-    let s = text(&draw(&m, &ViewState::default(), 200, 60));
+    // Partitions are folded under their disk unless unfolded.
+    let v = ViewState {
+        unfolded: ["sda".to_string()].into(),
+        ..Default::default()
+    };
+    let s = text(&draw(&m, &v, 200, 60));
     let lo = s.lines().find(|l| l.contains("│loop0")).unwrap();
     // 29 of 40 sequential; p99 is the middle of the bucket holding 2.01 ms,
     // [1.966, 2.032) ms
@@ -116,10 +121,7 @@ fn devices_pane_shows_the_exact_share_and_p99() {
     assert!(sda.contains("~SEQ") && sda.contains(" - "), "{sda}");
     let sda1 = s.lines().find(|l| l.contains("├sda1")).unwrap();
     assert!(sda1.contains("n/a"), "{sda1}");
-    insta::assert_snapshot!(
-        "traced_devices_200x60",
-        draw(&m, &ViewState::default(), 200, 60).backend()
-    );
+    insta::assert_snapshot!("traced_devices_200x60", draw(&m, &v, 200, 60).backend());
 }
 
 #[test]

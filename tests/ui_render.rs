@@ -33,7 +33,9 @@ fn whole_screen_at_three_sizes() {
 #[test]
 fn values_on_screen_are_the_hand_computed_ones() {
     let m = common::model();
-    let s = text(&draw(&m, &ViewState::default(), 200, 60));
+    let mut v = ViewState::default();
+    v.unfolded.insert("sda".into());
+    let s = text(&draw(&m, &v, 200, 60));
     // Interval 39 (i = 39, wave 5): sda reads 100/s of 128 KiB = 13.11 MB/s,
     // await 30 ms; writes 40/s of 4 KiB at 60 ms; 95% busy; SEQ.
     let sda = s.lines().find(|l| l.contains("│sda ")).unwrap();
@@ -323,15 +325,19 @@ fn keys_fold_partitions_hide_idle_and_open_the_detail() {
             .map(|l| l.row.name.clone())
             .collect()
     };
-    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sda1", "sda2", "sdb"]);
+    // Disks first (partitions folded), then device-mapper, then loop;
+    // busiest first within a group.
+    assert_eq!(names(&app), ["sda", "sdb", "dm-0", "loop0"]);
+    let s = text(&draw(&app.model, &app.view, 120, 40));
+    assert!(s.contains("│sda +2 "), "{s}");
     app.on_key(key(KeyCode::Tab));
     assert_eq!(app.view.focus, Pane::Devices);
-    // Down twice to sda, then fold its partitions.
-    app.on_key(key(KeyCode::Down));
-    app.on_key(key(KeyCode::Down));
     assert_eq!(app.view.dev_sel.as_deref(), Some("sda"));
+    // Space unfolds sda's partitions, Space folds them again.
     app.on_key(key(KeyCode::Char(' ')));
-    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sdb"]);
+    assert_eq!(names(&app), ["sda", "sda1", "sda2", "sdb", "dm-0", "loop0"]);
+    app.on_key(key(KeyCode::Char(' ')));
+    assert_eq!(names(&app), ["sda", "sdb", "dm-0", "loop0"]);
     let s = text(&draw(&app.model, &app.view, 120, 40));
     assert!(s.contains("┃sda +2 "), "{s}");
     app.on_key(key(KeyCode::Right));
@@ -344,9 +350,9 @@ fn keys_fold_partitions_hide_idle_and_open_the_detail() {
     app.on_key(key(KeyCode::Right));
     // Hide idle: sda1 and sdb did nothing.
     app.on_key(key(KeyCode::Char('a')));
-    assert_eq!(names(&app), ["dm-0", "loop0", "sda", "sda2"]);
-    // Up moves up (k is SIGTERM, not movement); Enter opens the detail of the selection.
-    app.on_key(key(KeyCode::Up));
+    assert_eq!(names(&app), ["sda", "sda2", "dm-0", "loop0"]);
+    // Down moves down (k is SIGTERM, not movement); Enter opens the detail of the selection.
+    app.on_key(key(KeyCode::End));
     assert_eq!(app.view.dev_sel.as_deref(), Some("loop0"));
     app.on_key(key(KeyCode::Enter));
     assert_eq!(app.view.popup, Popup::Detail("loop0".into()));

@@ -9,6 +9,7 @@ use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 use crate::collect::Reader;
 use crate::collect::process::{ProcKey, parse_stat};
 use crate::sys::ioprio::{self, IoPrio};
+use crate::ui::Sig;
 
 /// What `i` sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,13 +81,40 @@ fn errno_text(what: &str, key: ProcKey, e: io::Error) -> String {
 /// Send SIGTERM through a pidfd, so that a PID reused between the check and
 /// the signal cannot be hit.
 pub fn terminate(reader: &mut Reader, key: ProcKey) -> Result<String, String> {
+    signal(reader, key, Sig::Term)
+}
+
+/// Send `sig` through a pidfd (see [`terminate`]).
+pub fn signal(reader: &mut Reader, key: ProcKey, sig: Sig) -> Result<String, String> {
     let pidfd = Pid::from_raw(key.pid)
         .ok_or_else(|| format!("refused: PID {} is not a process id", key.pid))
         .and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).map_err(|e| errno_text("signal", key, e.into())))?;
     let (uid, comm) = same_process(reader, key)?;
     check_owner(uid, key)?;
-    pidfd_send_signal(&pidfd, Signal::TERM).map_err(|e| errno_text("signal", key, e.into()))?;
-    Ok(format!("sent SIGTERM to PID {} ({comm})", key.pid))
+    let s = match sig {
+        Sig::Term => Signal::TERM,
+        Sig::Kill => Signal::KILL,
+        Sig::Stop => Signal::STOP,
+        Sig::Cont => Signal::CONT,
+    };
+    pidfd_send_signal(&pidfd, s).map_err(|e| errno_text("signal", key, e.into()))?;
+    Ok(format!("sent {} to PID {} ({comm})", sig.name(), key.pid))
+}
+
+impl super::App {
+    /// Read what the process detail shows besides the process row: its
+    /// cwd, cgroup and open files (the run loop calls this; it reads /proc,
+    /// never a file's own filesystem).
+    pub fn read_proc_info(&mut self, reader: &mut Reader, key: ProcKey) {
+        let (comm, io) = self
+            .model
+            .procs
+            .iter()
+            .find(|p| p.raw.key == key)
+            .map(|p| (p.raw.comm.clone(), p.raw.io.as_ref().ok().copied()))
+            .unwrap_or_default();
+        self.view.proc_info = Some(crate::collect::procinfo::read(reader, key, &comm, io));
+    }
 }
 
 /// ioprio_set(IOPRIO_WHO_PROCESS, tid, prio) on every thread of the
@@ -170,6 +198,28 @@ mod tests {
         };
         let e = terminate(&mut r, other).unwrap_err();
         assert!(e.contains("another process"), "{e}");
+        // STOP and CONT: the kernel's state of the process follows.
+        let state = || {
+            let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            st.rsplit(')')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert!(signal(&mut r, key, Sig::Stop).unwrap().contains("sent SIGSTOP"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while state() != "T" && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(state(), "T");
+        assert!(signal(&mut r, key, Sig::Cont).unwrap().contains("sent SIGCONT"));
+        while state() == "T" && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_ne!(state(), "T");
         let msg = terminate(&mut r, key).unwrap();
         assert!(msg.contains("sent SIGTERM"), "{msg}");
         let status = child.wait().unwrap();

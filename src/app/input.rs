@@ -83,6 +83,7 @@ impl App {
             Popup::Confirm(c) => return self.on_confirm_key(&c, key.code),
             Popup::ProbeMenu(m) => return self.on_menu_key(m, key.code),
             Popup::DelayAcct => return self.on_delayacct_key(key.code),
+            Popup::Process(k) => return self.on_proc_detail_key(k, key.code),
             Popup::Help | Popup::Detail(_) | Popup::Cgroup(_) => {
                 let closes = match key.code {
                     KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') => true,
@@ -133,7 +134,15 @@ impl App {
                     Some(p) => self.view.popup = Popup::Cgroup(p),
                     None => self.status("no cgroup selected", true),
                 },
-                Pane::Results | Pane::Requests | Pane::Processes => {}
+                Pane::Processes => match self.view.proc_sel {
+                    Some(k) => {
+                        self.view.popup = Popup::Process(k);
+                        self.view.proc_info = None;
+                        return Some(Command::ReadProcInfo(k));
+                    }
+                    None => self.status("no process selected", true),
+                },
+                Pane::Results | Pane::Requests => {}
             },
             Action::FocusNext => self.cycle_focus(false),
             Action::FocusPrev => self.cycle_focus(true),
@@ -196,6 +205,19 @@ impl App {
             Action::Probe => self.open_probe_menu(),
             Action::DelayAcct => self.ask_delayacct(),
             Action::Follow => self.toggle_follow(),
+            Action::Zoom => self.view.zoom = !self.view.zoom,
+            Action::ToggleResults => self.toggle_results(),
+            Action::ToggleTransfers => {
+                self.view.show_transfers = !self.view.show_transfers;
+                let s = if self.view.show_transfers {
+                    "open"
+                } else {
+                    "closed (T reopens it)"
+                };
+                self.status(format!("transfers pane {s}"), false);
+            }
+            Action::OlderResult => self.pick_result(true),
+            Action::NewerResult => self.pick_result(false),
             Action::Ionice | Action::Kill => match self.selected_proc() {
                 Some((key, comm)) => {
                     let action = if action == Action::Kill {
@@ -211,9 +233,38 @@ impl App {
         None
     }
 
+    /// Keys in the process detail: signals and ionice (each confirmed),
+    /// Esc / q / Enter close it.
+    fn on_proc_detail_key(&mut self, k: crate::model::ProcKey, code: KeyCode) -> Option<Command> {
+        use crate::ui::Sig;
+        let action = match code {
+            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => {
+                self.view.popup = Popup::None;
+                self.view.proc_info = None;
+                return None;
+            }
+            KeyCode::Char('t') => ConfirmAction::Kill,
+            KeyCode::Char('K') => ConfirmAction::Signal(Sig::Kill),
+            KeyCode::Char('s') => ConfirmAction::Signal(Sig::Stop),
+            KeyCode::Char('c') => ConfirmAction::Signal(Sig::Cont),
+            KeyCode::Char('i') => ConfirmAction::Ionice,
+            _ => return None,
+        };
+        let comm = self
+            .model
+            .procs
+            .iter()
+            .find(|p| p.raw.key == k)
+            .map_or(String::new(), |p| p.raw.comm.clone());
+        self.detail_back = Some(k);
+        self.view.popup = Popup::Confirm(Confirm { action, key: k, comm });
+        None
+    }
+
     pub(super) fn on_confirm_key(&mut self, c: &Confirm, code: KeyCode) -> Option<Command> {
         let cmd = match (c.action, code) {
             (ConfirmAction::Kill, KeyCode::Char('y') | KeyCode::Char('Y')) => Some(Command::Kill(c.key)),
+            (ConfirmAction::Signal(s), KeyCode::Char('y') | KeyCode::Char('Y')) => Some(Command::Signal(c.key, s)),
             (ConfirmAction::Ionice, KeyCode::Char('i')) => Some(Command::Ionice(c.key, IoPrioChoice::Idle)),
             (ConfirmAction::Ionice, KeyCode::Char(d @ '0'..='7')) => {
                 Some(Command::Ionice(c.key, IoPrioChoice::BestEffort(d as u8 - b'0')))
@@ -225,7 +276,8 @@ impl App {
             // Any other key leaves the question open.
             _ => return None,
         };
-        self.view.popup = Popup::None;
+        // Back to the process detail the question was asked from.
+        self.view.popup = self.detail_back.take().map_or(Popup::None, Popup::Process);
         cmd
     }
 }

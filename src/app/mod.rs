@@ -5,6 +5,7 @@
 //! touches the system, so the whole controller is tested without a terminal.
 //!
 //! - [`input`]: keys → actions, through the one table of [`keymap`];
+//!   [`mouse`]: clicks and the wheel over the panes' layout;
 //! - [`select`]: the selections and the focus, over the view-model;
 //! - [`probe_ctl`]: the probe menu, starting, cancelling and the results;
 //! - [`sampler`]: the thread that reads /proc and /sys on a steady clock;
@@ -16,6 +17,7 @@
 mod actions;
 mod delay;
 mod input;
+mod mouse;
 mod probe_ctl;
 mod run;
 mod sampler;
@@ -62,6 +64,10 @@ pub enum Command {
     SetInterval(Duration),
     Pause(bool),
     Kill(ProcKey),
+    /// Another signal (process detail), after a yes.
+    Signal(ProcKey, crate::ui::Sig),
+    /// Read the process detail's cwd, cgroup and open files.
+    ReadProcInfo(ProcKey),
     Ionice(ProcKey, IoPrioChoice),
     /// Start this probe on its own thread; its token is [`App::probe_token`].
     StartProbe(Box<ProbeConfig>),
@@ -90,6 +96,8 @@ pub struct App {
     /// [`App::fix_selection`] (the order kept while a confirmation is open).
     proc_keys: Vec<ProcKey>,
     cg_idx: usize,
+    /// The process detail a confirmation was asked from (it reopens after).
+    detail_back: Option<ProcKey>,
     /// Cancels the probe thread; `Some` from the start of a probe until its
     /// thread has reported its end (also after Esc, while it stops).
     pub probe_token: Option<CancelToken>,
@@ -110,6 +118,7 @@ impl App {
             dev_idx: 0,
             proc_keys: Vec::new(),
             cg_idx: 0,
+            detail_back: None,
             probe_token: None,
             captured_tree: false,
             save: crate::probe::store::append,

@@ -125,6 +125,8 @@ impl App {
             text.push_str(", dropping the page cache first");
         }
         self.view.probe.start(target, cfg.label());
+        self.view.show_results = true;
+        self.view.results = crate::ui::results::Scroll::default();
         self.probe_token = Some(CancelToken::new());
         self.view.focus = Pane::Results;
         self.status(text, false);

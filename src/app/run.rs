@@ -102,11 +102,13 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mut sigusr2 = signal(SignalKind::user_defined2())?;
     crate::stop::watch_sampler(activity.clone());
     terminal::chain_panic_hook(restore_all);
-    let mut guard = terminal::enter()?;
+    let mouse = !cli.no_mouse;
+    let mut guard = terminal::enter(mouse)?;
     let mut events = EventStream::new();
     let mut model = Model::new(HostInfo::read(), clk_tck());
     model.thresholds = settings.pattern;
     model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
+    model.progress.min_size = cli.min_transfer_size;
     let mut app = App::new(model, view);
     app.captured_tree = cli.root != std::path::Path::new("/");
     let (probe_tx, mut probe_rx) = tokio::sync::mpsc::unbounded_channel::<ProbeMsg>();
@@ -131,6 +133,13 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(k))) => Msg::Key(k),
                 Some(Ok(Event::Resize(..))) => Msg::Resize,
+                Some(Ok(Event::Mouse(m))) => {
+                    if let Ok(size) = guard.term.size() {
+                        app.on_mouse(m, ratatui::layout::Rect::new(0, 0, size.width, size.height));
+                        dirty = true;
+                    }
+                    continue;
+                }
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => Msg::TermGone(format!("reading the terminal: {e}")),
                 None => Msg::TermGone("end of terminal input".into()),
@@ -185,6 +194,10 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
         if sample {
             app.model.apply_trace(tracing.take());
             app.fix_selection();
+            // The open process detail follows its files' positions.
+            if let ui::Popup::Process(k) = app.view.popup {
+                app.read_proc_info(&mut reader, k);
+            }
             if !drawn {
                 next_frame = tokio::time::Instant::now();
             }
@@ -194,7 +207,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             // (its message is on the normal screen, seen after quitting):
             // take the screen back and go on.
             drop(guard);
-            guard = terminal::enter()?;
+            guard = terminal::enter(mouse)?;
             guard.term.clear()?;
         }
         match cmd {
@@ -214,6 +227,8 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                 let _ = ctl_tx.send(SamplerCtl::Cgroups(on));
             }
             Some(Command::Kill(key)) => app.report(actions::terminate(&mut reader, key)),
+            Some(Command::Signal(key, sig)) => app.report(actions::signal(&mut reader, key, sig)),
+            Some(Command::ReadProcInfo(key)) => app.read_proc_info(&mut reader, key),
             Some(Command::Ionice(key, prio)) => app.report(actions::set_ioprio(&mut reader, key, prio)),
             Some(Command::DelayAcctOn) => {
                 let r = delayacct::switch_on(&mut reader);

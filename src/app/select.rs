@@ -13,6 +13,13 @@ impl App {
     /// same position. Called after every change of the model or view state.
     pub fn fix_selection(&mut self) {
         self.rows = ViewModel::new(&self.model, &self.view);
+        self.view.dev_order = self
+            .rows
+            .devices
+            .iter()
+            .filter_map(|d| self.model.devices.get(d.index))
+            .map(|r| r.name.clone())
+            .collect();
         let devs = &self.rows.devices;
         let name_at = |i: usize| {
             devs.get(i)
@@ -143,8 +150,52 @@ impl App {
                     .and_then(|&i| rows.get(i))
                     .map(|r| r.path.clone());
             }
-            Pane::Results | Pane::Requests => {}
+            Pane::Requests => {}
+            Pane::Results => {
+                let n = crate::ui::results::line_count(&self.view.probe, self.view.results);
+                let off = (self.view.results.offset as isize).saturating_add(delta);
+                self.view.results.offset = off.clamp(0, n.saturating_sub(1) as isize).min(u16::MAX as isize) as u16;
+            }
         }
+    }
+
+    /// `R`: close the results pane, or reopen it (when a probe was run).
+    pub(super) fn toggle_results(&mut self) {
+        if !self.view.has_results() {
+            self.status("no probe results yet: t on the devices pane starts a probe", true);
+            return;
+        }
+        self.view.show_results = !self.view.show_results;
+        if self.view.show_results {
+            self.view.focus = Pane::Results;
+            self.status("probe results pane open", false);
+        } else {
+            self.status("probe results pane closed (R reopens it)", false);
+        }
+    }
+
+    /// `[` / `]`: show an earlier / a later result of the session; past the
+    /// newest, the current one again.
+    pub(super) fn pick_result(&mut self, older: bool) {
+        let n = self.view.probe.past.len();
+        if n == 0 {
+            self.status("no finished probe results in this session yet", true);
+            return;
+        }
+        // The current result (shown without a pick) is the last of `past`
+        // once finished; while a probe runs or failed it is not in `past`.
+        let current = match self.view.probe.state {
+            crate::probe::view::RunState::Finished(_) | crate::probe::view::RunState::Cancelled(Some(_)) => n - 1,
+            _ => n,
+        };
+        let cur = self.view.results.pick.unwrap_or(current);
+        let next = if older {
+            cur.saturating_sub(1)
+        } else {
+            (cur + 1).min(current)
+        };
+        self.view.results.pick = (next != current).then_some(next);
+        self.view.results.offset = 0;
     }
 
     /// Put the cursor on the row of process `k` (if it is listed).
@@ -204,11 +255,11 @@ impl App {
     /// Space, ← →: fold or unfold the partitions of the selected disk.
     pub(super) fn fold(&mut self, fold: Option<bool>) {
         if let Some(disk) = self.selected_disk() {
-            if fold.unwrap_or(!self.view.folded.contains(&disk)) {
-                self.view.folded.insert(disk.clone());
+            if fold.unwrap_or(self.view.unfolded.contains(&disk)) {
+                self.view.unfolded.remove(&disk);
                 self.view.dev_sel = Some(disk);
             } else {
-                self.view.folded.remove(&disk);
+                self.view.unfolded.insert(disk);
             }
         }
     }

@@ -6,6 +6,7 @@ use std::io::{self, BufWriter, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::cursor::{Hide, Show};
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
 use ratatui::Terminal;
@@ -19,6 +20,8 @@ pub type Term = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
 
 /// Set while the terminal is in raw mode on the alternate screen.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Set while mouse events are captured.
+static MOUSE: AtomicBool = AtomicBool::new(false);
 
 /// Put the terminal back: leave the alternate screen, show the cursor, leave
 /// raw mode. Safe to call more than once and from any thread; errors (a
@@ -26,6 +29,9 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 pub fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let mut out = io::stdout();
+        if MOUSE.swap(false, Ordering::SeqCst) {
+            let _ = execute!(out, DisableMouseCapture);
+        }
         let _ = execute!(out, LeaveAlternateScreen, Show);
         let _ = out.flush();
         let _ = disable_raw_mode();
@@ -49,14 +55,22 @@ impl Drop for Guard {
     }
 }
 
-/// Raw mode, alternate screen, hidden cursor.
-pub fn enter() -> io::Result<Guard> {
+/// Raw mode, alternate screen, hidden cursor; mouse events captured when
+/// `mouse` (`--no-mouse` leaves the mouse to the terminal).
+pub fn enter(mouse: bool) -> io::Result<Guard> {
     enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
     let mut out = io::stdout();
     if let Err(e) = execute!(out, EnterAlternateScreen, Hide) {
         restore();
         return Err(e);
+    }
+    if mouse {
+        MOUSE.store(true, Ordering::SeqCst);
+        if let Err(e) = execute!(out, EnableMouseCapture) {
+            restore();
+            return Err(e);
+        }
     }
     let backend = CrosstermBackend::new(BufWriter::with_capacity(OUT_BUF, io::stdout()));
     match Terminal::new(backend) {

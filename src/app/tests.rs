@@ -835,3 +835,173 @@ fn sync_probe_from_the_menu_writes_in_the_mount_point() {
         ProbeConfig::new("/srv/db", probe::Tests::SyncWrite, probe::Depth::Quick)
     );
 }
+
+/// An app whose results pane holds two finished probes (the second one
+/// current).
+fn app_with_two_results() -> App {
+    let mut a = app_with_processes();
+    let mut first = crate::probe::example::result(probe::Status::Completed);
+    first.method.target = "/dev/first".into();
+    let second = crate::probe::example::result(probe::Status::Completed);
+    a.view.probe.start("/dev/sda".into(), "random read".into());
+    a.view.probe.apply(ProbeMsg::Finished(Box::new(first)));
+    a.view.probe.start("/dev/sda".into(), "random read".into());
+    a.view.probe.apply(ProbeMsg::Finished(Box::new(second)));
+    a.fix_selection();
+    a
+}
+
+#[test]
+fn results_pane_closes_reopens_scrolls_and_browses() {
+    let mut a = app_with_two_results();
+    assert_eq!(
+        a.view.panes(&a.model),
+        [Pane::Devices, Pane::Progress, Pane::Results, Pane::Processes]
+    );
+    // R closes it (the focus moves off it), R reopens it with the focus.
+    press(&mut a, "BackTab");
+    assert_eq!(a.view.focus, Pane::Results);
+    press(&mut a, "R");
+    assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Progress, Pane::Processes]);
+    assert_eq!(a.view.focus, Pane::Processes);
+    assert!(status(&a).0.contains("R reopens"), "{:?}", status(&a));
+    press(&mut a, "R");
+    assert_eq!(a.view.focus, Pane::Results);
+    // ↓ PgDn scroll it, within the result's lines; Home goes back.
+    let n = crate::ui::results::line_count(&a.view.probe, a.view.results);
+    assert!(n > 20, "{n} lines");
+    press(&mut a, "Down Down");
+    assert_eq!(a.view.results.offset, 2);
+    press(&mut a, "End");
+    assert_eq!(usize::from(a.view.results.offset), n - 1);
+    press(&mut a, "Home");
+    assert_eq!(a.view.results.offset, 0);
+    // [ shows the earlier result, ] back to the current one.
+    press(&mut a, "[");
+    assert_eq!(a.view.results.pick, Some(0));
+    press(&mut a, "[");
+    assert_eq!(a.view.results.pick, Some(0), "no result before the first");
+    press(&mut a, "]");
+    assert_eq!(a.view.results.pick, None);
+    // [ ] only mean something in the results pane.
+    press(&mut a, "Tab [");
+    assert!(status(&a).0.contains("probe results pane"), "{:?}", status(&a));
+}
+
+#[test]
+fn optional_panes_toggle_and_z_maximises() {
+    let mut a = app_with_processes();
+    press(&mut a, "T");
+    assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Processes]);
+    press(&mut a, "T");
+    assert_eq!(a.view.panes(&a.model), [Pane::Devices, Pane::Progress, Pane::Processes]);
+    // R without a probe says how to get one.
+    press(&mut a, "R");
+    assert!(status(&a).1 && status(&a).0.contains("t on the devices pane"));
+    press(&mut a, "z");
+    assert!(a.view.zoom);
+    press(&mut a, "z");
+    assert!(!a.view.zoom);
+}
+
+fn mouse(a: &mut App, kind: crossterm::event::MouseEventKind, x: u16, y: u16) {
+    let m = crossterm::event::MouseEvent {
+        kind,
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    };
+    a.on_mouse(m, SCREEN);
+}
+
+const SCREEN: ratatui::layout::Rect = ratatui::layout::Rect {
+    x: 0,
+    y: 0,
+    width: 120,
+    height: 40,
+};
+
+fn area_of(a: &App, p: Pane) -> ratatui::layout::Rect {
+    crate::ui::pane_areas(SCREEN, &a.model, &a.view, &a.rows)
+        .into_iter()
+        .find(|(q, _)| *q == p)
+        .map(|(_, r)| r)
+        .unwrap_or_else(|| panic!("{p:?} not drawn"))
+}
+
+#[test]
+fn mouse_clicks_focus_select_and_sort_and_the_wheel_scrolls() {
+    use crossterm::event::{MouseButton, MouseEventKind as M};
+    let click = M::Down(MouseButton::Left);
+    let mut a = app_with_processes();
+    set_reads(&mut a, &[(30, 5e6)]);
+    assert_eq!(pids(&a), [30, 10, 20]);
+    // A click on the devices pane focuses it.
+    let d = area_of(&a, Pane::Devices);
+    mouse(&mut a, click, d.x + 3, d.y + 2);
+    assert_eq!((a.view.focus, a.view.dev_sel.as_deref()), (Pane::Devices, Some("sda")));
+    // A click on the third process row focuses the pane and selects it.
+    let p = area_of(&a, Pane::Processes);
+    mouse(&mut a, click, p.x + 5, p.y + 4);
+    assert_eq!((a.view.focus, a.view.proc_sel), (Pane::Processes, Some(pid(20))));
+    // The wheel moves the selection (3 rows, clamped).
+    mouse(&mut a, M::ScrollUp, p.x + 5, p.y + 4);
+    assert_eq!(a.view.proc_sel, Some(pid(30)));
+    // A click on the PID header sorts by PID; again reverses.
+    mouse(&mut a, click, p.x + 3, p.y + 1);
+    assert_eq!((a.view.sort, a.view.reverse), (ProcCol::Pid, false));
+    assert_eq!(pids(&a), [10, 20, 30]);
+    mouse(&mut a, click, p.x + 3, p.y + 1);
+    assert_eq!(pids(&a), [30, 20, 10]);
+    // The COMMAND header: by command.
+    mouse(&mut a, click, p.right() - 5, p.y + 1);
+    assert_eq!(a.view.sort, ProcCol::Command);
+    // A click on a transfer selects it.
+    let t = area_of(&a, Pane::Progress);
+    mouse(&mut a, click, t.x + 5, t.y + 2);
+    assert_eq!((a.view.focus, a.view.xfer_sel), (Pane::Progress, Some(pid(20))));
+    // Popups are modal: a click does nothing under the help.
+    press(&mut a, "?");
+    mouse(&mut a, click, d.x + 3, d.y + 2);
+    assert_eq!(a.view.focus, Pane::Progress);
+}
+
+#[test]
+fn z_maximises_the_focused_pane_for_the_mouse_too() {
+    let mut a = app_with_processes();
+    press(&mut a, "z");
+    let areas = crate::ui::pane_areas(SCREEN, &a.model, &a.view, &a.rows);
+    assert_eq!(areas.len(), 1);
+    assert_eq!(areas[0].0, Pane::Processes);
+    assert!(areas[0].1.height > 30, "{:?}", areas[0].1);
+}
+
+#[test]
+fn enter_opens_the_process_detail_with_confirmed_signals() {
+    use crate::ui::{ConfirmAction, Sig};
+    let mut a = app_with_processes();
+    press(&mut a, "Down");
+    assert_eq!(press(&mut a, "Enter"), [Command::ReadProcInfo(pid(20))]);
+    assert_eq!(a.view.popup, Popup::Process(pid(20)));
+    // Each signal asks first; the answer goes back to the detail.
+    for (k, sig) in [("K", Sig::Kill), ("s", Sig::Stop), ("c", Sig::Cont)] {
+        press(&mut a, k);
+        assert!(
+            matches!(&a.view.popup, Popup::Confirm(c) if c.action == ConfirmAction::Signal(sig) && c.key == pid(20)),
+            "{k}: {:?}",
+            a.view.popup
+        );
+        assert_eq!(press(&mut a, "y"), [Command::Signal(pid(20), sig)]);
+        assert_eq!(a.view.popup, Popup::Process(pid(20)));
+    }
+    assert_eq!(press(&mut a, "t y"), [Command::Kill(pid(20))]);
+    press(&mut a, "K n");
+    assert_eq!(a.view.popup, Popup::Process(pid(20)));
+    assert_eq!(
+        press(&mut a, "i 7"),
+        [Command::Ionice(pid(20), IoPrioChoice::BestEffort(7))]
+    );
+    // Modal: q closes it instead of quitting.
+    assert!(press(&mut a, "q").is_empty());
+    assert_eq!(a.view.popup, Popup::None);
+}

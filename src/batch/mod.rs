@@ -4,7 +4,12 @@
 //! a terminal.
 
 mod bench;
+pub mod csv;
 mod trace;
+mod units;
+
+use units::dev_bytes;
+pub use units::{bytes_in, rate_in};
 
 pub use bench::bench_sample;
 
@@ -15,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, Units};
 use crate::collect::Collector;
 use crate::collect::cgroup::CgroupReader;
 use crate::collect::sample::HostInfo;
@@ -64,6 +69,10 @@ pub struct Reports {
     pub count: Option<u64>,
     pub top: usize,
     pub json: bool,
+    /// CSV rows of this table instead of the text report.
+    pub csv: Option<crate::cli::CsvTable>,
+    /// Units of the text report.
+    pub units: Units,
     /// Print the reports (a recorder without `--batch`/`--json` does not).
     pub print: bool,
 }
@@ -74,6 +83,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         count: cli.count,
         top: cli.top,
         json: cli.json,
+        csv: cli.csv,
+        units: cli.units,
         print: true,
     };
     run_reports(cli, &reports, trace_disabled(cli), None)
@@ -109,6 +120,16 @@ pub fn run_reports(
         .name("iolens-sampler".into())
         .spawn(move || sample_every(collector, start, every, tx))?;
     let stdout = std::io::stdout();
+    if let Some(table) = reports.csv.filter(|_| reports.print) {
+        let mut out = stdout.lock();
+        if out
+            .write_all(csv::header(table).as_bytes())
+            .and_then(|_| out.flush())
+            .is_err()
+        {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let mut last_ns = 0;
     'reports: for k in 1u32.. {
         if reports.count.is_some_and(|n| u64::from(k) > n) {
@@ -155,8 +176,10 @@ pub fn run_reports(
         let text = if fresh {
             if reports.json {
                 format::escape_json_controls(json_report(&model, reports.top).to_string()) + "\n"
+            } else if let Some(table) = reports.csv {
+                csv::rows(&model, table, reports.top, start_ns)
             } else {
-                text_report(&model, reports.top)
+                text_report_in(&model, reports.top, reports.units)
             }
         } else {
             let now = crate::collect::monotonic_ns();
@@ -164,7 +187,11 @@ pub fn run_reports(
             let since = if last_ns == 0 { start_ns } else { last_ns };
             let stall = crate::collect::activity::late_text(Duration::from_nanos(now.saturating_sub(since)), &waiting);
             let wall = crate::collect::realtime_ns();
-            if reports.json {
+            if reports.csv.is_some() {
+                // A CSV stream stays rows of its header; the stall goes to stderr.
+                eprintln!("{stall}");
+                String::new()
+            } else if reports.json {
                 format::escape_json_controls(
                     json!({
                         "time": format::wall_time(wall, false),
@@ -247,20 +274,21 @@ fn opt2(v: Option<f64>) -> String {
     v.map_or_else(|| format::NA.to_string(), |v| format!("{v:.2}"))
 }
 
-fn device_line(out: &mut String, name: &str, r: &DiskRates, mount: &str) {
+fn device_line(out: &mut String, name: &str, r: &DiskRates, mount: &str, units: Units) {
     let dir = |d: &crate::model::disk::DirRates| {
         format!(
-            "{:>9.2} {:>8.2} {:>7.2} {:>6} {:>8} {:>8}",
+            "{:>9.2} {} {:>7.2} {:>6} {:>8} {:>8}",
             d.ios_per_s,
-            d.bytes_per_s / 1e6,
+            dev_bytes(d.bytes_per_s, units),
             d.merges_per_s,
             opt2(d.merge_pct),
             opt2(d.await_ms),
             opt2(d.req_bytes.map(|b| b / 1024.0)),
         )
     };
+    let bw = if units == Units::Raw { 11 } else { 8 };
     let na_dir = format!(
-        "{:>9} {:>8} {:>7} {:>6} {:>8} {:>8}",
+        "{:>9} {:>bw$} {:>7} {:>6} {:>8} {:>8}",
         "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"
     );
     let _ = writeln!(
@@ -299,8 +327,14 @@ fn alignment_lines(out: &mut String, model: &Model) {
     }
 }
 
-/// The plain-text report of one interval.
+/// The plain-text report of one interval, in human units.
 pub fn text_report(model: &Model, top: usize) -> String {
+    text_report_in(model, top, Units::Human)
+}
+
+/// The plain-text report of one interval; `top` 0 leaves out the process
+/// section.
+pub fn text_report_in(model: &Model, top: usize, units: Units) -> String {
     // The sample's wall-clock time on a line of its own, as `iostat -t`.
     let mut out = format::wall_time(model.wall_ns, true) + "\n";
     let _ = write!(
@@ -342,29 +376,33 @@ pub fn text_report(model: &Model, top: usize) -> String {
         let _ = write!(
             out,
             "  dirty {} writeback {}",
-            format::decimal(m.dirty_bytes as f64),
-            format::decimal(m.writeback_bytes as f64)
+            bytes_in(m.dirty_bytes as f64, units),
+            bytes_in(m.writeback_bytes as f64, units)
         );
     }
     out.push('\n');
+    let (bw, [rb, wb, db]) = match units {
+        Units::Human => (8, ["rMB/s", "wMB/s", "dMB/s"]),
+        Units::Raw => (11, ["rB/s", "wB/s", "dB/s"]),
+    };
     let _ = writeln!(
         out,
-        "{:<12} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>6} {:>6} {:<9} mount",
+        "{:<12} {:>9} {:>bw$} {:>7} {:>6} {:>8} {:>8} {:>9} {:>bw$} {:>7} {:>6} {:>8} {:>8} {:>9} {:>bw$} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>6} {:>6} {:<9} mount",
         "Device",
         "r/s",
-        "rMB/s",
+        rb,
         "rrqm/s",
         "%rrqm",
         "r_await",
         "rareq-sz",
         "w/s",
-        "wMB/s",
+        wb,
         "wrqm/s",
         "%wrqm",
         "w_await",
         "wareq-sz",
         "d/s",
-        "dMB/s",
+        db,
         "drqm/s",
         "%drqm",
         "d_await",
@@ -383,7 +421,7 @@ pub fn text_report(model: &Model, top: usize) -> String {
             .and_then(|i| i.mounts.first())
             .map_or(String::new(), |m| format::escape(&m.mount_point));
         match &d.rates {
-            Some(r) => device_line(&mut out, &name, r, &mount),
+            Some(r) => device_line(&mut out, &name, r, &mount, units),
             None => {
                 let _ = match d.rebaseline {
                     None => writeln!(out, "{name:<12} n/a (first sample)"),
@@ -393,73 +431,16 @@ pub fn text_report(model: &Model, top: usize) -> String {
         }
     }
     if let Some(t) = &model.total {
-        device_line(&mut out, "total", t, "");
+        device_line(&mut out, "total", t, "", units);
     }
     alignment_lines(&mut out, model);
-    totals_lines(&mut out, model);
+    totals_lines(&mut out, model, units);
     if model.trace.active {
         trace::traced_report(&mut out, model);
     }
-    let _ = writeln!(
-        out,
-        "\n{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} command",
-        "PID",
-        "user",
-        "prio",
-        "disk rd/s",
-        "disk wr/s",
-        "cancel/s",
-        "read/s",
-        "write/s",
-        "sysc/s",
-        "B/sysc",
-        "cache",
-        "io%",
-        "devices"
-    );
-    for p in top_procs(model, top) {
-        let Some(r) = p.rates else { continue };
-        let _ = writeln!(
-            out,
-            "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",
-            p.raw.key.pid,
-            format::escape(p.raw.user.as_deref().unwrap_or("?")),
-            p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
-            format::rate(r.read_bps),
-            format::rate(r.write_bps),
-            format::rate(r.cancelled_write_bps),
-            format::rate(r.rchar_bps),
-            format::rate(r.wchar_bps),
-            format::num(r.syscr_per_s + r.syscw_per_s),
-            avg_syscall(r.avg_read, r.avg_write),
-            r.cache_share
-                .map_or(format::NA.to_string(), |c| format!("{:.0}%", c * 100.0)),
-            r.io_wait_pct.map_or(format::NA.to_string(), |w| format!("{w:.0}")),
-            crate::ui::processes::devices_text(p),
-            crate::ui::processes::command(p),
-        );
-        if let Some(c) = p.children_rates.filter(|c| c.is_active()) {
-            let _ = writeln!(
-                out,
-                "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",
-                "",
-                "",
-                "",
-                format::rate(c.read_bps),
-                format::rate(c.write_bps),
-                format::rate(c.cancelled_write_bps),
-                format::rate(c.rchar_bps),
-                format::rate(c.wchar_bps),
-                format::num(c.syscr_per_s + c.syscw_per_s),
-                "",
-                "",
-                "",
-                "",
-                CHILDREN_LABEL,
-            );
-        }
+    if top > 0 {
+        process_lines(&mut out, model, top, units);
     }
-    let _ = writeln!(out, "{}", attribution_note(model));
     if let Some(cg) = &model.cgroups {
         crate::batch_cgroups::text(&mut out, cg, top);
     }
@@ -477,17 +458,91 @@ pub fn text_report(model: &Model, top: usize) -> String {
     out
 }
 
+/// The busiest processes, and what the rows can attribute.
+fn process_lines(out: &mut String, model: &Model, top: usize, units: Units) {
+    let raw = units == Units::Raw;
+    // Raw: one word per column heading, for awk.
+    let heads = if raw {
+        ["disk_rd_B/s", "disk_wr_B/s", "cancel_B/s", "read_B/s", "write_B/s"]
+    } else {
+        ["disk rd/s", "disk wr/s", "cancel/s", "read/s", "write/s"]
+    };
+    let sysc = |v: f64| if raw { format!("{v:.0}") } else { format::num(v) };
+    let _ = writeln!(
+        out,
+        "\n{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} command",
+        "PID",
+        "user",
+        "prio",
+        heads[0],
+        heads[1],
+        heads[2],
+        heads[3],
+        heads[4],
+        "sysc/s",
+        "B/sysc",
+        if raw { "cache%" } else { "cache" },
+        "io%",
+        "devices"
+    );
+    for p in top_procs(model, top) {
+        let Some(r) = p.rates else { continue };
+        let _ = writeln!(
+            out,
+            "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",
+            p.raw.key.pid,
+            format::escape(p.raw.user.as_deref().unwrap_or("?")),
+            p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
+            rate_in(r.read_bps, units),
+            rate_in(r.write_bps, units),
+            rate_in(r.cancelled_write_bps, units),
+            rate_in(r.rchar_bps, units),
+            rate_in(r.wchar_bps, units),
+            sysc(r.syscr_per_s + r.syscw_per_s),
+            avg_syscall(r.avg_read, r.avg_write, units),
+            r.cache_share.map_or(format::NA.to_string(), |c| {
+                // Raw: a plain number of percent, like io%.
+                format!("{:.0}{}", c * 100.0, if raw { "" } else { "%" })
+            }),
+            r.io_wait_pct.map_or(format::NA.to_string(), |w| format!("{w:.0}")),
+            crate::ui::processes::devices_text(p),
+            crate::ui::processes::command(p),
+        );
+        if let Some(c) = p.children_rates.filter(|c| c.is_active()) {
+            let _ = writeln!(
+                out,
+                "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",
+                "",
+                "",
+                "",
+                rate_in(c.read_bps, units),
+                rate_in(c.write_bps, units),
+                rate_in(c.cancelled_write_bps, units),
+                rate_in(c.rchar_bps, units),
+                rate_in(c.wchar_bps, units),
+                sysc(c.syscr_per_s + c.syscw_per_s),
+                "",
+                "",
+                "",
+                "",
+                CHILDREN_LABEL,
+            );
+        }
+    }
+    let _ = writeln!(out, "{}", attribution_note(model));
+}
+
 /// The header total (disks against process rows) and, when IO% cannot be
 /// known, why.
-fn totals_lines(out: &mut String, model: &Model) {
+fn totals_lines(out: &mut String, model: &Model, units: Units) {
     let t = &model.totals;
-    let rate = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), format::rate);
+    let rate = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), |v| rate_in(v, units));
     let _ = write!(
         out,
         "disks rd {} wr {}  processes rd {} ({} of disk reads)",
         rate(t.device_read_bps),
         rate(t.device_write_bps),
-        format::rate(t.process_read_bps),
+        rate_in(t.process_read_bps, units),
         t.read_share
             .map_or_else(|| format::NA.to_string(), |s| format!("{:.0}%", s * 100.0)),
     );
@@ -495,9 +550,10 @@ fn totals_lines(out: &mut String, model: &Model) {
         out,
         "  last {:.0}s: processes dirtied {} (cancelled {}), disks wrote {}",
         t.write_window_s,
-        format::decimal(t.dirtied_bytes),
-        format::decimal(t.cancelled_bytes),
-        t.written_bytes.map_or_else(|| format::NA.to_string(), format::decimal),
+        bytes_in(t.dirtied_bytes, units),
+        bytes_in(t.cancelled_bytes, units),
+        t.written_bytes
+            .map_or_else(|| format::NA.to_string(), |b| bytes_in(b, units)),
     );
     if model.delayacct == Some(false) {
         out.push_str("io% n/a: delay accounting is off (sysctl kernel.task_delayacct=1 turns it on)\n");
@@ -528,11 +584,11 @@ pub fn attribution_note(model: &Model) -> String {
     }
 }
 
-fn avg_syscall(r: Option<f64>, w: Option<f64>) -> String {
-    match (r, w) {
-        (Some(r), _) => format::binary(r),
-        (None, Some(w)) => format::binary(w),
-        _ => format::NA.to_string(),
+fn avg_syscall(r: Option<f64>, w: Option<f64>, units: Units) -> String {
+    match (r.or(w), units) {
+        (Some(b), Units::Human) => format::binary(b),
+        (Some(b), Units::Raw) => format!("{b:.0}"),
+        (None, _) => format::NA.to_string(),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod fdinfo;
 pub mod mountinfo;
 pub mod mounts;
 pub mod process;
+pub mod procinfo;
 pub mod sample;
 pub mod sysblock;
 pub mod system;

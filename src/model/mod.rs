@@ -40,7 +40,9 @@ use worker::Worker;
 // model's vocabulary and never import the collectors.
 pub use crate::collect::align::{AlignVerdict, Alignment, exact_size};
 pub use crate::collect::devfacts::{DeviceFacts, Transport};
+pub use crate::collect::fdinfo::{Access, FdTarget, RawFd};
 pub use crate::collect::process::{IoClass, IoPrio, IoUnavailable, ProcIo, ProcKey};
+pub use crate::collect::procinfo::ProcInfo;
 pub use crate::collect::sysblock::DevKind;
 
 /// How many samples of history each device keeps (10 minutes at 1 s).

@@ -19,7 +19,9 @@
 //!   `pread`/`pwrite`/`mmap`-style I/O. The process-level rate is shown, no
 //!   percent;
 //! - [`Label::Stalled`]: no movement for [`STALL_SAMPLES`] samples before the
-//!   end of the file.
+//!   end of the file (shown as the seconds since it last moved);
+//! - files smaller than [`Tracker::min_size`] are never transfers (a script
+//!   or a small log read in one go is not a copy).
 //!
 //! Entries are grouped into one [`Job`] per process. Its main entry — whose
 //! percent and ETA the job shows — is the file being read (the read side's
@@ -28,7 +30,10 @@
 //! A process that reads many files in turn (`tar`, `rsync`) shows its current
 //! file, the number of files it finished, and its overall read rate (rchar).
 //! A job whose files are all closed (or whose process ended) is kept for
-//! [`DONE_KEEP_NS`] as done.
+//! [`DONE_KEEP_NS`] as done: `done` when its last position plus its rate
+//! times the time until it was seen gone reaches the size (a copy that
+//! finished between two samples), else `ended at N%` with the last seen
+//! percent.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -85,10 +90,22 @@ pub enum Label {
     /// On a FUSE, network or automount filesystem, whose files are never
     /// stat'ed (that can hang): position and rate, no size.
     Remote,
-    /// No movement for `samples` samples.
-    Stalled { samples: u32 },
+    /// No movement for [`STALL_SAMPLES`] samples or more: `seconds` since
+    /// the position last moved.
+    Stalled { seconds: u64 },
     /// Closed, or the process ended; `complete` when it had reached the end.
     Done { complete: bool },
+}
+
+impl Transfer {
+    /// The label as text, with the percent where a transfer ended short:
+    /// "ended at 50%".
+    pub fn label_text(&self) -> String {
+        match (self.label, self.percent) {
+            (Label::Done { complete: false }, Some(p)) => format!("ended at {p:.0}%"),
+            (l, _) => l.text(),
+        }
+    }
 }
 
 impl Label {
@@ -99,7 +116,7 @@ impl Label {
             Label::Positional => "positional I/O: progress unknowable".into(),
             Label::Truncated => "pos beyond size: truncated".into(),
             Label::Remote => REMOTE.into(),
-            Label::Stalled { samples } => format!("stalled {samples} samples"),
+            Label::Stalled { seconds } => format!("stalled {seconds} s"),
             Label::Done { complete: true } => "done".into(),
             Label::Done { complete: false } => "ended".into(),
         }
@@ -160,6 +177,8 @@ struct EntryState {
     /// (mono_ns, pos, size) of the last samples, oldest first.
     window: VecDeque<(u64, u64, Option<u64>)>,
     still: u32,
+    /// When the position last moved (or the entry was first seen), ns.
+    moved_ns: u64,
     /// Moved at least once while tracked.
     moved_ever: bool,
     /// Moved, positional, or a file with data of a watched process.
@@ -184,6 +203,11 @@ pub struct Tracker {
     /// Commands whose files are shown even before they move (like
     /// Xfennec/progress's list of known copy tools).
     pub known_names: Vec<String>,
+    /// Files (regular files of a known size) smaller than this many bytes
+    /// are not transfers; 0 shows all.
+    pub min_size: u64,
+    /// Time of the previous update, ns (when a job not seen now was last seen).
+    last_ns: Option<u64>,
 }
 
 fn window_rate(w: &VecDeque<(u64, u64, Option<u64>)>) -> Option<f64> {
@@ -218,6 +242,7 @@ fn classify(
     st: &EntryState,
     positional: bool,
     proc_rate: Option<f64>,
+    now_ns: u64,
 ) -> (Label, Option<f64>, Option<f64>, Option<f64>) {
     let rate = window_rate(&st.window);
     let access = raw.access();
@@ -243,7 +268,8 @@ fn classify(
     };
     let at_end = size.is_some_and(|s| raw.pos >= s) && !grows;
     if st.still >= STALL_SAMPLES && !at_end {
-        return (Label::Stalled { samples: st.still }, percent, Some(0.0), None);
+        let seconds = (now_ns.saturating_sub(st.moved_ns) as f64 / 1e9).round() as u64;
+        return (Label::Stalled { seconds }, percent, Some(0.0), None);
     }
     if grows {
         return (Label::Growing, None, rate, None);
@@ -257,6 +283,14 @@ fn classify(
 }
 
 impl Tracker {
+    /// A tracker for which files under `min_size` bytes are not transfers.
+    pub fn with_min_size(min_size: u64) -> Self {
+        Tracker {
+            min_size,
+            ..Default::default()
+        }
+    }
+
     /// Forget the rate windows (after a pause): rates restart from the next
     /// sample instead of averaging over the gap.
     pub fn rebaseline(&mut self) {
@@ -304,6 +338,7 @@ impl Tracker {
                 _ => (0, 0),
             };
             let shown = p.reason == ScanReason::Watched || self.known_names.contains(&p.comm);
+            let many = self.procs.get(&p.key).is_some_and(|pt| pt.files_done > 0);
             for f in &p.fds {
                 let key = fd_key(p.key, f);
                 // No link text: never read into nor moved, not a transfer
@@ -313,6 +348,7 @@ impl Tracker {
                 let mut st = self.entries.remove(&key).unwrap_or_else(|| EntryState {
                     window: VecDeque::new(),
                     still: 0,
+                    moved_ns: now_ns,
                     moved_ever: false,
                     visible: false,
                     last: blank(key, f, path.clone()),
@@ -324,6 +360,9 @@ impl Tracker {
                 push_window(&mut st.window, (now_ns, f.pos, f.size));
                 let moved = before.is_some_and(|b| b != f.pos);
                 st.still = if moved || before.is_none() { 0 } else { st.still + 1 };
+                if moved {
+                    st.moved_ns = now_ns;
+                }
                 let unfinished = f.size.is_none_or(|s| f.pos < s);
                 // Two still intervals: one could be a race between reading
                 // /proc/<pid>/io and fdinfo (a read in between shows in pos
@@ -338,8 +377,11 @@ impl Tracker {
                     write_bps
                 };
                 st.moved_ever |= moved;
-                st.visible |= has_path && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
-                let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate);
+                // Small files are not transfers, except for a process that
+                // reads many in turn (tar, rsync: it finished one already).
+                let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !many;
+                st.visible |= has_path && !tiny && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
+                let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate, now_ns);
                 st.last = Transfer {
                     percent,
                     rate_bps,
@@ -408,8 +450,12 @@ impl Tracker {
             }
             if j.ended_ns.is_none() {
                 j.ended_ns = Some(now_ns);
+                // It was last seen at the previous update; at its rate, how
+                // far could it have got before it was gone?
+                let gone_s = self.last_ns.map_or(0.0, |t| now_ns.saturating_sub(t) as f64 / 1e9);
                 for t in std::iter::once(&mut j.main).chain(j.others.iter_mut()) {
-                    let complete = t.label == Label::Growing || t.size.is_some_and(|s| t.pos >= s);
+                    let reach = t.pos as f64 + t.rate_bps.unwrap_or(0.0).max(0.0) * gone_s;
+                    let complete = t.label == Label::Growing || t.size.is_some_and(|s| reach >= s as f64);
                     t.label = Label::Done { complete };
                     t.rate_bps = None;
                     t.eta_s = None;
@@ -422,6 +468,7 @@ impl Tracker {
             .retain(|k, _| scanned.contains(k) || jobs.iter().any(|j| j.proc == *k));
         sort_jobs(&mut jobs);
         self.jobs = jobs;
+        self.last_ns = Some(now_ns);
     }
 }
 
@@ -606,7 +653,8 @@ mod tests {
         for i in 2..6u64 {
             t.update(&snap(6, 500, 0, vec![fd(3, 0, 600, 1000, 7)]), i * S);
         }
-        assert_eq!(t.jobs[0].main.label, Label::Stalled { samples: 4 });
+        assert_eq!(t.jobs[0].main.label, Label::Stalled { seconds: 4 });
+        assert_eq!(t.jobs[0].main.label_text(), "stalled 4 s");
         t.update(&snap(6, 600, 0, vec![fd(3, 0, 0, 50, 99)]), 6 * S);
         // The new file has not moved yet: the job is done (ended), 1 file done.
         assert_eq!(t.jobs.len(), 1);
@@ -640,5 +688,43 @@ mod tests {
         assert_eq!(t.jobs.len(), 2);
         assert_eq!(t.jobs[1].proc.pid, 8);
         assert_eq!(t.jobs[1].main.label, Label::Done { complete: false });
+        // Last seen at 2000 of 5000 at 1000 B/s, gone within 1 s: 60% at most.
+        assert_eq!(t.jobs[1].main.label_text(), "ended at 40%");
+    }
+
+    #[test]
+    fn a_copy_that_finished_between_samples_is_done() {
+        // 1 MB/s through 2.5 MB: last seen at 2 MB (80%), gone 1 s later;
+        // 2 MB + 1 MB/s × 1 s reaches the size.
+        let mut t = Tracker::default();
+        for i in 0..3u64 {
+            t.update(&snap(5, 0, 0, vec![fd(3, 0, i * 1_000_000, 2_500_000, 7)]), i * S);
+        }
+        let gone = FdSnapshot {
+            exited: vec![ProcKey { pid: 5, start_time: 9 }],
+            ..Default::default()
+        };
+        t.update(&gone, 3 * S);
+        assert_eq!(t.jobs[0].main.label, Label::Done { complete: true });
+        assert_eq!(t.jobs[0].main.label_text(), "done");
+        // The same killed at 40% (last seen at 1 MB of 2.5 MB): ended at 40%.
+        let mut t = Tracker::default();
+        for i in 0..2u64 {
+            t.update(&snap(5, 0, 0, vec![fd(3, 0, i * 1_000_000, 2_500_000, 7)]), i * S);
+        }
+        t.update(&gone, 2 * S);
+        assert_eq!(t.jobs[0].main.label_text(), "ended at 40%");
+    }
+
+    #[test]
+    fn files_under_the_size_floor_are_not_transfers() {
+        let mut t = Tracker::with_min_size(1 << 20);
+        for i in 0..3u64 {
+            let mut s = snap(5, 0, 0, vec![fd(3, 0, i * 200, 681, 7)]);
+            s.procs
+                .append(&mut snap(6, 0, 0, vec![fd(3, 0, i * 1_000_000, 8_000_000, 8)]).procs);
+            t.update(&s, i * S);
+        }
+        assert_eq!(t.jobs.iter().map(|j| j.proc.pid).collect::<Vec<_>>(), [6]);
     }
 }

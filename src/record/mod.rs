@@ -45,6 +45,8 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
         count: args.count,
         top: args.top,
         json: args.json,
+        csv: None,
+        units: crate::cli::Units::Human,
         print: args.json || args.batch,
     };
     crate::batch::run_reports(cli, &reports, Some(NOT_TRACED), Some(&mut writer))

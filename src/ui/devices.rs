@@ -22,12 +22,15 @@ pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
 }
 
 /// Columns in the order they are given up when the terminal is too narrow:
-/// the first ones are kept longest.
+/// the first ones are kept longest. The mount point (or a loop device's
+/// backing file) stays early: for dm and loop devices it is often the only
+/// way to tell rows apart.
 const KEEP_ORDER: [DevCol; 18] = [
     DevCol::Name,
     DevCol::Util,
     DevCol::ReadMb,
     DevCol::WriteMb,
+    DevCol::Mount,
     DevCol::ReadAwait,
     DevCol::WriteAwait,
     DevCol::Pattern,
@@ -35,7 +38,6 @@ const KEEP_ORDER: [DevCol; 18] = [
     DevCol::ReadIops,
     DevCol::WriteIops,
     DevCol::QueueSize,
-    DevCol::Mount,
     DevCol::Spark,
     DevCol::ReadReqSz,
     DevCol::WriteReqSz,
@@ -259,6 +261,14 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     if !notes.is_empty() {
         title.push(Span::styled(format!("({} not shown) ", notes.join(", ")), t.dim()));
     }
+    // Rows that do not fit: say how many, and how to see them.
+    let fit = usize::from(area.height.saturating_sub(3));
+    if lines.len() > fit {
+        title.push(Span::styled(
+            format!("{} more: ↓ or z to maximise ", lines.len() - fit),
+            t.accent(),
+        ));
+    }
     let block = pane_block(Line::from(title), focused, t);
     let inner_w = area.width.saturating_sub(2);
     let name_w = lines
@@ -303,13 +313,18 @@ mod tests {
     fn narrow_terminals_drop_columns_in_order() {
         let all = DevCol::ALL.to_vec();
         let c = fit_columns(&all, 40, 8);
+        assert_eq!(c, [DevCol::Name, DevCol::ReadMb, DevCol::WriteMb, DevCol::Util]);
+        // The mount (or backing file) comes right after the throughput.
+        let c = fit_columns(&all, 60, 8);
         assert_eq!(
             c,
             [
                 DevCol::Name,
+                DevCol::Mount,
                 DevCol::ReadMb,
                 DevCol::ReadAwait,
                 DevCol::WriteMb,
+                DevCol::WriteAwait,
                 DevCol::Util
             ]
         );

@@ -48,6 +48,15 @@ pub enum Action {
     Kill,
     /// Follow the process under the cursor as rows re-sort (or stop).
     Follow,
+    /// The focused pane fills the screen, or back.
+    Zoom,
+    /// Close / reopen the probe results pane.
+    ToggleResults,
+    /// Close / reopen the transfers pane.
+    ToggleTransfers,
+    /// Show an earlier / a later result of the session (results pane).
+    OlderResult,
+    NewerResult,
     /// Turn delay accounting on (root, after a yes).
     DelayAcct,
     Pause,
@@ -100,7 +109,13 @@ pub struct Row {
     pub hints: &'static [(Pane, &'static str)],
 }
 
-const LISTS: &[Pane] = &[Pane::Devices, Pane::Progress, Pane::Cgroups, Pane::Processes];
+const LISTS: &[Pane] = &[
+    Pane::Devices,
+    Pane::Progress,
+    Pane::Results,
+    Pane::Cgroups,
+    Pane::Processes,
+];
 const PROCESS_PANES: &[Pane] = &[Pane::Progress, Pane::Processes];
 const ALL_PANES: [Pane; 6] = [
     Pane::Devices,
@@ -164,11 +179,15 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         label: "↑ ↓",
-        help: "move the selection",
+        help: "move the selection (scroll the probe results)",
         scope: Scope::Panes(LISTS),
         layout: Layout::Both,
         keys: &[(K::Down, A::Down), (K::Up, A::Up)],
-        hints: &[(P::Progress, "↑↓ select"), (P::Cgroups, "↑↓ select")],
+        hints: &[
+            (P::Progress, "↑↓ select"),
+            (P::Results, "↑↓ scroll"),
+            (P::Cgroups, "↑↓ select"),
+        ],
     },
     Row {
         label: "PgUp PgDn, Home End",
@@ -198,14 +217,15 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         label: "Enter",
-        help: "detail of the device or cgroup; on a transfer: select its process",
-        scope: Scope::Panes(&[Pane::Devices, Pane::Progress, Pane::Cgroups]),
+        help: "detail of the device, cgroup or process; on a transfer: select its process",
+        scope: Scope::Panes(&[Pane::Devices, Pane::Progress, Pane::Cgroups, Pane::Processes]),
         layout: Layout::Both,
         keys: &[(K::Enter, A::Enter)],
         hints: &[
             (P::Devices, "Enter detail"),
             (P::Progress, "Enter go to its process (to ionice it)"),
             (P::Cgroups, "Enter processes, devices"),
+            (P::Processes, "Enter detail"),
         ],
     },
     Row {
@@ -215,6 +235,38 @@ pub const ROWS: &[Row] = &[
         layout: Layout::Both,
         keys: &[(K::Esc, A::Escape)],
         hints: &[(P::Results, "Esc cancel a running probe")],
+    },
+    Row {
+        label: "[ ]",
+        help: "show an earlier / a later probe result of the session",
+        scope: Scope::Panes(&[Pane::Results]),
+        layout: Layout::Both,
+        keys: &[(K::Char('['), A::OlderResult), (K::Char(']'), A::NewerResult)],
+        hints: &[(P::Results, "[ ] earlier results")],
+    },
+    Row {
+        label: "z",
+        help: "maximise the focused pane / back",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('z'), A::Zoom)],
+        hints: &[(P::Results, "z maximise"), (P::Devices, "z maximise")],
+    },
+    Row {
+        label: "R",
+        help: "close / reopen the probe results pane",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('R'), A::ToggleResults)],
+        hints: &[(P::Results, "R close")],
+    },
+    Row {
+        label: "T",
+        help: "close / reopen the transfers pane",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('T'), A::ToggleTransfers)],
+        hints: &[(P::Progress, "T close")],
     },
     Row {
         label: "t",
@@ -523,7 +575,7 @@ mod tests {
     fn hints_are_the_table_rows_of_the_pane() {
         assert_eq!(
             hints(Pane::Devices, false),
-            "q quit  ? help  Tab focus  Enter detail  t probe  a idle  Space fold  C cgroups  p pause  L requests  +/- interval"
+            "q quit  ? help  Tab focus  Enter detail  z maximise  t probe  a idle  Space fold  C cgroups  p pause  L requests  +/- interval"
         );
         assert_eq!(
             hints(Pane::Cgroups, false),
@@ -531,15 +583,15 @@ mod tests {
         );
         assert_eq!(
             hints(Pane::Processes, false),
-            "q quit  ? help  Tab focus  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill  F follow"
+            "q quit  ? help  Tab focus  Enter detail  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill  F follow"
         );
         assert_eq!(
             hints(Pane::Progress, false),
-            "q quit  ? help  Tab focus  ↑↓ select  Enter go to its process (to ionice it)"
+            "q quit  ? help  Tab focus  ↑↓ select  Enter go to its process (to ionice it)  T close"
         );
         assert_eq!(
             hints(Pane::Results, false),
-            "q quit  ? help  Tab focus  Esc cancel a running probe  t (devices pane) new probe"
+            "q quit  ? help  Tab focus  ↑↓ scroll  Esc cancel a running probe  [ ] earlier results  z maximise  R close  t (devices pane) new probe"
         );
         assert!(hints(Pane::Processes, true).ends_with("i ionice  K kill  F follow"));
     }

@@ -14,6 +14,7 @@ pub mod help;
 pub mod keymap;
 pub mod latency;
 pub mod menu;
+pub mod procdetail;
 pub mod processes;
 pub mod progress;
 pub mod requests;
@@ -208,6 +209,8 @@ pub enum Popup {
     ProbeMenu(ProbeMenu),
     /// "Turn delay accounting on?" (root).
     DelayAcct,
+    /// Process detail (Enter in the processes pane).
+    Process(ProcKey),
 }
 
 /// The choices of the probe menu, before the probe starts.
@@ -257,6 +260,28 @@ pub enum ConfirmAction {
     Kill,
     /// ioprio_set: idle, or best-effort with the chosen level.
     Ionice,
+    /// Another signal, from the process detail.
+    Signal(Sig),
+}
+
+/// The signals the process detail sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sig {
+    Term,
+    Kill,
+    Stop,
+    Cont,
+}
+
+impl Sig {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sig::Term => "SIGTERM",
+            Sig::Kill => "SIGKILL",
+            Sig::Stop => "SIGSTOP",
+            Sig::Cont => "SIGCONT",
+        }
+    }
 }
 
 /// The request log pane: shown or not, frozen, filtered.
@@ -306,8 +331,11 @@ pub struct ViewState {
     pub stall: Option<String>,
     /// iolens turned delay accounting on (and restores it at exit).
     pub delayacct_ours: bool,
-    /// Disks whose partitions are folded away.
-    pub folded: BTreeSet<String>,
+    /// Disks whose partitions are shown (folded away by default).
+    pub unfolded: BTreeSet<String>,
+    /// The device rows' order at the last change (names): the next order
+    /// starts from it, so rows move only for a clear difference.
+    pub dev_order: Vec<String>,
     pub popup: Popup,
     pub status: Option<StatusMsg>,
     pub interval: Duration,
@@ -328,6 +356,18 @@ pub struct ViewState {
     pub cg_reverse: bool,
     /// The request log pane.
     pub log: LogView,
+    /// The results pane is open (`R` closes and reopens it; a new probe
+    /// opens it).
+    pub show_results: bool,
+    /// The transfers pane is open while there are transfers (`T`).
+    pub show_transfers: bool,
+    /// The focused pane fills the screen (`z`).
+    pub zoom: bool,
+    /// The results pane's scroll position and the result it shows.
+    pub results: results::Scroll,
+    /// What the process detail shows besides the process row (read when
+    /// it opens and after every sample while it is open).
+    pub proc_info: Option<crate::model::ProcInfo>,
 }
 
 impl Default for ViewState {
@@ -348,7 +388,8 @@ impl Default for ViewState {
             paused: false,
             stall: None,
             delayacct_ours: false,
-            folded: BTreeSet::new(),
+            unfolded: BTreeSet::new(),
+            dev_order: Vec::new(),
             popup: Popup::None,
             status: None,
             interval: Duration::from_secs(1),
@@ -362,20 +403,25 @@ impl Default for ViewState {
             cg_sort: cgroups::CgCol::Read,
             cg_reverse: false,
             log: LogView::default(),
+            show_results: true,
+            show_transfers: true,
+            zoom: false,
+            results: results::Scroll::default(),
+            proc_info: None,
         }
     }
 }
 
 impl ViewState {
-    /// Panes in focus order: transfers only while there are any, results
-    /// once a probe was started, cgroups and the request log while toggled
-    /// on.
+    /// Panes in focus order: transfers while there are any (unless closed
+    /// with `T`), results once a probe was started (unless closed with `R`),
+    /// cgroups and the request log while toggled on.
     pub fn panes(&self, model: &Model) -> Vec<Pane> {
         let mut v = vec![Pane::Devices];
-        if !model.progress.jobs.is_empty() {
+        if self.show_transfers && !model.progress.jobs.is_empty() {
             v.push(Pane::Progress);
         }
-        if self.has_results() {
+        if self.show_results && self.has_results() {
             v.push(Pane::Results);
         }
         if self.show_cgroups {
@@ -427,6 +473,7 @@ pub fn render_view(frame: &mut Frame, model: &Model, view: &ViewState, vm: &View
     match &view.popup {
         Popup::Detail(name) => detail::render(frame, body, model, view, name),
         Popup::Cgroup(path) => cgroup_detail::render(frame, body, model, view, path),
+        Popup::Process(k) => procdetail::render(frame, body, model, view, *k),
         _ => render_panes(frame, body, model, view, vm),
     }
     status::render(frame, status_area, model, view);
@@ -435,17 +482,39 @@ pub fn render_view(frame: &mut Frame, model: &Model, view: &ViewState, vm: &View
         Popup::Confirm(c) => status::render_confirm(frame, body, view, c),
         Popup::DelayAcct => status::render_delayacct(frame, body, view),
         Popup::ProbeMenu(m) => menu::render(frame, body, view, m, model.host.is_root),
-        Popup::None | Popup::Detail(_) | Popup::Cgroup(_) => {}
+        Popup::None | Popup::Detail(_) | Popup::Cgroup(_) | Popup::Process(_) => {}
     }
+}
+
+/// Where each pane is drawn on a `screen`-sized terminal (empty when the
+/// terminal is too small or the device detail covers the panes): the
+/// mouse is hit-tested against the same layout the panes are drawn in.
+pub fn pane_areas(screen: Rect, model: &Model, view: &ViewState, vm: &ViewModel) -> Vec<(Pane, Rect)> {
+    if screen.width < MIN_WIDTH
+        || screen.height < MIN_HEIGHT
+        || matches!(view.popup, Popup::Detail(_) | Popup::Cgroup(_) | Popup::Process(_))
+    {
+        return Vec::new();
+    }
+    let [_, body, _] = Layout::vertical([
+        Constraint::Length(header::HEIGHT),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+    ])
+    .areas(screen);
+    body_areas(body, model, view, vm)
 }
 
 /// The panes under the header, top to bottom: devices sized to their rows
 /// (at most 45% of the height, less when more panes are shown), transfers
 /// sized to their rows (at most 25%), probe results (up to 26 rows, at most
 /// 55%), cgroups sized to their rows (at most 30%), and processes take the
-/// rest.
-fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
-    let panes = view.panes(model);
+/// rest. Maximised (`z`): the focused pane alone.
+fn body_areas(area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) -> Vec<(Pane, Rect)> {
+    let mut panes = view.panes(model);
+    if view.zoom && panes.contains(&view.focus) {
+        panes = vec![view.focus];
+    }
     let pct = |p: u32| (u32::from(area.height) * p / 100) as u16;
     let rows = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).saturating_add(3);
     let extra = panes.len() > 2;
@@ -453,6 +522,7 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, 
     let mut constraints = Vec::with_capacity(panes.len());
     for p in &panes {
         constraints.push(match p {
+            _ if panes.len() == 1 => Constraint::Fill(1),
             Pane::Devices => Constraint::Length(dev_h),
             Pane::Progress => Constraint::Length(rows(model.progress.jobs.len()).min(pct(25)).max(4)),
             Pane::Results => Constraint::Length(26.min(pct(55)).max(5)),
@@ -463,14 +533,18 @@ fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, 
         });
     }
     let areas = Layout::vertical(constraints).split(area);
-    for (p, a) in panes.iter().zip(areas.iter()) {
+    panes.into_iter().zip(areas.iter().copied()).collect()
+}
+
+fn render_panes(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
+    for (p, a) in body_areas(area, model, view, vm) {
         match p {
-            Pane::Devices => devices::render(frame, *a, model, view, vm),
-            Pane::Progress => progress::render_pane(frame, *a, model, view),
-            Pane::Results => results::render_pane(frame, *a, view),
-            Pane::Cgroups => cgroups::render(frame, *a, model, view, vm),
-            Pane::Requests => requests::render(frame, *a, model, view),
-            Pane::Processes => processes::render(frame, *a, model, view, vm),
+            Pane::Devices => devices::render(frame, a, model, view, vm),
+            Pane::Progress => progress::render_pane(frame, a, model, view),
+            Pane::Results => results::render_pane(frame, a, view),
+            Pane::Cgroups => cgroups::render(frame, a, model, view, vm),
+            Pane::Requests => requests::render(frame, a, model, view),
+            Pane::Processes => processes::render(frame, a, model, view, vm),
         }
     }
 }

@@ -84,6 +84,24 @@ pub fn fit_columns(wanted: &[ProcCol], avail: u16, sort: ProcCol) -> Vec<ProcCol
     ProcCol::ALL.into_iter().filter(|c| keep.contains(c)).collect()
 }
 
+/// The column at `x` cells from the pane's inner left edge, as drawn in
+/// `inner_w` cells (for a click on the header).
+pub fn column_at(view: &ViewState, inner_w: u16, x: u16) -> Option<ProcCol> {
+    let mut left = 0u16;
+    for c in fit_columns(&view.proc_cols, inner_w, view.sort) {
+        if c == ProcCol::Command {
+            // Fills what is left (always the last column).
+            return (x >= left).then_some(c);
+        }
+        let right = left + width(c);
+        if x < right {
+            return (x >= left).then_some(c);
+        }
+        left = right + 1;
+    }
+    None
+}
+
 pub fn header(c: ProcCol, accumulated: bool) -> &'static str {
     match (c, accumulated) {
         (ProcCol::Pid, _) => "PID",

@@ -41,7 +41,7 @@ fn state(j: &Job) -> String {
         Label::Growing => "writing, size grows".into(),
         Label::Truncated => "truncated under reader".into(),
         Label::Remote => "size unknown: FUSE/net".into(),
-        l => l.text(),
+        _ => j.main.label_text(),
     };
     if j.files_done > 0 {
         if !s.is_empty() {
@@ -126,7 +126,11 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
         return;
     }
     let narrow = area.width.saturating_sub(2) < NARROW;
-    let (bar_w, state_w) = if narrow { (BAR_WIDTH / 2, 12) } else { (BAR_WIDTH, 24) };
+    let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
+    // The state column is as wide as its longest text (the file gives way),
+    // up to a third of the pane.
+    let longest = jobs.iter().map(|j| state(j).chars().count()).max().unwrap_or(0);
+    let state_w = (longest.max(5) as u16).min(area.width / 3);
     let mut names = vec!["PID", "COMMAND", "FILE", "PROGRESS", "%", "RATE", "ETA", "STATE"];
     let mut widths = vec![
         Constraint::Length(7),
@@ -204,7 +208,7 @@ mod tests {
                 700,
                 1000,
                 0.0,
-                Label::Stalled { samples: 5 },
+                Label::Stalled { seconds: 5 },
             ),
             job(
                 4600,

@@ -15,18 +15,51 @@ use crate::format;
 use crate::probe::view::{RunState, coarse_histogram, lat, summary_line};
 use crate::probe::{Phase, ProbeResult, ProbeView, Progress, Stop, Zone};
 
+/// Where the pane is scrolled to and which result it shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scroll {
+    /// First line shown when the result does not fit and is shown as lines.
+    pub offset: u16,
+    /// An earlier result of the session (index into [`ProbeView::past`])
+    /// instead of the current one.
+    pub pick: Option<usize>,
+}
+
 /// The results with the default theme, in a plain border (tests, and any
 /// caller without a view state).
 pub fn render(frame: &mut Frame, area: Rect, view: &ProbeView) {
+    render_scrolled(frame, area, view, Scroll::default());
+}
+
+/// [`render`], scrolled and showing the picked result.
+pub fn render_scrolled(frame: &mut Frame, area: Rect, view: &ProbeView, scroll: Scroll) {
     let block = Block::default().borders(Borders::ALL).title(title(view));
-    draw(frame, area, view, block, &Theme::default());
+    draw(frame, area, view, block, &Theme::default(), scroll);
 }
 
 /// The pane in the dashboard, with its focus border.
 pub fn render_pane(frame: &mut Frame, area: Rect, view: &crate::ui::ViewState) {
     let focused = view.focus == crate::ui::Pane::Results;
     let block = crate::ui::pane_block(Line::from(title(&view.probe)), focused, &view.theme);
-    draw(frame, area, &view.probe, block, &view.theme);
+    draw(frame, area, &view.probe, block, &view.theme, view.results);
+}
+
+/// The result a [`Scroll`] shows in full: the picked earlier one, or the
+/// current one once finished.
+fn shown(view: &ProbeView, scroll: Scroll) -> Option<&ProbeResult> {
+    match scroll.pick {
+        Some(i) => view.past.get(i),
+        None => match &view.state {
+            RunState::Finished(r) | RunState::Cancelled(Some(r)) => Some(r),
+            _ => None,
+        },
+    }
+}
+
+/// Lines of the shown result when drawn as lines (a short pane): what
+/// scrolling moves over. 0 when no result is shown.
+pub fn line_count(view: &ProbeView, scroll: Scroll) -> usize {
+    shown(view, scroll).map_or(0, |r| all_lines(r, None, &Theme::default(), None).len())
 }
 
 fn title(view: &ProbeView) -> String {
@@ -37,15 +70,27 @@ fn title(view: &ProbeView) -> String {
     }
 }
 
-fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block, t: &Theme) {
+fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block, t: &Theme, scroll: Scroll) {
     let mut inner = block.inner(area);
     frame.render_widget(block, area);
     // Earlier results of this session (the current one is shown in full).
-    let earlier: Vec<&ProbeResult> = match view.state {
-        RunState::Finished(_) | RunState::Cancelled(Some(_)) => view.past.iter().rev().skip(1).collect(),
+    let earlier: Vec<&ProbeResult> = match (scroll.pick, &view.state) {
+        (Some(i), _) => view
+            .past
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(k, _)| *k != i)
+            .map(|(_, r)| r)
+            .collect(),
+        (None, RunState::Finished(_) | RunState::Cancelled(Some(_))) => view.past.iter().rev().skip(1).collect(),
         _ => view.past.iter().rev().collect(),
     };
-    if !earlier.is_empty() && inner.height > 12 {
+    // A tall pane lists them under the result; a short one at the end of
+    // the result's lines.
+    let listed = !earlier.is_empty() && inner.height > 12;
+    let unlisted = (!listed).then_some(earlier.as_slice());
+    if listed {
         let n = earlier.len().min(4) as u16;
         let [main, list] = Layout::vertical([Constraint::Min(0), Constraint::Length(n + 1)]).areas(inner);
         let mut lines = vec![Line::styled(
@@ -56,6 +101,21 @@ fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block, t: &Theme
         frame.render_widget(Paragraph::new(lines), list);
         inner = main;
     }
+    if let Some(i) = scroll.pick
+        && let Some(r) = view.past.get(i)
+    {
+        let banner = Line::styled(
+            format!(
+                "earlier result {} of {} ([ older, ] newer): {}",
+                i + 1,
+                view.past.len(),
+                summary_line(r)
+            ),
+            t.accent(),
+        );
+        result(frame, inner, r, Some(banner), t, scroll.offset, unlisted);
+        return;
+    }
     match &view.state {
         RunState::Idle => {
             let msg = "No probe has run in this session. Choose a device and start a probe (random read, zone sweep or both; quick or thorough). Probes only read.";
@@ -65,7 +125,7 @@ fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block, t: &Theme
             frame.render_widget(Paragraph::new("opening the target…"), inner);
         }
         RunState::Running(p) => running(frame, inner, p, t),
-        RunState::Finished(r) => result(frame, inner, r, None, t),
+        RunState::Finished(r) => result(frame, inner, r, None, t, scroll.offset, unlisted),
         RunState::Cancelled(Some(r)) => result(
             frame,
             inner,
@@ -75,6 +135,8 @@ fn draw(frame: &mut Frame, area: Rect, view: &ProbeView, block: Block, t: &Theme
                 t.severity(Severity::Warn).add_modifier(Modifier::BOLD),
             )),
             t,
+            scroll.offset,
+            unlisted,
         ),
         RunState::Cancelled(None) => {
             frame.render_widget(
@@ -154,7 +216,113 @@ fn running(frame: &mut Frame, area: Rect, p: &Progress, t: &Theme) {
     }
 }
 
-fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>, t: &Theme) {
+/// Rows a result needs for the side-by-side layout.
+const FULL_LAYOUT_MIN_H: u16 = 16;
+
+fn head_line(r: &ProbeResult) -> Line<'static> {
+    Line::from(vec![
+        Span::raw("verdict: "),
+        Span::styled(r.verdict.class.label(), Style::default().add_modifier(Modifier::BOLD)),
+    ])
+}
+
+/// The latency histogram as lines, at most `rows` buckets: octaves are
+/// merged in pairs (fours, ...) until they fit, so the lines always reach
+/// the slowest read.
+fn histogram_lines(rr: &crate::probe::RandomResult, rows: usize, bar_w: u64, t: &Theme) -> Vec<Line<'static>> {
+    let coarse = coarse_histogram(&rr.histogram);
+    let per = coarse.len().div_ceil(rows.max(1)).max(1);
+    let merged: Vec<(u64, u64, u64)> = coarse
+        .chunks(per)
+        .filter_map(|c| Some((c.first()?.0, c.last()?.1, c.iter().map(|b| b.2).sum())))
+        .collect();
+    let most = merged.iter().map(|c| c.2).max().unwrap_or(1).max(1);
+    merged
+        .into_iter()
+        .map(|(lo, hi, n)| {
+            let w = (n * bar_w).div_ceil(most) as usize;
+            Line::from(vec![
+                Span::raw(format!(
+                    "{:>8}–{:<8} {n:>7} ",
+                    lat(Some(lo as f64 / 1e6)),
+                    lat(Some((hi + 1) as f64 / 1e6))
+                )),
+                Span::styled("█".repeat(w), t.accent()),
+            ])
+        })
+        .collect()
+}
+
+/// The whole result as lines, for a pane too short for the side-by-side
+/// layout: verdict, numbers, the full histogram, zones, depths or sizes,
+/// evidence, then the session's earlier results.
+fn all_lines(
+    r: &ProbeResult,
+    banner: Option<Line<'static>>,
+    t: &Theme,
+    earlier: Option<&[&ProbeResult]>,
+) -> Vec<Line<'static>> {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let mut v = vec![banner.unwrap_or_else(|| head_line(r))];
+    v.extend(numbers(r));
+    if let Some(rr) = &r.random {
+        v.push(Line::styled("latency histogram", bold));
+        v.extend(histogram_lines(rr, usize::MAX, 30, t));
+    }
+    if let Some(sw) = r.sweep.as_ref().filter(|s| !s.zones.is_empty()) {
+        v.push(Line::styled("zones (position: MB/s)", bold));
+        for z in &sw.zones {
+            v.push(Line::raw(format!(
+                "{:>8.2} GB: {:.1}",
+                z.offset as f64 / 1e9,
+                z.mb_per_s
+            )));
+        }
+    }
+    if let Some(q) = r.queue_depth_sweep.as_ref().filter(|q| !q.points.is_empty()) {
+        v.extend(crate::ui::depth::table(&q.points));
+    } else if let Some(s) = &r.sync_write {
+        v.extend(crate::ui::depth::sync_table(s, t));
+    }
+    v.extend(evidence(r, t));
+    if let Some(e) = earlier.filter(|e| !e.is_empty()) {
+        v.push(Line::styled("earlier this session ([ ] shows one)", bold));
+        v.extend(e.iter().map(|p| Line::raw(summary_line(p))));
+    }
+    v
+}
+
+fn result(
+    frame: &mut Frame,
+    area: Rect,
+    r: &ProbeResult,
+    banner: Option<Line<'static>>,
+    t: &Theme,
+    offset: u16,
+    earlier: Option<&[&ProbeResult]>,
+) {
+    // Too short for the side-by-side layout (verdict, numbers next to the
+    // histogram, a chart of at least 5 rows, 3 rows of evidence): the
+    // result as lines, scrolled (↑↓).
+    if area.height < FULL_LAYOUT_MIN_H {
+        let lines = all_lines(r, banner, t, earlier);
+        let n = lines.len() as u16;
+        let h = area.height;
+        let offset = offset.min(n.saturating_sub(h));
+        // The "more" line only where it leaves room for the result.
+        let more = if h >= 3 { n.saturating_sub(offset + h) } else { 0 };
+        let [body, foot] = if more > 0 {
+            Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area)
+        } else {
+            [area, Rect { height: 0, ..area }]
+        };
+        frame.render_widget(Paragraph::new(lines).scroll((offset, 0)), body);
+        if more > 0 {
+            let text = format!("↓ {more} more lines (↑↓ scroll, z maximises)");
+            frame.render_widget(Paragraph::new(Line::styled(text, t.dim())), foot);
+        }
+        return;
+    }
     let has_sweep = r.sweep.as_ref().is_some_and(|s| !s.zones.is_empty());
     let qd = r.queue_depth_sweep.as_ref().filter(|q| !q.points.is_empty());
     let hist_rows = match (&r.random, qd) {
@@ -163,12 +331,7 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>, 
         (None, None) => r.sync_write.as_ref().map_or(0, |s| s.sizes.len() as u16 + 1),
     };
     let top_h = numbers(r).len().max(hist_rows as usize + 1) as u16;
-    let head_line = banner.unwrap_or_else(|| {
-        Line::from(vec![
-            Span::raw("verdict: "),
-            Span::styled(r.verdict.class.label(), Style::default().add_modifier(Modifier::BOLD)),
-        ])
-    });
+    let head_line = banner.unwrap_or_else(|| head_line(r));
     // Short panes (small terminals, every pane shown) keep what matters
     // most: the verdict, the numbers, the evidence. Otherwise the chart
     // gets up to 10 rows (at least 5) and the numbers at least 6.
@@ -201,24 +364,12 @@ fn result(frame: &mut Frame, area: Rect, r: &ProbeResult, banner: Option<Line>, 
     let [left, right] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
     frame.render_widget(Paragraph::new(numbers(r)), left);
     if let Some(rr) = &r.random {
-        let coarse = coarse_histogram(&rr.histogram);
-        let most = coarse.iter().map(|c| c.2).max().unwrap_or(1).max(1);
         let bar_w = u64::from(right.width.saturating_sub(26)).max(1);
         let mut lines = vec![Line::styled(
             "latency histogram",
             Style::default().add_modifier(Modifier::BOLD),
         )];
-        for (lo, hi, n) in coarse {
-            let w = (n * bar_w).div_ceil(most) as usize;
-            lines.push(Line::from(vec![
-                Span::raw(format!(
-                    "{:>8}–{:<8} {n:>7} ",
-                    lat(Some(lo as f64 / 1e6)),
-                    lat(Some((hi + 1) as f64 / 1e6))
-                )),
-                Span::styled("█".repeat(w), t.accent()),
-            ]));
-        }
+        lines.extend(histogram_lines(rr, usize::from(top_h.saturating_sub(1)), bar_w, t));
         frame.render_widget(Paragraph::new(lines), right);
     } else if let Some(q) = qd {
         frame.render_widget(Paragraph::new(crate::ui::depth::table(&q.points)), right);

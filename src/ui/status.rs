@@ -42,6 +42,11 @@ pub fn render_confirm(frame: &mut Frame, area: Rect, view: &ViewState, c: &Confi
             format!("Set the I/O priority of {who}:"),
             "i idle · 0-7 best-effort level · Esc cancel",
         ),
+        ConfirmAction::Signal(s) => (
+            " Send a signal ",
+            format!("Send {} to {who}?", s.name()),
+            "y yes · n / Esc no",
+        ),
     };
     let lines = vec![Line::raw(question), Line::raw(""), Line::styled(answers, t.title())];
     let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;

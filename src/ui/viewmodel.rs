@@ -110,8 +110,73 @@ fn idle(r: &DeviceRow) -> bool {
     r.rates.as_ref().is_some_and(DiskRates::is_idle)
 }
 
-/// The rows in display order: each disk followed by its partitions (unless
-/// folded), idle devices left out when `hide_idle` is on, empty ones always.
+/// The group a device is listed in: whole disks (and md arrays) first, then
+/// device-mapper volumes, then loop and zram devices.
+fn group(r: &DeviceRow) -> u8 {
+    match r.info.as_ref().map(|i| i.kind) {
+        Some(DevKind::Loop | DevKind::Zram) => 2,
+        Some(DevKind::Dm) => 1,
+        _ => 0,
+    }
+}
+
+/// How busy a device is for the order of its group: %util (0 when unknown).
+fn busy(r: &DeviceRow) -> f64 {
+    r.rates.as_ref().map_or(0.0, |x| x.util_pct).max(0.0)
+}
+
+/// %util points a device must be busier than the one above it to move up:
+/// rows do not swap every second over noise.
+pub const DEV_HYSTERESIS_PCT: f64 = 10.0;
+
+/// Devices (indices) in group order, busiest first within a group, with
+/// hysteresis: starting from the previous order (`prev`, names; new devices
+/// by name after them), a device moves above its neighbour only when its
+/// %util is more than [`DEV_HYSTERESIS_PCT`] points higher.
+fn order_devices(devs: &[DeviceRow], idx: Vec<usize>, prev: &[String]) -> Vec<usize> {
+    order(
+        idx,
+        |i| (group(&devs[i]), devs[i].name.as_str()),
+        |i| busy(&devs[i]),
+        prev,
+    )
+}
+
+/// [`order_devices`] over plain functions: `key(i)` = (group, name),
+/// `busy(i)` = %util.
+fn order<'a>(
+    mut idx: Vec<usize>,
+    key: impl Fn(usize) -> (u8, &'a str),
+    busy: impl Fn(usize) -> f64,
+    prev: &[String],
+) -> Vec<usize> {
+    let rank = |i: usize| prev.iter().position(|n| n.as_str() == key(i).1).unwrap_or(usize::MAX);
+    idx.sort_by(|&a, &b| {
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0).then(rank(a).cmp(&rank(b))).then(ka.1.cmp(kb.1))
+    });
+    // Bubble passes: bounded (n passes), stable for equals.
+    for _ in 0..idx.len() {
+        let mut moved = false;
+        for k in 1..idx.len() {
+            let (a, b) = (idx[k - 1], idx[k]);
+            if key(a).0 == key(b).0 && busy(b) > busy(a) + DEV_HYSTERESIS_PCT {
+                idx.swap(k - 1, k);
+                moved = true;
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    idx
+}
+
+/// The rows in display order: whole disks, then device-mapper, then loop
+/// and zram devices, busiest first within each group (with hysteresis, see
+/// [`order_devices`]); a disk's partitions under it when unfolded (folded
+/// by default); idle devices left out when `hide_idle` is on, empty ones
+/// always.
 pub fn device_items(model: &Model, view: &ViewState) -> Vec<DevItem> {
     let devs = &model.devices;
     let mut out = Vec::new();
@@ -124,12 +189,11 @@ pub fn device_items(model: &Model, view: &ViewState) -> Vec<DevItem> {
             parts_of.entry(parent).or_default().push(i);
         }
     }
-    let mut tops: Vec<usize> = (0..devs.len())
+    let tops: Vec<usize> = (0..devs.len())
         .filter(|&i| !devs[i].has_no_media())
         .filter(|&i| !is_partition(&devs[i]) || !parent_of(&devs[i]).is_some_and(|p| names.contains(p)))
         .collect();
-    tops.sort_by(|&a, &b| devs[a].name.cmp(&devs[b].name));
-    for top in tops {
+    for top in order_devices(devs, tops, &view.dev_order) {
         let name = devs[top].name.as_str();
         let parts: Vec<usize> = parts_of
             .get(name)
@@ -140,7 +204,7 @@ pub fn device_items(model: &Model, view: &ViewState) -> Vec<DevItem> {
                     .collect()
             })
             .unwrap_or_default();
-        let folded = view.folded.contains(name);
+        let folded = !view.unfolded.contains(name);
         if view.hide_idle && idle(&devs[top]) && parts.is_empty() {
             continue;
         }
@@ -332,6 +396,39 @@ pub fn proc_order(model: &Model, view: &ViewState) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn devices_group_then_busiest_first_with_hysteresis() {
+        // (group, name, %util)
+        let devs = [
+            (2, "loop0", 0.0),
+            (0, "vda", 3.0),
+            (2, "loop1", 95.0),
+            (1, "dm-0", 0.0),
+            (0, "sda", 0.0),
+        ];
+        let names = |o: &[usize]| -> Vec<String> { o.iter().map(|&i| devs[i].1.to_string()).collect() };
+        let run = |utils: &[f64], prev: &[String]| {
+            names(&order(
+                (0..devs.len()).collect(),
+                |i| (devs[i].0, devs[i].1),
+                |i| utils[i],
+                prev,
+            ))
+        };
+        let u0: Vec<f64> = devs.iter().map(|d| d.2).collect();
+        // First screen: disks (sda, vda by name; vda is not 10 points
+        // busier), then dm, then loop with the busy loop1 first.
+        let first = run(&u0, &[]);
+        assert_eq!(first, ["sda", "vda", "dm-0", "loop1", "loop0"]);
+        // loop0 a little busier than loop1: no jump.
+        assert_eq!(run(&[5.0, 3.0, 90.0, 0.0, 0.0], &first), first);
+        // Clearly busier: it moves up; vda clearly busier than sda too.
+        assert_eq!(
+            run(&[99.0, 40.0, 20.0, 0.0, 0.0], &first),
+            ["vda", "sda", "dm-0", "loop0", "loop1"]
+        );
+    }
 
     #[test]
     fn totals_give_average_and_cache_share() {

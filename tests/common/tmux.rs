@@ -1,4 +1,4 @@
-//! A tmux server with one 120x40 session for end-to-end tests of the
+//! A tmux server with one session (120x40 unless sized) for end-to-end tests of the
 //! dashboard, killed on drop. Included with `#[path]` by the tests that
 //! drive the binary in a terminal.
 #![allow(dead_code)]
@@ -19,6 +19,11 @@ pub struct Tmux {
 impl Tmux {
     /// Start `cmd` (a shell command line) as the session's program.
     pub fn start(cmd: &str) -> Tmux {
+        Tmux::start_sized(cmd, 120, 40)
+    }
+
+    /// [`Tmux::start`] in a `w`×`h` terminal.
+    pub fn start_sized(cmd: &str, w: u16, h: u16) -> Tmux {
         let sock = format!(
             "iolens-test-{}-{}",
             std::process::id(),
@@ -26,7 +31,17 @@ impl Tmux {
         );
         let t = Tmux { sock };
         let ok = t
-            .cmd(&["new-session", "-d", "-s", "main", "-x", "120", "-y", "40", cmd])
+            .cmd(&[
+                "new-session",
+                "-d",
+                "-s",
+                "main",
+                "-x",
+                &w.to_string(),
+                "-y",
+                &h.to_string(),
+                cmd,
+            ])
             .status()
             .unwrap()
             .success();

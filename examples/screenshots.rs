@@ -1,0 +1,143 @@
+//! Renders the dashboard of the test model (the snapshot tests' fixture:
+//! the `root-6.8` tree advanced by hand-chosen counters) with ratatui's
+//! `TestBackend` and writes each screen as an SVG image into `assets/`,
+//! so that a reader on a code host sees the dashboard:
+//!
+//! ```sh
+//! cargo run --example screenshots      # writes assets/screenshot-*.svg
+//! ```
+//!
+//! Cells become `<text>` runs with their colours and bold; backgrounds
+//! become rectangles. The fonts are the reader's monospace font.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::fmt::Write as _;
+
+use iolens::model::Model;
+use iolens::ui::{self, Pane, Popup, ViewState};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier};
+
+const CELL_W: f64 = 8.4;
+const CELL_H: f64 = 17.0;
+const FG: &str = "#d0d0d0";
+const BG: &str = "#1c1c1c";
+
+fn hex(c: Color, default: &str) -> String {
+    let s = match c {
+        Color::Reset => return default.to_string(),
+        Color::Black => "#000000",
+        Color::Red => "#cd3131",
+        Color::Green => "#0dbc79",
+        Color::Yellow => "#e5e510",
+        Color::Blue => "#2472c8",
+        Color::Magenta => "#bc3fbc",
+        Color::Cyan => "#11a8cd",
+        Color::Gray => "#b0b0b0",
+        Color::DarkGray => "#767676",
+        Color::LightRed => "#f14c4c",
+        Color::LightGreen => "#23d18b",
+        Color::LightYellow => "#f5f543",
+        Color::LightBlue => "#3b8eea",
+        Color::LightMagenta => "#d670d6",
+        Color::LightCyan => "#29b8db",
+        Color::White => "#ffffff",
+        Color::Rgb(r, g, b) => return format!("#{r:02x}{g:02x}{b:02x}"),
+        Color::Indexed(i) => return format!("#{0:02x}{0:02x}{0:02x}", i),
+    };
+    s.to_string()
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// The buffer as an SVG: one rectangle per run of a background colour,
+/// one `<text>` per run of the same style.
+fn svg(buf: &Buffer) -> String {
+    let (w, h) = (buf.area.width, buf.area.height);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{:.0}\" \
+         font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\" font-size=\"14\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"{BG}\"/>\n",
+        f64::from(w) * CELL_W,
+        f64::from(h) * CELL_H
+    );
+    for y in 0..h {
+        let mut x = 0;
+        while x < w {
+            let c = &buf[(x, y)];
+            let (fg, bg, bold) = (hex(c.fg, FG), hex(c.bg, BG), c.modifier.contains(Modifier::BOLD));
+            let rev = c.modifier.contains(Modifier::REVERSED);
+            let (fg, bg) = if rev { (bg, fg) } else { (fg, bg) };
+            let start = x;
+            let mut text = String::new();
+            while x < w {
+                let d = &buf[(x, y)];
+                let same = hex(d.fg, FG) == hex(c.fg, FG) && hex(d.bg, BG) == hex(c.bg, BG) && d.modifier == c.modifier;
+                if !same {
+                    break;
+                }
+                text.push_str(d.symbol());
+                x += 1;
+            }
+            let (px, py) = (f64::from(start) * CELL_W, f64::from(y) * CELL_H);
+            let len = f64::from(x - start) * CELL_W;
+            if bg != BG {
+                let _ = writeln!(
+                    out,
+                    "<rect x=\"{px:.1}\" y=\"{py:.1}\" width=\"{len:.1}\" height=\"{CELL_H}\" fill=\"{bg}\"/>"
+                );
+            }
+            if !text.trim().is_empty() {
+                let weight = if bold { " font-weight=\"bold\"" } else { "" };
+                let _ = writeln!(
+                    out,
+                    "<text x=\"{px:.1}\" y=\"{:.1}\" fill=\"{fg}\"{weight} textLength=\"{len:.1}\" \
+                     lengthAdjust=\"spacingAndGlyphs\" xml:space=\"preserve\">{}</text>",
+                    py + CELL_H * 0.78,
+                    esc(&text)
+                );
+            }
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn shot(name: &str, model: &Model, view: &ViewState, w: u16, h: u16) {
+    let mut t = match Terminal::new(TestBackend::new(w, h)) {
+        Ok(t) => t,
+        Err(e) => panic!("a test terminal: {e}"),
+    };
+    if let Err(e) = t.draw(|f| ui::render(f, model, view)) {
+        panic!("drawing {name}: {e}");
+    }
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/").to_string() + name;
+    if let Err(e) = std::fs::write(&path, svg(t.backend().buffer())) {
+        panic!("writing {path}: {e}");
+    }
+    println!("wrote {path}");
+}
+
+fn main() {
+    let m = common::model();
+    let v = ViewState::default();
+    shot("screenshot-dashboard.svg", &m, &v, 120, 40);
+    shot("screenshot-dashboard-80x24.svg", &m, &v, 80, 24);
+    let detail = ViewState {
+        popup: Popup::Detail("sda".into()),
+        focus: Pane::Devices,
+        ..ViewState::default()
+    };
+    shot("screenshot-detail.svg", &m, &detail, 120, 40);
+    let help = ViewState {
+        popup: Popup::Help,
+        ..ViewState::default()
+    };
+    shot("screenshot-help.svg", &m, &help, 120, 40);
+}

@@ -1,0 +1,170 @@
+//! CSV output for scripts (`--csv devices`, `--csv processes`): one header
+//! line, then one row per device (or busiest process) per interval, every
+//! number in plain units — bytes per second, bytes, milliseconds, percent —
+//! never auto-scaled, and `n/a` where a value cannot be known (no request
+//! completed, a kernel without the field). Text fields are escaped
+//! (control characters as `\x1b`) and quoted when they hold a comma or a
+//! quote.
+
+use std::fmt::Write as _;
+
+use crate::cli::CsvTable;
+use crate::format;
+use crate::model::disk::{DirRates, DiskRates};
+use crate::model::{Model, pattern};
+
+/// The header line of `table`.
+pub fn header(table: CsvTable) -> String {
+    let cols: &[&str] = match table {
+        CsvTable::Devices => &[
+            "time_s", "device", "r/s", "rB/s", "rrqm/s", "%rrqm", "r_await", "rareq_B", "w/s", "wB/s", "wrqm/s",
+            "%wrqm", "w_await", "wareq_B", "d/s", "dB/s", "drqm/s", "%drqm", "d_await", "dareq_B", "f/s", "f_await",
+            "aqu-sz", "%util", "pattern", "mount",
+        ],
+        CsvTable::Processes => &[
+            "time_s",
+            "pid",
+            "user",
+            "prio",
+            "disk_rd_B/s",
+            "disk_wr_B/s",
+            "cancel_B/s",
+            "read_B/s",
+            "write_B/s",
+            "sysc/s",
+            "B/sysc",
+            "cache%",
+            "io%",
+            "devices",
+            "command",
+        ],
+    };
+    cols.join(",") + "\n"
+}
+
+/// A text field: escaped, quoted when it holds a comma or a quote.
+pub fn field(s: &str) -> String {
+    let s = format::escape(s);
+    if s.contains([',', '"']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+/// A number with `prec` decimals, `n/a` when unknown.
+fn num(v: Option<f64>, prec: usize) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(|| format::NA.to_string(), |v| format!("{v:.prec$}"))
+}
+
+fn dir(out: &mut String, d: Option<&DirRates>) {
+    let _ = write!(
+        out,
+        ",{},{},{},{},{},{}",
+        num(d.map(|d| d.ios_per_s), 2),
+        num(d.map(|d| d.bytes_per_s), 0),
+        num(d.map(|d| d.merges_per_s), 2),
+        num(d.and_then(|d| d.merge_pct), 2),
+        num(d.and_then(|d| d.await_ms), 3),
+        num(d.and_then(|d| d.req_bytes), 0),
+    );
+}
+
+fn device_row(out: &mut String, t: &str, name: &str, r: Option<&DiskRates>, mount: &str) {
+    let _ = write!(out, "{t},{}", field(name));
+    dir(out, r.map(|r| &r.read));
+    dir(out, r.map(|r| &r.write));
+    dir(out, r.and_then(|r| r.discard.as_ref()));
+    let flush = r.and_then(|r| r.flush);
+    let pat = r.map_or(format::NA.to_string(), |r| {
+        pattern::text(r.pattern, r.seq_share, r.pattern_basis)
+    });
+    let _ = writeln!(
+        out,
+        ",{},{},{},{},{},{}",
+        num(flush.map(|f| f.ios_per_s), 2),
+        num(flush.and_then(|f| f.await_ms), 3),
+        num(r.map(|r| r.aqu_sz), 2),
+        num(r.map(|r| r.util_pct), 1),
+        field(&pat),
+        field(mount),
+    );
+}
+
+/// The rows of one interval: `time_s` is the seconds since `start_ns`
+/// (the monotonic time of the first sample).
+pub fn rows(model: &Model, table: CsvTable, top: usize, start_ns: u64) -> String {
+    let t = format!("{:.3}", model.mono_ns.saturating_sub(start_ns) as f64 / 1e9);
+    let mut out = String::new();
+    match table {
+        CsvTable::Devices => {
+            for d in model.devices.iter().filter(|d| !d.has_no_media()) {
+                let mount = d
+                    .info
+                    .as_ref()
+                    .and_then(|i| i.mounts.first())
+                    .map_or("", |m| m.mount_point.as_str());
+                device_row(&mut out, &t, &d.name, d.rates.as_ref(), mount);
+            }
+            if let Some(total) = &model.total {
+                device_row(&mut out, &t, "total", Some(total), "");
+            }
+        }
+        CsvTable::Processes => {
+            for p in super::top_procs(model, top) {
+                let Some(r) = p.rates else { continue };
+                let _ = writeln!(
+                    out,
+                    "{t},{},{},{},{:.0},{:.0},{:.0},{:.0},{:.0},{:.2},{},{},{},{},{}",
+                    p.raw.key.pid,
+                    field(p.raw.user.as_deref().unwrap_or("?")),
+                    field(&p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice))),
+                    r.read_bps,
+                    r.write_bps,
+                    r.cancelled_write_bps,
+                    r.rchar_bps,
+                    r.wchar_bps,
+                    r.syscr_per_s + r.syscw_per_s,
+                    num(r.avg_read.or(r.avg_write), 0),
+                    num(r.cache_share.map(|c| c * 100.0), 1),
+                    num(r.io_wait_pct, 1),
+                    field(&crate::ui::processes::devices_text(p)),
+                    field(&crate::ui::processes::command(p)),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_escaped_and_quoted() {
+        assert_eq!(field("plain"), "plain");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("evil\x1b[2J"), "evil\\x1b[2J");
+        assert_eq!(num(None, 2), "n/a");
+        assert_eq!(num(Some(f64::NAN), 2), "n/a");
+        assert_eq!(num(Some(1234.5678), 0), "1235");
+    }
+
+    #[test]
+    fn header_and_rows_have_the_same_number_of_fields() {
+        for t in [CsvTable::Devices, CsvTable::Processes] {
+            assert!(header(t).starts_with("time_s,"));
+        }
+        let mut out = String::new();
+        device_row(&mut out, "1.000", "sda", None, "/mnt/a,b");
+        assert_eq!(
+            out.trim_end().split(',').count(),
+            header(CsvTable::Devices).trim_end().split(',').count() + 1,
+            "one quoted comma in the mount: {out}"
+        );
+        assert!(out.ends_with(",n/a,n/a,n/a,n/a,n/a,\"/mnt/a,b\"\n"), "{out}");
+    }
+}

@@ -1,0 +1,30 @@
+//! Byte counts and rates in the batch text's units: auto-scaled for people
+//! (`--units human`), plain numbers for scripts (`--units raw`).
+
+use crate::cli::Units;
+use crate::format;
+
+/// Bytes/s in `units`: auto-scaled ("32.3 kB/s") or plain ("32300").
+pub fn rate_in(v: f64, units: Units) -> String {
+    match units {
+        Units::Human => format::rate(v),
+        Units::Raw => format!("{v:.0}"),
+    }
+}
+
+/// Bytes in `units`: auto-scaled decimal ("4.10 MB") or plain.
+pub fn bytes_in(v: f64, units: Units) -> String {
+    match units {
+        Units::Human => format::decimal(v),
+        Units::Raw => format!("{v:.0}"),
+    }
+}
+
+/// The throughput column of the device lines: MB/s with two decimals, or
+/// plain bytes/s (`--units raw`).
+pub(super) fn dev_bytes(v: f64, units: Units) -> String {
+    match units {
+        Units::Human => format!("{:>8.2}", v / 1e6),
+        Units::Raw => format!("{v:>11.0}"),
+    }
+}
