@@ -189,12 +189,13 @@ fn pv_transfers_read_done_and_ended_at() {
     if !have("pv") {
         return skip("pv not installed");
     }
-    // 6 MB at 2 MB/s: done after 3 s.
+    // 10 MB at 2 MB/s: done after 5 s (seen moving for a few samples
+    // first, even on a loaded machine).
     let done = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
-    done.as_file().set_len(6_000_000).unwrap();
-    // 20 MB at 2 MB/s: killed at about 50%.
+    done.as_file().set_len(10_000_000).unwrap();
+    // 30 MB at 2 MB/s: killed at about 50%.
     let half = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
-    half.as_file().set_len(20_000_000).unwrap();
+    half.as_file().set_len(30_000_000).unwrap();
     let name = |f: &tempfile::NamedTempFile| f.path().file_name().unwrap().to_string_lossy().into_owned();
     let (done_name, half_name) = (name(&done), name(&half));
     let t = Tmux::start(BIN);
