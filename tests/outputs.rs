@@ -53,7 +53,7 @@ fn batch_raw_units_top0_and_csv() {
     use iolens::batch::{csv, text_report_in};
     use iolens::cli::{CsvTable, Units};
     let m = common::model();
-    insta::assert_snapshot!("batch_text_raw", text_report_in(&m, 10, Units::Raw));
+    insta::assert_snapshot!("batch_text_raw", pin_time_line(&m, text_report_in(&m, 10, Units::Raw)));
     let none = text_report_in(&m, 0, Units::Human);
     assert!(!none.contains("command") && !none.contains("attribution"), "{none}");
     assert_eq!(
