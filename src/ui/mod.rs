@@ -33,6 +33,7 @@ use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
 use crate::model::{Model, ProcKey};
 use crate::probe::{Depth, ProbeView, Tests};
+pub use procdetail::Sig;
 pub use theme::Theme;
 use viewmodel::ViewModel;
 
@@ -262,26 +263,6 @@ pub enum ConfirmAction {
     Ionice,
     /// Another signal, from the process detail.
     Signal(Sig),
-}
-
-/// The signals the process detail sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sig {
-    Term,
-    Kill,
-    Stop,
-    Cont,
-}
-
-impl Sig {
-    pub fn name(self) -> &'static str {
-        match self {
-            Sig::Term => "SIGTERM",
-            Sig::Kill => "SIGKILL",
-            Sig::Stop => "SIGSTOP",
-            Sig::Cont => "SIGCONT",
-        }
-    }
 }
 
 /// The request log pane: shown or not, frozen, filtered.

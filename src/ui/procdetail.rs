@@ -129,3 +129,23 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, ke
     body.push(Line::styled(KEYS, t.dim()));
     frame.render_widget(Paragraph::new(body).wrap(Wrap { trim: false }), inner);
 }
+
+/// The signals the process detail sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sig {
+    Term,
+    Kill,
+    Stop,
+    Cont,
+}
+
+impl Sig {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sig::Term => "SIGTERM",
+            Sig::Kill => "SIGKILL",
+            Sig::Stop => "SIGSTOP",
+            Sig::Cont => "SIGCONT",
+        }
+    }
+}
