@@ -2,13 +2,15 @@
 
 use std::fmt::Write as _;
 
+use crate::batch::rate_in;
+use crate::cli::Units;
 use crate::collect::cgroup::Hierarchy;
 use crate::collect::cgroup::parse::Limits;
 use crate::format;
 use crate::model::cgroup::{CgPressure, CgroupRow, CgroupView};
 
-fn opt_rate(v: Option<f64>) -> String {
-    v.map_or_else(|| format::NA.to_string(), format::rate)
+fn opt_rate(v: Option<f64>, units: Units) -> String {
+    v.map_or_else(|| format::NA.to_string(), |v| rate_in(v, units))
 }
 
 fn opt_num(v: Option<f64>) -> String {
@@ -22,12 +24,17 @@ fn psi(p: Option<&CgPressure>, full: bool) -> String {
 
 /// "rbps 20.0 MB/s wiops 120" — the limits that are set.
 pub fn limits_text(l: &Limits) -> String {
+    limits_text_in(l, Units::Human)
+}
+
+/// The limits that are set, byte rates in `units` ("rbps 20000000").
+fn limits_text_in(l: &Limits, units: Units) -> String {
     let mut parts = Vec::new();
     if let Some(v) = l.rbps {
-        parts.push(format!("rbps {}", format::rate(v as f64)));
+        parts.push(format!("rbps {}", rate_in(v as f64, units)));
     }
     if let Some(v) = l.wbps {
-        parts.push(format!("wbps {}", format::rate(v as f64)));
+        parts.push(format!("wbps {}", rate_in(v as f64, units)));
     }
     if let Some(v) = l.riops {
         parts.push(format!("riops {v}"));
@@ -71,7 +78,12 @@ pub fn shown_rows(v: &CgroupView, top: usize) -> Vec<&CgroupRow> {
     rows
 }
 
-pub fn text(out: &mut String, v: &CgroupView, top: usize) {
+/// The cgroups section: the `top` busiest or limited cgroups, rates in
+/// `units`; none at all with `top` 0 (as the process section).
+pub fn text(out: &mut String, v: &CgroupView, top: usize, units: Units) {
+    if top == 0 {
+        return;
+    }
     if v.hierarchy.is_none() {
         let why = v.notes.iter().map(|n| format::escape(n)).collect::<Vec<_>>().join("; ");
         let _ = writeln!(out, "\ncgroups: n/a ({why})");
@@ -91,8 +103,8 @@ pub fn text(out: &mut String, v: &CgroupView, top: usize) {
             format::escape(&r.name),
             r.kind.label(),
             r.source.label(),
-            opt_rate(r.rates.map(|x| x.read_bps)),
-            opt_rate(r.rates.map(|x| x.write_bps)),
+            opt_rate(r.rates.map(|x| x.read_bps), units),
+            opt_rate(r.rates.map(|x| x.write_bps), units),
             opt_num(r.rates.and_then(|x| x.read_iops)),
             opt_num(r.rates.and_then(|x| x.write_iops)),
             r.processes.count,
@@ -102,7 +114,7 @@ pub fn text(out: &mut String, v: &CgroupView, top: usize) {
             format::escape(&r.path),
         );
         for d in &r.devices {
-            let limits = limits_text(&d.effective_limits);
+            let limits = limits_text_in(&d.effective_limits, units);
             let busy = d.rates.is_some_and(|x| x.total_bps() > 0.0);
             if !busy && limits.is_empty() {
                 continue;
@@ -121,8 +133,8 @@ pub fn text(out: &mut String, v: &CgroupView, top: usize) {
                 format::escape(&d.device),
                 "device",
                 "kernel",
-                opt_rate(d.rates.map(|x| x.read_bps)),
-                opt_rate(d.rates.map(|x| x.write_bps)),
+                opt_rate(d.rates.map(|x| x.read_bps), units),
+                opt_rate(d.rates.map(|x| x.write_bps), units),
                 opt_num(d.rates.and_then(|x| x.read_iops)),
                 opt_num(d.rates.and_then(|x| x.write_iops)),
                 if limits.is_empty() {

@@ -33,7 +33,7 @@ pub struct Cli {
     #[arg(long, short = 'n', env = "IOLENS_COUNT")]
     pub count: Option<u64>,
 
-    /// Number of processes listed per report in batch mode (0: no process section)
+    /// Number of processes (and cgroups) listed per report in batch mode (0: no process or cgroup section)
     #[arg(long, env = "IOLENS_TOP", default_value_t = 10)]
     pub top: usize,
 

@@ -296,6 +296,14 @@ fn v1_throttle_counters_and_fallback() {
     );
     assert!(text.contains("AT LIMIT (rbps, 3s window)"), "{text}");
     assert!(text.contains("limit rbps 20.0 MB/s"), "{text}");
+    // --units raw: the cgroup rates and limits in plain bytes/s too;
+    // --top 0: no cgroup section, as no process section.
+    let raw = iolens::batch::text_report_in(&t.model, 10, iolens::cli::Units::Raw);
+    assert!(raw.contains("limit rbps 20000000"), "{raw}");
+    let section = &raw[raw.find("\ncgroups (").unwrap()..];
+    assert!(!section.contains("B/s"), "{section}");
+    let none = iolens::batch::text_report_in(&t.model, 0, iolens::cli::Units::Human);
+    assert!(!none.contains("cgroups (") && !none.contains("/iolens-a"), "{none}");
     let json = iolens::batch::json_report(&t.model, 10);
     let rows = json["cgroups"].as_array().unwrap();
     let a = rows.iter().find(|r| r["path"] == "/iolens-a").unwrap();
@@ -409,6 +417,16 @@ fn dashboard_cgroups_pane_v2() {
         n.contains("1.90 MB/s") && n.contains("AT 95%") && n.contains("kernel"),
         "{n}"
     );
+    // 2 of the 7 rows fit: the title says so, as the other panes do.
+    assert!(small.contains("Cgroups 7 · 5 more: ↓ or z to maximise"), "{small}");
+    // Sorted by a column too narrow to be kept at 80 columns: it is shown,
+    // with its arrow.
+    let by_procs = ViewState {
+        cg_sort: iolens::ui::cgroups::CgCol::Procs,
+        ..cgroups_view(NGINX)
+    };
+    let s = draw(&t.model, &by_procs, 80, 24).backend().to_string();
+    assert!(line_with(&s, "CGROUP").contains("PROCS▼"), "{s}");
 }
 
 /// Enter on nginx.service: its devices (sdb at its limit, loop0 not in the

@@ -26,6 +26,14 @@ fn whole_screen_at_three_sizes() {
     let v = ViewState::default();
     for (w, h) in [(80, 24), (120, 40), (200, 60)] {
         let t = draw(&m, &v, w, h);
+        // The iostat -x essentials are on the devices header at every
+        // size; the traced p99 gives way to them on a narrow terminal.
+        let s = text(&t);
+        let head = s.lines().find(|l| l.contains("│Device")).unwrap();
+        for col in ["r/s", "w/s", "rMB/s", "wMB/s", "r_await", "w_await", "aqu-sz", "%util"] {
+            assert!(head.contains(col), "{w}x{h}: {col} not in {head}");
+        }
+        assert_eq!(head.contains("p99 ms"), w >= 120, "{w}x{h}: {head}");
         insta::assert_snapshot!(format!("screen_{w}x{h}"), t.backend());
     }
 }
@@ -617,4 +625,122 @@ fn results_of_the_capacity_probes() {
         assert!(text(&t).contains(want), "{want} not in\n{}", text(&t));
         insta::assert_snapshot!(format!("results_{name}_120x40"), t.backend());
     }
+}
+
+#[test]
+fn process_detail_with_its_io_history() {
+    use iolens::model::{FdTarget, ProcInfo, RawFd};
+    let m = common::model();
+    let key = ProcKey {
+        pid: 4242,
+        start_time: 987_654,
+    };
+    let file = |fd: i32, flags: u32, pos: u64, path: &[u8]| RawFd {
+        fd,
+        target: if path.starts_with(b"/dev/") {
+            FdTarget::BlockDevice
+        } else {
+            FdTarget::File
+        },
+        pos,
+        flags,
+        mnt_id: Some(22),
+        ino: 301,
+        dev: 8 << 8,
+        size: Some(500_107_862_016),
+        remote: false,
+        path: Some(std::sync::Arc::from(path)),
+    };
+    let v = ViewState {
+        popup: Popup::Process(key),
+        focus: Pane::Processes,
+        proc_info: Some(ProcInfo {
+            key,
+            cwd: Some("/root".into()),
+            cgroup: Some("/user.slice/user-0.slice/session-1.scope".into()),
+            fds: vec![
+                file(0, 0o100000, 1 << 30, b"/dev/sda"),
+                file(1, 0o100001, 1 << 29, b"/var/tmp/sda.img"),
+            ],
+            error: None,
+        }),
+        ..Default::default()
+    };
+    // dd's history: 40 one-second samples; its disk reads follow sda's
+    // wave (2..20 × 20 requests of 128 KiB: 5.2 to 52.4 MB/s), its
+    // syscall reads and writes stay at 40 MiB/s = 41.9 MB/s.
+    let h = m.proc_history.get(key).unwrap();
+    assert_eq!(h.disk_read.len(), 40);
+    assert_eq!(h.read.iter().fold(0.0, f64::max), (40u64 << 20) as f64);
+    assert_eq!(h.disk_read.max(), 20.0 * 20.0 * 131_072.0);
+    for (w, hgt) in [(120, 40), (80, 24)] {
+        let t = draw(&m, &v, w, hgt);
+        let s = text(&t);
+        assert!(s.contains("disk MB/s ⣿ read • write"), "{s}");
+        assert!(s.contains("52.4") && s.contains("41.9"), "{s}");
+        // The time axis says how far back the history goes; charts side
+        // by side never touch ("now" then spaces, then the next label).
+        assert!(s.contains("-39s"), "{s}");
+        assert!(!s.contains("now-"), "{s}");
+        assert!(s.contains("/dev/sda"), "{s}");
+        insta::assert_snapshot!(format!("process_detail_{w}x{hgt}"), t.backend());
+    }
+}
+
+#[test]
+fn tree_view_puts_children_under_their_parent() {
+    let mut m = common::model();
+    // dd and the hostile name are children of systemd (1); the loop
+    // worker's parent (kthreadd) is not listed: it is a root.
+    for p in &mut m.procs {
+        if matches!(p.raw.key.pid, 4242 | 31337) {
+            p.raw.ppid = 1;
+        }
+    }
+    let v = ViewState {
+        tree: true,
+        focus: Pane::Processes,
+        ..Default::default()
+    };
+    let t = draw(&m, &v, 120, 40);
+    let s = text(&t);
+    let order: Vec<&str> = s
+        .lines()
+        .filter_map(|l| {
+            ["[systemd]", "├─dd if=", "└─[evil", "[loop0 backing I/O]"]
+                .into_iter()
+                .find(|w| l.contains(w))
+        })
+        .collect();
+    // Roots in the sort order (disk reads): the loop worker (2.05 MB/s),
+    // then systemd (n/a sorts last), with its children under it in the
+    // same order: dd (13.1 MB/s) above the writer (0 B/s).
+    assert_eq!(
+        order,
+        ["[loop0 backing I/O]", "[systemd]", "├─dd if=", "└─[evil"],
+        "{s}"
+    );
+    assert!(s.contains("[tree]"), "{s}");
+    insta::assert_snapshot!("tree_view_120x40", t.backend());
+}
+
+#[test]
+fn help_scrolls_when_it_does_not_fit() {
+    let m = common::model();
+    let mut v = ViewState {
+        popup: Popup::Help,
+        ..Default::default()
+    };
+    let top = text(&draw(&m, &v, 120, 40));
+    assert!(top.contains("Keys · line 1 of") && top.contains("scroll"), "{top}");
+    assert!(!top.contains("%LIMIT (cgroups)"), "{top}");
+    // Scrolled past the end: drawn at the last page, the notes' last line
+    // on it, the first key row scrolled away.
+    v.help_offset = u16::MAX;
+    let end = text(&draw(&m, &v, 120, 40));
+    assert!(end.contains("%LIMIT (cgroups)"), "{end}");
+    assert!(!end.contains("q, Ctrl-C"), "{end}");
+    // Tall enough: no scrolling, no hint.
+    let tall = text(&draw(&m, &ViewState { help_offset: 0, ..v }, 120, 60));
+    assert!(tall.contains(" Keys ") && !tall.contains("scroll)"), "{tall}");
 }

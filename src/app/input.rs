@@ -85,6 +85,9 @@ impl App {
             Popup::DelayAcct => return self.on_delayacct_key(key.code),
             Popup::Process(k) => return self.on_proc_detail_key(k, key.code),
             Popup::Help | Popup::Detail(_) | Popup::Cgroup(_) => {
+                if self.view.popup == Popup::Help {
+                    self.scroll_help(key.code);
+                }
                 let closes = match key.code {
                     KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') => true,
                     KeyCode::Enter => matches!(self.view.popup, Popup::Detail(_) | Popup::Cgroup(_)),
@@ -109,11 +112,30 @@ impl App {
         cmd
     }
 
+    /// ↑↓ PgUp PgDn Home End in the help (it is drawn clamped to what fits).
+    fn scroll_help(&mut self, code: KeyCode) {
+        let last = crate::ui::help::line_count(&self.view).saturating_sub(1);
+        let off = usize::from(self.view.help_offset);
+        let off = match code {
+            KeyCode::Down => off + 1,
+            KeyCode::Up => off.saturating_sub(1),
+            KeyCode::PageDown => off + 10,
+            KeyCode::PageUp => off.saturating_sub(10),
+            KeyCode::Home => 0,
+            KeyCode::End => last,
+            _ => off,
+        };
+        self.view.help_offset = u16::try_from(off.min(last)).unwrap_or(u16::MAX);
+    }
+
     /// Carry out an action of the keymap in the focused pane.
     fn act(&mut self, action: Action) -> Option<Command> {
         match action {
             Action::Quit => return Some(Command::Quit),
-            Action::Help => self.view.popup = Popup::Help,
+            Action::Help => {
+                self.view.popup = Popup::Help;
+                self.view.help_offset = 0;
+            }
             Action::Escape => {
                 if self.view.probe.is_running() {
                     self.cancel_probe();
@@ -205,6 +227,15 @@ impl App {
             Action::Probe => self.open_probe_menu(),
             Action::DelayAcct => self.ask_delayacct(),
             Action::Follow => self.toggle_follow(),
+            Action::Tree => {
+                self.view.tree = !self.view.tree;
+                let s = if self.view.tree {
+                    "tree view: children under their parent, siblings sorted (v again: flat list)"
+                } else {
+                    "flat list, sorted"
+                };
+                self.status(s, false);
+            }
             Action::Zoom => self.view.zoom = !self.view.zoom,
             Action::ToggleResults => self.toggle_results(),
             Action::ToggleTransfers => {

@@ -1005,3 +1005,90 @@ fn enter_opens_the_process_detail_with_confirmed_signals() {
     assert!(press(&mut a, "q").is_empty());
     assert_eq!(a.view.popup, Popup::None);
 }
+
+#[test]
+fn v_shows_children_under_their_parents_and_back() {
+    let mut a = app_with_processes();
+    // gzip (30) and tar (20) are children of bash (10); sorted by PID
+    // descending, flat: 30, 20, 10.
+    for p in &mut a.model.procs {
+        if p.raw.key.pid != 10 {
+            p.raw.ppid = 10;
+        }
+    }
+    press(&mut a, "< < < r");
+    assert_eq!(a.view.sort, ProcCol::Pid);
+    let pids = |a: &App| -> Vec<i32> { a.rows.proc_rows(&a.model).iter().map(|p| p.raw.key.pid).collect() };
+    assert_eq!(pids(&a), [30, 20, 10]);
+    press(&mut a, "v");
+    assert!(a.view.tree);
+    assert_eq!(
+        status(&a).0,
+        "tree view: children under their parent, siblings sorted (v again: flat list)"
+    );
+    // The parent first, its children under it in the sort order.
+    assert_eq!(pids(&a), [10, 30, 20]);
+    let prefix = |a: &App, pid: i32| {
+        let i = a.model.procs.iter().position(|p| p.raw.key.pid == pid).unwrap();
+        a.rows.tree_prefix(i).to_string()
+    };
+    assert_eq!([prefix(&a, 10), prefix(&a, 30), prefix(&a, 20)], ["", "├─", "└─"]);
+    // The cursor keeps its row position (the first) as rows re-order.
+    assert_eq!(a.view.proc_sel, Some(pid(10)));
+    // F5 too; back to the flat list.
+    press(&mut a, "Tab");
+    assert_ne!(a.view.focus, Pane::Processes);
+    press(&mut a, "v");
+    assert!(a.view.tree, "v works in the processes pane only");
+    assert!(status(&a).0.starts_with("v (tree view"), "{:?}", status(&a));
+    a.view.focus = Pane::Processes;
+    a.update(Msg::Key(key(KeyCode::F(5))));
+    assert!(!a.view.tree);
+    assert_eq!(pids(&a), [30, 20, 10]);
+    assert!(a.rows.tree.is_empty());
+}
+
+/// A process row with a parent, for the tree view.
+fn child(pid: i32, ppid: i32) -> crate::model::ProcRow {
+    let mut raw = crate::collect::process::RawProc::example(pid, 1, "x");
+    raw.ppid = ppid;
+    crate::model::ProcRow::example(raw)
+}
+
+#[test]
+fn tree_children_under_parents_in_sort_order() {
+    // 0:pid 1 (root), 1:pid 10 child of 1, 2:pid 11 child of 1,
+    // 3:pid 20 child of 10, 4:pid 99 whose parent 50 is not listed.
+    let procs = [child(1, 0), child(10, 1), child(11, 1), child(20, 10), child(99, 50)];
+    // Sorted: 20, 99, 11, 1, 10.
+    let got = crate::ui::proctree::order(&procs, &[3, 4, 2, 0, 1]);
+    let shown: Vec<(i32, &str)> = got.iter().map(|(i, s)| (procs[*i].raw.key.pid, s.as_str())).collect();
+    assert_eq!(shown, [(99, ""), (1, ""), (11, "├─"), (10, "└─"), (20, "  └─")]);
+}
+
+#[test]
+fn tree_cycles_and_self_parents_are_listed_once() {
+    let procs = [child(5, 6), child(6, 5), child(7, 7)];
+    let got = crate::ui::proctree::order(&procs, &[0, 1, 2]);
+    let mut idx: Vec<usize> = got.iter().map(|(i, _)| *i).collect();
+    idx.sort();
+    assert_eq!(idx, [0, 1, 2]);
+}
+
+#[test]
+fn help_scroll_keys_stay_in_range() {
+    let mut a = app();
+    press(&mut a, "? Down Down Down");
+    assert_eq!(a.view.popup, Popup::Help);
+    assert_eq!(a.view.help_offset, 3);
+    press(&mut a, "Up PgUp");
+    assert_eq!(a.view.help_offset, 0);
+    press(&mut a, "End");
+    let last = crate::ui::help::line_count(&a.view) - 1;
+    assert_eq!(usize::from(a.view.help_offset), last);
+    press(&mut a, "PgDn Down");
+    assert_eq!(usize::from(a.view.help_offset), last);
+    // Closing and opening again starts at the top.
+    press(&mut a, "Esc ?");
+    assert_eq!(a.view.help_offset, 0);
+}

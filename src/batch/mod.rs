@@ -333,7 +333,7 @@ pub fn text_report(model: &Model, top: usize) -> String {
 }
 
 /// The plain-text report of one interval; `top` 0 leaves out the process
-/// section.
+/// and cgroup sections.
 pub fn text_report_in(model: &Model, top: usize, units: Units) -> String {
     // The sample's wall-clock time on a line of its own, as `iostat -t`.
     let mut out = format::wall_time(model.wall_ns, true) + "\n";
@@ -442,7 +442,7 @@ pub fn text_report_in(model: &Model, top: usize, units: Units) -> String {
         process_lines(&mut out, model, top, units);
     }
     if let Some(cg) = &model.cgroups {
-        crate::batch_cgroups::text(&mut out, cg, top);
+        crate::batch_cgroups::text(&mut out, cg, top, units);
     }
     if !model.host.is_root && (model.hidden > 0 || model.denied > 0) {
         let _ = writeln!(

@@ -13,6 +13,7 @@ pub mod history;
 pub mod pattern;
 pub mod procdev;
 pub mod process;
+pub mod prochist;
 pub mod progress;
 pub mod totals;
 pub mod trace;
@@ -233,6 +234,8 @@ pub struct Model {
     loop_workers: PidMap<ProcKey, String>,
     writes: WriteWindow,
     histories: HashMap<String, DevHistory>,
+    /// Read/write rates over time of the processes that did I/O.
+    pub proc_history: prochist::ProcHistory,
 }
 
 impl Model {
@@ -461,7 +464,7 @@ impl Model {
                 }
                 (None, Ok(io)) => {
                     let first = *self.first_io.entry(p.key).or_insert(*io);
-                    Some(since(&first, io))
+                    Some(attribution::minus(io, &first))
                 }
                 _ => None,
             };
@@ -506,6 +509,7 @@ impl Model {
         self.loop_workers.retain(|k, _| live.contains(k));
         self.own_total.retain(|k, _| live.contains(k));
         rows.extend(self.exited_rows.iter().map(|(r, _)| r.clone()));
+        self.proc_history.update(&rows);
         self.procs = rows;
         jumps
     }
@@ -584,17 +588,5 @@ impl Model {
                 mono_ns,
             ));
         }
-    }
-}
-
-fn since(first: &ProcIo, cur: &ProcIo) -> ProcIo {
-    ProcIo {
-        rchar: cur.rchar.saturating_sub(first.rchar),
-        wchar: cur.wchar.saturating_sub(first.wchar),
-        syscr: cur.syscr.saturating_sub(first.syscr),
-        syscw: cur.syscw.saturating_sub(first.syscw),
-        read_bytes: cur.read_bytes.saturating_sub(first.read_bytes),
-        write_bytes: cur.write_bytes.saturating_sub(first.write_bytes),
-        cancelled_write_bytes: cur.cancelled_write_bytes.saturating_sub(first.cancelled_write_bytes),
     }
 }

@@ -116,11 +116,19 @@ const KEEP_ORDER: [CgCol; 12] = [
     CgCol::Kind,
 ];
 
-/// The columns that fit in `avail` cells, in display order.
-pub fn fit_columns(avail: u16) -> Vec<CgCol> {
+/// The columns that fit in `avail` cells, in display order. The sort
+/// column is always among them (right after the name): a list sorted by a
+/// column that is not shown would look unsorted.
+pub fn fit_columns(avail: u16, sort: CgCol) -> Vec<CgCol> {
     let mut used = 0u16;
     let mut keep = Vec::new();
-    for c in KEEP_ORDER {
+    let order = [CgCol::Name, sort]
+        .into_iter()
+        .chain(KEEP_ORDER.into_iter().filter(|c| *c != sort && *c != CgCol::Name));
+    for c in order {
+        if keep.contains(&c) {
+            continue;
+        }
         let w = c.width() + u16::from(!keep.is_empty());
         if used + w > avail {
             break;
@@ -230,13 +238,23 @@ pub fn share_text(r: &CgroupRow) -> String {
     }
 }
 
-fn title<'a>(v: Option<&CgroupView>, shown: usize, view: &ViewState) -> Line<'a> {
+/// The pane's title: how many rows, the hierarchy, and how many rows do
+/// not fit in `page` lines (and how to see them).
+fn title<'a>(v: Option<&CgroupView>, shown: usize, page: usize, view: &ViewState) -> Line<'a> {
     let t = &view.theme;
     let mut spans = vec![Span::styled(" Cgroups ", t.title())];
     match v {
         None => spans.push(Span::styled("(reading the cgroup tree at the next sample) ", t.dim())),
         Some(v) => {
             spans.push(Span::styled(format!("{shown} · "), t.dim()));
+            // Before the hierarchy, which a narrow terminal cuts.
+            if shown > page {
+                spans.push(Span::styled(
+                    format!("{} more: ↓ or z to maximise", shown - page),
+                    t.accent(),
+                ));
+                spans.push(Span::styled(" · ", t.dim()));
+            }
             spans.push(Span::styled(format!("{} ", hierarchy_text(v)), t.dim()));
         }
     }
@@ -249,8 +267,11 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     let cv = model.cgroups.as_ref();
     let rows: Vec<&CgroupRow> =
         cv.map_or_else(Vec::new, |v| vm.cgroups.iter().filter_map(|&i| v.rows.get(i)).collect());
-    let block = pane_block(title(cv, rows.len(), view), focused, t);
-    let inner = block.inner(area);
+    let inner = pane_block(Line::raw(""), focused, t).inner(area);
+    let has_notes = cv.is_some_and(|v| !v.notes.is_empty()) && inner.height > 2;
+    // Lines for rows: the inner height less the header and the note line.
+    let page = usize::from(inner.height.saturating_sub(1 + u16::from(has_notes))).max(1);
+    let block = pane_block(title(cv, rows.len(), page, view), focused, t);
     frame.render_widget(block, area);
     let notes: Vec<String> = cv.map_or_else(Vec::new, |v| v.notes.iter().map(|n| format::escape(n)).collect());
     let [table_area, notes_area] = Layout::vertical([
@@ -267,7 +288,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
         frame.render_widget(Paragraph::new(format!("per-cgroup I/O n/a: {why}")), table_area);
         return;
     }
-    let cols = fit_columns(table_area.width);
+    let cols = fit_columns(table_area.width, view.cg_sort);
     let widths: Vec<Constraint> = cols
         .iter()
         .map(|c| match c {
@@ -284,16 +305,16 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
         "▲"
     };
     let head = Row::new(cols.iter().map(|c| {
+        let w = usize::from(c.width());
+        // The arrow is never clipped: a long name gives way to it.
         let h = if *c == view.cg_sort {
-            format!("{}{arrow}", c.header())
+            format!("{}{arrow}", truncate(c.header(), w.saturating_sub(1)))
         } else {
             c.header().to_string()
         };
-        let w = usize::from(c.width());
         Cell::from(if c.left_aligned() { h } else { format!("{h:>w$}") })
     }))
     .style(t.title());
-    let page = usize::from(table_area.height.saturating_sub(1)).max(1);
     let selected = view
         .cg_sel
         .as_ref()
@@ -340,11 +361,20 @@ mod tests {
     fn columns_fit_and_the_limit_mark_stays() {
         use CgCol as C;
         let at80 = [C::Name, C::Source, C::Read, C::Write, C::PsiSome, C::LimitShare];
-        assert_eq!(fit_columns(78), at80);
-        let at120 = fit_columns(118);
+        assert_eq!(fit_columns(78, C::Read), at80);
+        let at120 = fit_columns(118, C::Read);
         assert!(at120.contains(&C::Limit) && at120.contains(&C::WriteIops), "{at120:?}");
         assert!(!at120.contains(&C::Kind), "{at120:?}");
-        assert_eq!(fit_columns(40), [C::Name]);
-        assert_eq!(fit_columns(300), CgCol::ALL);
+        assert_eq!(fit_columns(40, C::Name), [C::Name]);
+        assert_eq!(fit_columns(300, C::Read), CgCol::ALL);
+        // Sorted by a column that would not fit: it is shown, right after
+        // the name, and the least important of the others give way.
+        let by_procs = fit_columns(78, C::Procs);
+        assert!(by_procs.contains(&C::Procs), "{by_procs:?}");
+        assert_eq!(
+            by_procs,
+            [C::Name, C::Source, C::Read, C::Write, C::LimitShare, C::Procs]
+        );
+        assert_eq!(fit_columns(40, C::Kind), [C::Name, C::Kind]);
     }
 }

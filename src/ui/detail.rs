@@ -4,14 +4,12 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Style;
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph};
+use ratatui::widgets::Paragraph;
 
+use super::chart::{self, Spec};
 use super::{Theme, ViewState, pane_block, processes};
 use crate::format;
-use crate::model::history::Ring;
 use crate::model::procdev::on_device;
 use crate::model::{AlignVerdict, DeviceFacts, DeviceRow, Model, exact_size};
 
@@ -237,82 +235,6 @@ fn processes_on<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
     out
 }
 
-/// Chart markers of the series of one chart, with the glyph naming each.
-const MARKERS: [(Marker, &str); 2] = [(Marker::Braille, "⣿"), (Marker::Dot, "•")];
-
-/// Points of the newest `n` values, x in seconds before now.
-fn points(r: &Ring, n: usize, step: f64, scale: f64) -> Vec<(f64, f64)> {
-    let len = r.len();
-    let skip = len.saturating_sub(n);
-    r.iter()
-        .enumerate()
-        .skip(skip)
-        .map(|(i, v)| (-((len - 1 - i) as f64) * step, v * scale))
-        .collect()
-}
-
-#[allow(clippy::too_many_arguments)]
-fn chart(
-    frame: &mut Frame,
-    area: Rect,
-    title: &str,
-    series: &[(&str, &Ring, Style)],
-    n: usize,
-    step: f64,
-    scale: f64,
-    fmt: fn(f64) -> String,
-    t: &Theme,
-) {
-    let data: Vec<Vec<(f64, f64)>> = series.iter().map(|(_, r, _)| points(r, n, step, scale)).collect();
-    let max = data.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
-    let top = if max > 0.0 { max * 1.1 } else { 1.0 };
-    let shown = series.iter().map(|(_, r, _)| r.len()).max().unwrap_or(0).min(n);
-    let span = (shown.saturating_sub(1)) as f64 * step;
-    let datasets = series
-        .iter()
-        .zip(&data)
-        .enumerate()
-        .map(|(i, ((_, _, style), pts))| {
-            Dataset::default()
-                .marker(MARKERS[i % MARKERS.len()].0)
-                .graph_type(GraphType::Line)
-                .style(*style)
-                .data(pts)
-        })
-        .collect();
-    // The series are named in the title (a legend box would hide the
-    // newest values), with their marker so they differ without colour too.
-    let mut title_spans = vec![Span::styled(format!("{title} "), t.title())];
-    if series.len() > 1 {
-        for (i, (name, _, style)) in series.iter().enumerate() {
-            title_spans.push(Span::styled(
-                format!("{} {name} ", MARKERS[i % MARKERS.len()].1),
-                *style,
-            ));
-        }
-    }
-    let label_style = t.dim();
-    let chart = Chart::new(datasets)
-        .block(Block::default().borders(Borders::TOP).title(Line::from(title_spans)))
-        .x_axis(
-            Axis::default()
-                .bounds([-span.max(step), 0.0])
-                .style(label_style)
-                .labels([
-                    Span::raw(format!("-{}", format::duration(Some(span.max(step))))),
-                    Span::raw("now"),
-                ]),
-        )
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, top])
-                .style(label_style)
-                .labels([Span::raw("0"), Span::raw(fmt(max))]),
-        )
-        .legend_position(None);
-    frame.render_widget(chart, area);
-}
-
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, name: &str) {
     let t = &view.theme;
     let title = Line::from(vec![
@@ -353,56 +275,38 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
     let step = model.interval_s.unwrap_or(view.interval.as_secs_f64());
     // One point per braille column pair is plenty; keep "several minutes".
     let n = (usize::from(charts_area.width) * 2).clamp(10, 600);
-    let [top, bottom] = Layout::vertical([Constraint::Fill(1); 2]).areas(charts_area);
-    let [c1, c2] = Layout::horizontal([Constraint::Fill(1); 2]).areas(top);
-    let [c3, c4] = Layout::horizontal([Constraint::Fill(1); 2]).areas(bottom);
     let h = &d.history;
-    let read = t.ok();
-    let write = t.accent();
-    chart(
-        frame,
-        c1,
-        "MB/s",
-        &[("read", &h.read_bps, read), ("write", &h.write_bps, write)],
-        n,
-        step,
-        1e-6,
-        |v| format!("{v:.1}"),
-        t,
-    );
-    chart(
-        frame,
-        c2,
-        "IOPS",
-        &[("r+w", &h.iops, read)],
-        n,
-        step,
-        1.0,
-        format::num,
-        t,
-    );
-    chart(
-        frame,
-        c3,
-        "await ms",
-        &[("await", &h.await_ms, write)],
-        n,
-        step,
-        1.0,
-        format::ms,
-        t,
-    );
-    chart(
-        frame,
-        c4,
-        "%util",
-        &[("util", &h.util_pct, t.severity(super::theme::Severity::Warn))],
-        n,
-        step,
-        1.0,
-        |v| format!("{v:.0}"),
-        t,
-    );
+    let (read, write) = (t.ok(), t.accent());
+    let util = t.severity(super::theme::Severity::Warn);
+    let specs = [
+        Spec {
+            title: "MB/s",
+            series: &[("read", &h.read_bps, read), ("write", &h.write_bps, write)],
+            scale: 1e-6,
+            fmt: |v| format!("{v:.1}"),
+        },
+        Spec {
+            title: "IOPS",
+            series: &[("r+w", &h.iops, read)],
+            scale: 1.0,
+            fmt: format::num,
+        },
+        Spec {
+            title: "await ms",
+            series: &[("await", &h.await_ms, write)],
+            scale: 1.0,
+            fmt: format::ms,
+        },
+        Spec {
+            title: "%util",
+            series: &[("util", &h.util_pct, util)],
+            scale: 1.0,
+            fmt: |v| format!("{v:.0}"),
+        },
+    ];
+    for (spec, cell) in specs.iter().zip(chart::grid(charts_area, 2, 2)) {
+        chart::render(frame, cell, spec, n, step, t);
+    }
 }
 
 #[cfg(test)]

@@ -22,22 +22,24 @@ pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
 }
 
 /// Columns in the order they are given up when the terminal is too narrow:
-/// the first ones are kept longest. The mount point (or a loop device's
-/// backing file) stays early: for dm and loop devices it is often the only
-/// way to tell rows apart.
+/// the first ones are kept longest. First what an admin reads in `iostat
+/// -x`: the rates (r/s, w/s, MB/s), the queue (aqu-sz), %util and the
+/// latencies; then the mount point (or a loop device's backing file: for
+/// dm and loop devices often the only way to tell rows apart), the access
+/// pattern, the traced p99, the history.
 const KEEP_ORDER: [DevCol; 18] = [
     DevCol::Name,
     DevCol::Util,
-    DevCol::ReadMb,
-    DevCol::WriteMb,
-    DevCol::Mount,
-    DevCol::ReadAwait,
-    DevCol::WriteAwait,
-    DevCol::Pattern,
-    DevCol::P99,
     DevCol::ReadIops,
     DevCol::WriteIops,
+    DevCol::ReadMb,
+    DevCol::WriteMb,
     DevCol::QueueSize,
+    DevCol::ReadAwait,
+    DevCol::WriteAwait,
+    DevCol::Mount,
+    DevCol::Pattern,
+    DevCol::P99,
     DevCol::Spark,
     DevCol::ReadReqSz,
     DevCol::WriteReqSz,
@@ -49,7 +51,7 @@ const KEEP_ORDER: [DevCol; 18] = [
 fn width(c: DevCol, name_w: u16) -> u16 {
     match c {
         DevCol::Name => name_w,
-        DevCol::Mount => 12,
+        DevCol::Mount => 9,
         DevCol::ReadReqSz | DevCol::WriteReqSz => 8,
         DevCol::ReadMerge | DevCol::WriteMerge | DevCol::FlushIops | DevCol::QueueSize | DevCol::Util => 6,
         DevCol::Pattern => 9,
@@ -69,7 +71,7 @@ pub fn layout_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<(DevCol
         .map(|c| {
             let mut w = width(c, name_w);
             let grow = match c {
-                DevCol::Mount => extra.min(12),
+                DevCol::Mount => extra.min(15),
                 DevCol::Spark => extra.min(50),
                 _ => 0,
             };
@@ -311,23 +313,47 @@ mod tests {
 
     #[test]
     fn narrow_terminals_drop_columns_in_order() {
+        use DevCol as D;
         let all = DevCol::ALL.to_vec();
+        // The iostat -x essentials first: r/s w/s MB/s, then aqu-sz.
         let c = fit_columns(&all, 40, 8);
-        assert_eq!(c, [DevCol::Name, DevCol::ReadMb, DevCol::WriteMb, DevCol::Util]);
-        // The mount (or backing file) comes right after the throughput.
+        assert_eq!(c, [D::Name, D::ReadIops, D::ReadMb, D::WriteIops, D::Util]);
         let c = fit_columns(&all, 60, 8);
         assert_eq!(
             c,
             [
-                DevCol::Name,
-                DevCol::Mount,
-                DevCol::ReadMb,
-                DevCol::ReadAwait,
-                DevCol::WriteMb,
-                DevCol::WriteAwait,
-                DevCol::Util
+                D::Name,
+                D::ReadIops,
+                D::ReadMb,
+                D::WriteIops,
+                D::WriteMb,
+                D::QueueSize,
+                D::Util
             ]
         );
+        // 80 columns (78 inside the border): the awaits and the mount (or
+        // backing file) too; pattern and p99 are the first to go.
+        let c = fit_columns(&all, 78, 6);
+        assert_eq!(
+            c,
+            [
+                D::Name,
+                D::Mount,
+                D::ReadIops,
+                D::ReadMb,
+                D::ReadAwait,
+                D::WriteIops,
+                D::WriteMb,
+                D::WriteAwait,
+                D::QueueSize,
+                D::Util
+            ]
+        );
+        // 120 columns: pattern, p99 and the history as well.
+        let c = fit_columns(&all, 118, 6);
+        for col in [D::Pattern, D::P99, D::Spark] {
+            assert!(c.contains(&col), "{col:?} missing at 120 columns: {c:?}");
+        }
         let wide = fit_columns(&all, 200, 8);
         assert_eq!(wide, all);
         // A column the user switched off stays off however wide.

@@ -19,7 +19,8 @@ const NOTES: &[&str] = &[
     " %LIMIT (cgroups): rate over the last 3 s against the effective limit; AT at 90%",
 ];
 
-pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
+/// The help's lines: the key table, the marks' legend, the notes.
+fn lines(view: &ViewState) -> Vec<Line<'static>> {
     let t = &view.theme;
     let rows: Vec<&keymap::Row> = keymap::rows(view.vim_keys).collect();
     let key_w = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
@@ -41,9 +42,30 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
     for note in NOTES {
         lines.push(Line::styled(*note, t.dim()));
     }
+    lines
+}
+
+/// Lines of the help (for the scroll keys: ↑↓ PgUp PgDn Home End).
+pub fn line_count(view: &ViewState) -> usize {
+    lines(view).len()
+}
+
+pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
+    let t = &view.theme;
+    let lines = lines(view);
     let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 2;
     let popup = centered(area, w + 1, lines.len() as u16 + 2);
+    // What does not fit scrolls; the title says how.
+    let visible = usize::from(popup.height.saturating_sub(2));
+    let offset = usize::from(view.help_offset).min(lines.len().saturating_sub(visible));
+    let hidden = lines.len().saturating_sub(visible);
+    let title = if hidden > 0 {
+        format!(" Keys · line {} of {} (↑↓ PgUp PgDn scroll) ", offset + 1, lines.len())
+    } else {
+        " Keys ".to_string()
+    };
     frame.render_widget(Clear, popup);
-    let block = pane_block(Line::styled(" Keys ", t.title()), true, t);
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    let block = pane_block(Line::styled(title, t.title()), true, t);
+    let shown: Vec<Line> = lines.into_iter().skip(offset).collect();
+    frame.render_widget(Paragraph::new(shown).block(block), popup);
 }

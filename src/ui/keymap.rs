@@ -48,6 +48,8 @@ pub enum Action {
     Kill,
     /// Follow the process under the cursor as rows re-sort (or stop).
     Follow,
+    /// Processes as a tree (children under parents), or flat.
+    Tree,
     /// The focused pane fills the screen, or back.
     Zoom,
     /// Close / reopen the probe results pane.
@@ -378,6 +380,14 @@ pub const ROWS: &[Row] = &[
         hints: &[(P::Processes, "F follow")],
     },
     Row {
+        label: "v, F5",
+        help: "tree view: children under their parent, siblings in the sort order",
+        scope: Scope::Panes(&[Pane::Processes]),
+        layout: Layout::Both,
+        keys: &[(K::Char('v'), A::Tree), (K::F(5), A::Tree)],
+        hints: &[(P::Processes, "v tree")],
+    },
+    Row {
         label: "D",
         help: "turn delay accounting on for IO% (root, asks first; undone at exit)",
         scope: Scope::Global,
@@ -583,7 +593,7 @@ mod tests {
         );
         assert_eq!(
             hints(Pane::Processes, false),
-            "q quit  ? help  Tab focus  Enter detail  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill  F follow"
+            "q quit  ? help  Tab focus  Enter detail  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill  F follow  v tree"
         );
         assert_eq!(
             hints(Pane::Progress, false),
@@ -593,6 +603,6 @@ mod tests {
             hints(Pane::Results, false),
             "q quit  ? help  Tab focus  ↑↓ scroll  Esc cancel a running probe  [ ] earlier results  z maximise  R close  t (devices pane) new probe"
         );
-        assert!(hints(Pane::Processes, true).ends_with("i ionice  K kill  F follow"));
+        assert!(hints(Pane::Processes, true).ends_with("i ionice  K kill  F follow  v tree"));
     }
 }

@@ -6,6 +6,7 @@
 pub mod capacity;
 pub mod cgroup_detail;
 pub mod cgroups;
+pub mod chart;
 pub mod depth;
 pub mod detail;
 pub mod devices;
@@ -16,6 +17,7 @@ pub mod latency;
 pub mod menu;
 pub mod procdetail;
 pub mod processes;
+pub mod proctree;
 pub mod progress;
 pub mod requests;
 pub mod results;
@@ -337,6 +339,10 @@ pub struct ViewState {
     pub cg_reverse: bool,
     /// The request log pane.
     pub log: LogView,
+    /// The processes pane shows children under their parents (`v`).
+    pub tree: bool,
+    /// First line of the help shown (it scrolls when it does not fit).
+    pub help_offset: u16,
     /// The results pane is open (`R` closes and reopens it; a new probe
     /// opens it).
     pub show_results: bool,
@@ -384,6 +390,8 @@ impl Default for ViewState {
             cg_sort: cgroups::CgCol::Read,
             cg_reverse: false,
             log: LogView::default(),
+            tree: false,
+            help_offset: 0,
             show_results: true,
             show_transfers: true,
             zoom: false,

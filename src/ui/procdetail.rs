@@ -1,18 +1,21 @@
 //! Process detail (Enter in the processes pane): the whole command line,
 //! user, state, I/O priority, cgroup, working directory, the devices it
-//! uses, its I/O now and since iolens started, and its open files with
-//! their positions (what it reads and writes right now); the keys for
+//! uses, its I/O now and since iolens started, its storage and syscall
+//! read/write rates over the last two minutes (charts), and its open files
+//! with their positions (what it reads and writes right now); the keys for
 //! signals and ionice. Reads the model's process row and the
 //! [`ProcInfo`] the controller read when the detail opened.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::chart::{self, Spec};
 use super::viewmodel::nums;
 use super::{ViewState, pane_block};
 use crate::format;
+use crate::model::prochist::PROC_HISTORY_LEN;
 use crate::model::{Access, FdTarget, Model, ProcInfo, ProcKey, RawFd};
 
 /// The keys of the detail, shown at its bottom.
@@ -50,8 +53,9 @@ fn file_line(f: &RawFd) -> String {
     )
 }
 
-/// The detail's lines for process `key`.
-pub fn lines(model: &Model, info: Option<&ProcInfo>, key: ProcKey) -> Vec<Line<'static>> {
+/// The detail's first lines for process `key`: command, user, cgroup,
+/// cwd, devices, its I/O now and since iolens started.
+pub fn head_lines(model: &Model, info: Option<&ProcInfo>, key: ProcKey) -> Vec<Line<'static>> {
     let Some(p) = model.procs.iter().find(|p| p.raw.key == key) else {
         return vec![Line::raw(format!("PID {} is gone (or no longer listed).", key.pid))];
     };
@@ -95,8 +99,13 @@ pub fn lines(model: &Model, info: Option<&ProcInfo>, key: ProcKey) -> Vec<Line<'
         };
         v.push(Line::raw(line));
     }
-    v.push(Line::raw(""));
-    match info {
+    v
+}
+
+/// The open files part of the detail of process `key`.
+pub fn file_lines(info: Option<&ProcInfo>, key: ProcKey) -> Vec<Line<'static>> {
+    let mut v = Vec::new();
+    match info.filter(|i| i.key == key) {
         None => v.push(Line::raw("open files: reading…")),
         Some(i) => {
             v.push(Line::raw(format!(
@@ -112,6 +121,54 @@ pub fn lines(model: &Model, info: Option<&ProcInfo>, key: ProcKey) -> Vec<Line<'
     v
 }
 
+/// Rows of `lines` wrapped at `width` cells.
+fn wrapped_height(lines: &[Line], width: u16) -> u16 {
+    let w = usize::from(width.max(1));
+    let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum();
+    u16::try_from(rows).unwrap_or(u16::MAX)
+}
+
+/// The least height of the I/O history charts in a detail `inner_h` rows
+/// high: 0 when too short to read a chart.
+fn chart_height(inner_h: u16) -> u16 {
+    match inner_h {
+        0..14 => 0,
+        14..20 => 5,
+        h => (h * 2 / 5).clamp(8, 16),
+    }
+}
+
+/// Its storage and syscall read/write rates over the history the model
+/// keeps (side by side), or why there is none.
+fn render_history(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, key: ProcKey) {
+    let t = &view.theme;
+    let Some(h) = model.proc_history.get(key) else {
+        let text = "I/O history: none (no I/O since iolens first saw this process)";
+        frame.render_widget(Paragraph::new(Line::styled(text, t.dim())), area);
+        return;
+    };
+    let step = model.interval_s.unwrap_or(view.interval.as_secs_f64());
+    let (read, write) = (t.ok(), t.accent());
+    let mb = |v: f64| format!("{v:.1}");
+    let specs = [
+        Spec {
+            title: "disk MB/s",
+            series: &[("read", &h.disk_read, read), ("write", &h.disk_write, write)],
+            scale: 1e-6,
+            fmt: mb,
+        },
+        Spec {
+            title: "syscall MB/s",
+            series: &[("read", &h.read, read), ("write", &h.write, write)],
+            scale: 1e-6,
+            fmt: mb,
+        },
+    ];
+    for (spec, cell) in specs.iter().zip(chart::grid(area, 1, 2)) {
+        chart::render(frame, cell, spec, PROC_HISTORY_LEN, step, t);
+    }
+}
+
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, key: ProcKey) {
     let t = &view.theme;
     let comm = model
@@ -124,10 +181,33 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, ke
     let block = pane_block(title, true, t);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let mut body = lines(model, view.proc_info.as_ref(), key);
-    body.push(Line::raw(""));
-    body.push(Line::styled(KEYS, t.dim()));
-    frame.render_widget(Paragraph::new(body).wrap(Wrap { trim: false }), inner);
+    let head = head_lines(model, view.proc_info.as_ref(), key);
+    let files = file_lines(view.proc_info.as_ref(), key);
+    // The head leaves room for the smallest chart, the keys and two lines
+    // of open files; the charts grow into what the open files leave (up to
+    // 24 rows).
+    let files_h = wrapped_height(&files, inner.width);
+    let min_chart = chart_height(inner.height);
+    let head_room = inner.height.saturating_sub(min_chart + 1 + files_h.min(2));
+    let head_h = wrapped_height(&head, inner.width).min(head_room);
+    let avail = inner.height.saturating_sub(head_h + 1);
+    let chart_h = match min_chart {
+        0 => 0,
+        min => avail.saturating_sub(files_h).clamp(min, min.max(24)).min(avail),
+    };
+    let [head_area, charts_area, files_area, keys_area] = Layout::vertical([
+        Constraint::Length(head_h),
+        Constraint::Length(chart_h),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    frame.render_widget(Paragraph::new(head).wrap(Wrap { trim: false }), head_area);
+    if chart_h > 0 {
+        render_history(frame, charts_area, model, view, key);
+    }
+    frame.render_widget(Paragraph::new(files).wrap(Wrap { trim: false }), files_area);
+    frame.render_widget(Paragraph::new(Line::styled(KEYS, t.dim())), keys_area);
 }
 
 /// The signals the process detail sends.

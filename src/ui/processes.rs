@@ -238,6 +238,9 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     if view.accumulated {
         title.push(Span::styled("[totals since start] ", t.accent()));
     }
+    if view.tree {
+        title.push(Span::styled("[tree] ", t.accent()));
+    }
     if let Some(k) = view.proc_sel.filter(|_| view.follow) {
         title.push(Span::styled(format!("[following PID {}] ", k.pid), t.accent()));
     }
@@ -275,7 +278,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     let offset = selected.filter(|_| focused).map_or(0, |s| (s + 1).saturating_sub(page));
     let mut body = Vec::with_capacity(page);
     let mut shown = None;
-    for (i, p) in rows.iter().enumerate().skip(offset).take(page) {
+    for (i, (p, &mi)) in rows.iter().zip(&vm.procs).enumerate().skip(offset).take(page) {
         if selected == Some(i) && focused {
             shown = Some(body.len());
         }
@@ -292,7 +295,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
                 let s = cell_text(*c, p, n, view.accumulated);
                 let w = usize::from(width(*c));
                 match c {
-                    ProcCol::Command => Cell::from(s),
+                    ProcCol::Command => Cell::from(format!("{}{s}", vm.tree_prefix(mi))),
                     c if left_aligned(*c) => Cell::from(truncate(&s, w)),
                     ProcCol::DiskRead | ProcCol::DiskWrite if busy && !p.exited => {
                         Cell::from(Span::styled(format!("{s:>w$}"), t.accent()))

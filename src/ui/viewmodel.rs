@@ -42,15 +42,32 @@ pub struct ViewModel {
     pub devices: Vec<DevItem>,
     /// Indices into [`Model::procs`], in display order.
     pub procs: Vec<usize>,
+    /// In the tree view (`v`): the tree drawn before each process's
+    /// command, by index into [`Model::procs`] ("├─", "│ └─"; empty for a
+    /// root). Empty outside the tree view.
+    pub tree: Vec<String>,
     /// Indices into the model's cgroup rows, in display order.
     pub cgroups: Vec<usize>,
 }
 
 impl ViewModel {
     pub fn new(model: &Model, view: &ViewState) -> Self {
+        let mut procs = proc_order(model, view);
+        let mut tree = Vec::new();
+        if view.tree {
+            tree = vec![String::new(); model.procs.len()];
+            procs = super::proctree::order(&model.procs, &procs)
+                .into_iter()
+                .map(|(i, prefix)| {
+                    tree[i] = prefix;
+                    i
+                })
+                .collect();
+        }
         ViewModel {
             devices: device_items(model, view),
-            procs: proc_order(model, view),
+            procs,
+            tree,
             cgroups: super::cgroups::order(model, view),
         }
     }
@@ -64,6 +81,12 @@ impl ViewModel {
     /// The process rows in display order.
     pub fn proc_rows<'a>(&self, model: &'a Model) -> Vec<&'a ProcRow> {
         self.procs.iter().filter_map(|&i| model.procs.get(i)).collect()
+    }
+
+    /// The tree drawn before the command of process row `i` (an index
+    /// into [`Model::procs`]); empty outside the tree view.
+    pub fn tree_prefix(&self, i: usize) -> &str {
+        self.tree.get(i).map_or("", String::as_str)
     }
 }
 

@@ -1,0 +1,143 @@
+//! Per-process I/O history for the process detail's chart: the storage
+//! and syscall read/write rates of the last [`PROC_HISTORY_LEN`] samples,
+//! kept only for processes that did I/O since iolens saw them (most
+//! processes never do: they cost nothing) and dropped with the process.
+
+use std::collections::HashMap;
+
+use super::history::Ring;
+use super::{ProcKey, ProcRow};
+
+/// Samples of history per process (2 minutes at 1 s): four rings of at
+/// most 120 values are under 4 KiB, inside the per-process memory bound.
+pub const PROC_HISTORY_LEN: usize = 120;
+
+/// The rates of one process over time, oldest first; an interval without
+/// rates (unreadable counters, the first sample) is NaN: a gap in the chart,
+/// never a zero.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcSeries {
+    /// Bytes/s the process made the storage read (read_bytes).
+    pub disk_read: Ring,
+    /// Bytes/s it dirtied for writeback (write_bytes).
+    pub disk_write: Ring,
+    /// Bytes/s through read syscalls, cache hits included (rchar).
+    pub read: Ring,
+    /// Bytes/s through write syscalls (wchar).
+    pub write: Ring,
+}
+
+impl Default for ProcSeries {
+    fn default() -> Self {
+        ProcSeries {
+            disk_read: Ring::new(PROC_HISTORY_LEN),
+            disk_write: Ring::new(PROC_HISTORY_LEN),
+            read: Ring::new(PROC_HISTORY_LEN),
+            write: Ring::new(PROC_HISTORY_LEN),
+        }
+    }
+}
+
+impl ProcSeries {
+    fn push(&mut self, row: &ProcRow) {
+        let r = row.rates.as_ref();
+        let v = |f: fn(&super::ProcRates) -> f64| r.map_or(f64::NAN, f);
+        self.disk_read.push(v(|r| r.read_bps));
+        self.disk_write.push(v(|r| r.write_bps));
+        self.read.push(v(|r| r.rchar_bps));
+        self.write.push(v(|r| r.wchar_bps));
+    }
+}
+
+/// The series of the processes that did I/O.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcHistory {
+    series: HashMap<ProcKey, ProcSeries>,
+}
+
+fn did_io(row: &ProcRow) -> bool {
+    row.rates
+        .as_ref()
+        .is_some_and(|r| r.read_bps > 0.0 || r.write_bps > 0.0 || r.rchar_bps > 0.0 || r.wchar_bps > 0.0)
+}
+
+impl ProcHistory {
+    /// One sample's rows (after rates were computed): a process gets a
+    /// series at its first I/O and keeps it, one value per sample, until
+    /// its row is gone.
+    pub fn update(&mut self, rows: &[ProcRow]) {
+        let mut live = std::collections::HashSet::with_capacity(rows.len());
+        for row in rows {
+            live.insert(row.raw.key);
+            if let Some(s) = self.series.get_mut(&row.raw.key) {
+                s.push(row);
+            } else if did_io(row) {
+                self.series.entry(row.raw.key).or_default().push(row);
+            }
+        }
+        self.series.retain(|k, _| live.contains(k));
+    }
+
+    /// The series of process `key`; `None` while it has done no I/O.
+    pub fn get(&self, key: ProcKey) -> Option<&ProcSeries> {
+        self.series.get(&key)
+    }
+
+    /// Number of processes with a series.
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::process::RawProc;
+    use crate::model::process::ProcRates;
+
+    fn row(pid: i32, read_bps: Option<f64>) -> ProcRow {
+        ProcRow {
+            rates: read_bps.map(|r| ProcRates {
+                read_bps: r,
+                rchar_bps: r * 2.0,
+                ..Default::default()
+            }),
+            ..ProcRow::example(RawProc::example(pid, 100, "p"))
+        }
+    }
+
+    #[test]
+    fn only_processes_that_did_io_and_only_while_listed() {
+        let mut h = ProcHistory::default();
+        h.update(&[row(1, Some(0.0)), row(2, None), row(3, Some(4096.0))]);
+        assert_eq!(h.len(), 1, "pid 3 alone did I/O");
+        let k3 = row(3, None).raw.key;
+        // Idle and unreadable samples after the first I/O are kept: 0, then
+        // a gap (NaN), never a made-up 0.
+        h.update(&[row(3, Some(0.0))]);
+        h.update(&[row(3, None)]);
+        let s = h.get(k3).unwrap();
+        let v: Vec<f64> = s.disk_read.iter().collect();
+        assert_eq!(v[..2], [4096.0, 0.0]);
+        assert!(v[2].is_nan());
+        assert_eq!(s.read.iter().next(), Some(8192.0));
+        // Gone: its series goes too.
+        h.update(&[row(1, Some(0.0))]);
+        assert!(h.is_empty());
+    }
+
+    #[test]
+    fn at_most_the_history_length() {
+        let mut h = ProcHistory::default();
+        for i in 0..(PROC_HISTORY_LEN + 30) {
+            h.update(&[row(7, Some(i as f64 + 1.0))]);
+        }
+        let s = h.get(row(7, None).raw.key).unwrap();
+        assert_eq!(s.disk_read.len(), PROC_HISTORY_LEN);
+        assert_eq!(s.disk_read.iter().next(), Some(31.0));
+    }
+}
