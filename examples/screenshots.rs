@@ -1,10 +1,11 @@
 //! Renders the dashboard of the test model (the snapshot tests' fixture:
 //! the `root-6.8` tree advanced by hand-chosen counters) with ratatui's
 //! `TestBackend` and writes each screen as an SVG image into `assets/`,
-//! so that a reader on a code host sees the dashboard:
+//! so that a reader on a code host sees the dashboard, and as plain text
+//! next to it (`screenshot-*.txt`, what `tmux capture-pane -p` would show):
 //!
 //! ```sh
-//! cargo run --example screenshots      # writes assets/screenshot-*.svg
+//! cargo run --example screenshots   # writes assets/screenshot-*.{svg,txt}
 //! ```
 //!
 //! Cells become `<text>` runs with their colours and bold; backgrounds
@@ -16,7 +17,7 @@ mod common;
 use std::fmt::Write as _;
 
 use iolens::model::Model;
-use iolens::ui::{self, Pane, Popup, ViewState};
+use iolens::ui::{self, Pane, Popup, ProbeMenu, ViewState};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -109,6 +110,21 @@ fn svg(buf: &Buffer) -> String {
     out
 }
 
+/// The buffer as text: one line per row, trailing blanks cut.
+fn text(b: &Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..b.area.height {
+        let mut line = String::new();
+        for x in 0..b.area.width {
+            line.push_str(b[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Draw `view` of `model` at `w`x`h`; write `name`.svg and `name`.txt.
 fn shot(name: &str, model: &Model, view: &ViewState, w: u16, h: u16) {
     let mut t = match Terminal::new(TestBackend::new(w, h)) {
         Ok(t) => t,
@@ -117,27 +133,72 @@ fn shot(name: &str, model: &Model, view: &ViewState, w: u16, h: u16) {
     if let Err(e) = t.draw(|f| ui::render(f, model, view)) {
         panic!("drawing {name}: {e}");
     }
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/").to_string() + name;
-    if let Err(e) = std::fs::write(&path, svg(t.backend().buffer())) {
-        panic!("writing {path}: {e}");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/");
+    let b = t.backend().buffer();
+    for (ext, body) in [("svg", svg(b)), ("txt", text(b))] {
+        let path = format!("{dir}{name}.{ext}");
+        if let Err(e) = std::fs::write(&path, body) {
+            panic!("writing {path}: {e}");
+        }
+        println!("wrote {path}");
     }
-    println!("wrote {path}");
 }
 
 fn main() {
+    use iolens::probe::example::result;
+    use iolens::probe::{ProbeMsg, Status};
     let m = common::model();
     let v = ViewState::default();
-    shot("screenshot-dashboard.svg", &m, &v, 120, 40);
-    shot("screenshot-dashboard-80x24.svg", &m, &v, 80, 24);
+    shot("screenshot-dashboard", &m, &v, 120, 40);
+    shot("screenshot-dashboard-80x24", &m, &v, 80, 24);
     let detail = ViewState {
         popup: Popup::Detail("sda".into()),
         focus: Pane::Devices,
         ..ViewState::default()
     };
-    shot("screenshot-detail.svg", &m, &detail, 120, 40);
+    shot("screenshot-detail", &m, &detail, 120, 40);
+    let dd = m.procs.iter().find(|p| p.raw.comm == "dd").map(|p| p.raw.key);
+    if let Some(k) = dd {
+        // Its open files as the fixture's last sample has them.
+        let fds = m
+            .last_sample()
+            .and_then(|s| s.fds.procs.iter().find(|f| f.key == k))
+            .map(|f| f.fds.clone())
+            .unwrap_or_default();
+        let process = ViewState {
+            popup: Popup::Process(k),
+            focus: Pane::Processes,
+            proc_info: Some(iolens::model::ProcInfo {
+                key: k,
+                cwd: Some("/root".into()),
+                cgroup: Some("/user.slice/user-0.slice/session-1.scope".into()),
+                fds,
+                error: None,
+            }),
+            ..ViewState::default()
+        };
+        shot("screenshot-process", &m, &process, 120, 40);
+    }
     let help = ViewState {
         popup: Popup::Help,
         ..ViewState::default()
     };
-    shot("screenshot-help.svg", &m, &help, 120, 40);
+    shot("screenshot-help", &m, &help, 120, 40);
+    let menu = ViewState {
+        popup: Popup::ProbeMenu(ProbeMenu::new("sda".into())),
+        focus: Pane::Devices,
+        ..ViewState::default()
+    };
+    shot("screenshot-probe-menu", &m, &menu, 120, 40);
+    let mut probe = ViewState {
+        focus: Pane::Results,
+        ..ViewState::default()
+    };
+    probe
+        .probe
+        .start("/dev/sda".into(), "random read + zone sweep, quick".into());
+    probe
+        .probe
+        .apply(ProbeMsg::Finished(Box::new(result(Status::Completed))));
+    shot("screenshot-probe", &m, &probe, 120, 40);
 }

@@ -95,6 +95,7 @@ fn first_screen_shows_the_reader(w: u16, h: u16) {
         .filter_map(|x| x.parse::<f64>().ok())
         .collect();
     assert!(util.iter().any(|v| *v > 0.0), "{w}x{h}: no activity on {dev_row}\n{s}");
+    println!("{w}x{h}: first process row {}\n{w}x{h}: device row {dev_row}", rows[0]);
     t.keys(&["q"]);
 }
 
@@ -222,6 +223,7 @@ fn pv_transfers_read_done_and_ended_at() {
         l.contains("done") || l.contains("ended")
     });
     assert!(row.contains("done") && !row.contains("ended"), "{row}\n{}", t.screen());
+    println!("finished pv: {row}");
     drop(pv_done);
     // Kill the other one at about half way (by iolens's own percent).
     let pct = |l: &str| -> Option<f64> {
@@ -250,5 +252,6 @@ fn pv_transfers_read_done_and_ended_at() {
         .and_then(|p| p.trim().parse::<f64>().ok())
         .unwrap_or_else(|| panic!("no percent after 'ended at': {row}"));
     assert!((40.0..=65.0).contains(&at), "ended at {at}%: {row}");
+    println!("pv killed at about 45-50%: {row}");
     t.keys(&["q"]);
 }

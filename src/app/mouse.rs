@@ -1,6 +1,7 @@
 //! Mouse: a click focuses the pane under it and selects the row clicked; a
-//! click on the processes pane's column header sorts by that column (on
-//! the sort column: reverses); the wheel scrolls the pane under it. Hit
+//! click on the processes or cgroups pane's column header sorts by that
+//! column (on the sort column: reverses); the wheel scrolls the pane under
+//! it. Hit
 //! tests use the layout the panes are drawn in ([`ui::pane_areas`]).
 //! Off with `--no-mouse` (then the terminal's own selection works without
 //! Shift).
@@ -39,14 +40,26 @@ impl App {
     fn click(&mut self, pane: Pane, area: Rect, at: Position, was_focused: bool) {
         // Border, then the column header, then the rows.
         let header_y = area.y + 1;
+        let inner_w = area.width.saturating_sub(2);
+        let x = at.x.saturating_sub(area.x + 1);
         if pane == Pane::Processes && at.y == header_y {
-            let inner_w = area.width.saturating_sub(2);
-            if let Some(c) = ui::processes::column_at(&self.view, inner_w, at.x.saturating_sub(area.x + 1)) {
+            if let Some(c) = ui::processes::column_at(&self.view, inner_w, x) {
                 if c == self.view.sort {
                     self.view.reverse = !self.view.reverse;
                 } else {
                     self.view.sort = c;
                     self.view.reverse = false;
+                }
+            }
+            return;
+        }
+        if pane == Pane::Cgroups && at.y == header_y {
+            if let Some(c) = ui::cgroups::column_at(self.view.cg_sort, inner_w, x) {
+                if c == self.view.cg_sort {
+                    self.view.cg_reverse = !self.view.cg_reverse;
+                } else {
+                    self.view.cg_sort = c;
+                    self.view.cg_reverse = false;
                 }
             }
             return;
@@ -85,7 +98,20 @@ impl App {
                     self.view.xfer_sel = Some(j.proc);
                 }
             }
-            Pane::Results | Pane::Cgroups | Pane::Requests => {}
+            Pane::Cgroups => {
+                let i = row + offset(self.cg_idx);
+                let path = self
+                    .model
+                    .cgroups
+                    .as_ref()
+                    .and_then(|c| self.rows.cgroups.get(i).and_then(|&j| c.rows.get(j)))
+                    .map(|r| r.path.clone());
+                if let Some(p) = path {
+                    self.cg_idx = i;
+                    self.view.cg_sel = Some(p);
+                }
+            }
+            Pane::Results | Pane::Requests => {}
         }
     }
 }

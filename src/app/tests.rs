@@ -1092,3 +1092,26 @@ fn help_scroll_keys_stay_in_range() {
     press(&mut a, "Esc ?");
     assert_eq!(a.view.help_offset, 0);
 }
+
+#[test]
+fn mouse_selects_and_sorts_cgroups_too() {
+    use crate::ui::cgroups::CgCol;
+    use crossterm::event::{MouseButton, MouseEventKind as M};
+    let click = M::Down(MouseButton::Left);
+    let mut a = app_with_cgroups();
+    press(&mut a, "C Tab");
+    assert_ne!(a.view.focus, Pane::Cgroups);
+    // Rows busiest first: backup, nginx, init. A click on the second row
+    // focuses the pane and selects nginx.
+    let c = area_of(&a, Pane::Cgroups);
+    mouse(&mut a, click, c.x + 5, c.y + 3);
+    assert_eq!(a.view.focus, Pane::Cgroups);
+    assert_eq!(a.view.cg_sel.as_deref(), Some("/system.slice/nginx.service"));
+    // A click on the CGROUP header sorts by name; again reverses.
+    mouse(&mut a, click, c.x + 3, c.y + 1);
+    assert_eq!((a.view.cg_sort, a.view.cg_reverse), (CgCol::Name, false));
+    mouse(&mut a, click, c.x + 3, c.y + 1);
+    assert!(a.view.cg_reverse);
+    // The processes keep their own sort.
+    assert_eq!(a.view.sort, ProcCol::DiskRead);
+}

@@ -139,6 +139,26 @@ pub fn fit_columns(avail: u16, sort: CgCol) -> Vec<CgCol> {
     CgCol::ALL.into_iter().filter(|c| keep.contains(c)).collect()
 }
 
+/// The column at `x` cells from the pane's inner left edge, as drawn in
+/// `inner_w` cells sorted by `sort` (for a click on the header).
+pub fn column_at(sort: CgCol, inner_w: u16, x: u16) -> Option<CgCol> {
+    let cols = fit_columns(inner_w, sort);
+    let others: u16 = cols.iter().filter(|c| **c != CgCol::Name).map(|c| c.width() + 1).sum();
+    let mut left = 0u16;
+    for c in cols {
+        let w = if c == CgCol::Name {
+            inner_w.saturating_sub(others)
+        } else {
+            c.width()
+        };
+        if x < left + w {
+            return Some(c);
+        }
+        left += w + 1;
+    }
+    None
+}
+
 fn numeric(r: &CgroupRow, c: CgCol) -> Option<f64> {
     match c {
         CgCol::Read => r.rates.map(|x| x.read_bps),

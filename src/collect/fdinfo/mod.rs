@@ -520,6 +520,16 @@ impl FdScanner {
                 // Before Linux 3.15 fdinfo has no mnt_id: nothing to go by.
                 None => false,
             };
+            // A pipe, socket or anonymous inode lives on an internal mount
+            // that no mountinfo lists, so it counts as "may block"; its
+            // link text ("pipe:[123]") is no path: not a file, skipped
+            // (readlinkat of an fd link never reaches the filesystem).
+            if remote
+                && info.mnt_id.is_some_and(|id| self.mounts.fd_may_block(id).is_none())
+                && read_link_at(&fd_dir, name.set(b"", fd)).is_some_and(|l| !l.starts_with(b"/"))
+            {
+                continue;
+            }
             let prev = old.remove(&fd);
             let (target, ino, dev, size) = if remote {
                 // Never stat a file on FUSE, network or automount
@@ -782,5 +792,28 @@ mod tests {
         // tempfile() is unlinked: the size still comes through the fd.
         let path = e.path.as_deref().unwrap();
         assert!(String::from_utf8_lossy(path).ends_with("(deleted)"), "{path:?}");
+    }
+
+    #[test]
+    fn pipes_are_not_files() {
+        use std::io::Write;
+        // A pipe's mount (pipefs) is in no mountinfo: once taken for a
+        // file on a mount that may block ("size unknown: FUSE/net").
+        let (rx, mut tx) = std::io::pipe().unwrap();
+        tx.write_all(b"x").unwrap();
+        let pid = std::process::id() as i32;
+        let r = Reader::new("/");
+        let mut sc = FdScanner::new(Watch {
+            pids: vec![pid],
+            names: vec![],
+        });
+        let mut lister = ProcLister::default();
+        let procs = lister.list(&r, &sc.watch.clone(), false).unwrap();
+        let snap = sc.scan(&r, &procs);
+        let fds: Vec<i32> = snap.procs[0].fds.iter().map(|e| e.fd).collect();
+        assert!(
+            !fds.contains(&rx.as_raw_fd()) && !fds.contains(&tx.as_raw_fd()),
+            "{fds:?}"
+        );
     }
 }
