@@ -91,6 +91,9 @@ pub struct ExportArgs {
     /// Commands with a series of their own (the rest is comm="other")
     #[arg(long, default_value_t = 20)]
     pub top: usize,
+    /// Export the last completed probe result per device from this results file (written by `iolens probe` and the dashboard; the exporter never runs probes)
+    #[arg(long, value_name = "FILE")]
+    pub probe_results: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +240,9 @@ pub struct ProbeArgs {
     /// Depth sweep: use a pread thread pool instead of io_uring
     #[arg(long)]
     pub pread: bool,
+    /// Append the result to FILE instead of the default results file (e.g. the file `iolens export --probe-results` reads)
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,8 @@
 //!
 //! Only what node_exporter's `node_disk_*` lacks: per-command I/O, per
 //! cgroup I/O and pressure, traced request counts and latency histograms,
-//! and iolens's own health.
+//! the last probe result per device ([`super::probes`]) and iolens's own
+//! health.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -137,6 +138,8 @@ struct Cgroup {
 #[derive(Debug, Clone, Default)]
 pub struct Exported {
     /// How many commands get their own series.
+    /// The last probe result per device (`--probe-results`).
+    pub probes: Vec<super::probes::LastProbe>,
     pub top: usize,
     comms: HashMap<String, Comm>,
     other: [f64; 7],
@@ -495,7 +498,8 @@ impl Collector for Exported {
             "exit_record_overflows",
             "Times the kernel dropped taskstats exit records (their threads' I/O is missing)",
             self.exit_record_overflows as f64,
-        )
+        )?;
+        super::probes::encode(&self.probes, &mut enc)
     }
 }
 
