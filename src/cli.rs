@@ -115,6 +115,9 @@ pub struct RecordArgs {
     /// Number of processes listed per printed report
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Also trace block requests (root) and record each interval's sequential share and latency histograms
+    #[arg(long)]
+    pub trace: bool,
 }
 
 #[derive(Debug, Args)]
