@@ -74,7 +74,7 @@ pub enum Command {
     BenchSample(BenchArgs),
     /// Record samples to FILE (default every 10 s) for `iolens replay`
     Record(RecordArgs),
-    /// Replay a recording: reports of a time range (--batch, --json)
+    /// Replay a recording: the dashboard with time travel, or reports of a time range (--batch, --json)
     Replay(ReplayArgs),
     /// Prometheus exporter: /metrics over HTTP (loopback by default) and/or a textfile
     Export(ExportArgs),

@@ -6,10 +6,12 @@
 //!   torn tails and corrupted frames are stepped over).
 //! - [`file`]: the file head, the host frame, the writer (with rotation
 //!   under `--max-size`) and the indexed reader.
-//! - [`replay`]: the batch and JSON replay; [`when`]: `--from`/`--to` times.
+//! - [`replay`]: the batch and JSON replay; [`when`]: `--from`/`--to` times;
+//!   [`player`]: where a replay on the dashboard is (time travel).
 
 pub mod file;
 pub mod frame;
+pub mod player;
 pub mod replay;
 pub mod when;
 

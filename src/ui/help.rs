@@ -21,7 +21,7 @@ const NOTES: &[&str] = &[
 
 pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
     let t = &view.theme;
-    let rows: Vec<&keymap::Row> = keymap::rows(view.vim_keys).collect();
+    let rows: Vec<&keymap::Row> = keymap::rows(view.vim_keys, view.replay.is_some()).collect();
     let key_w = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
     let mut lines: Vec<Line> = rows
         .iter()
@@ -30,6 +30,9 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState) {
                 Span::styled(format!(" {:<key_w$}  ", r.label), t.title()),
                 Span::raw(r.help),
             ];
+            if view.replay.is_some() && r.is_live_only() {
+                l.push(Span::styled("  (live only: off in replay)", t.dim()));
+            }
             if r.scope != keymap::Scope::Global {
                 l.push(Span::styled(format!("  {}", r.marks()), t.dim()));
             }

@@ -270,6 +270,20 @@ pub struct LogView {
     pub filter: String,
 }
 
+/// `iolens replay` on the dashboard: which recorded sample is shown.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplayView {
+    /// The sample's wall-clock time as shown ("2026-11-23 03:10:20").
+    pub time: String,
+    /// 1-based position of the sample and the number of samples.
+    pub pos: usize,
+    pub total: usize,
+    /// Playback speed (recorded time per real time).
+    pub speed: f64,
+    /// The "jump to" time being typed (`b`).
+    pub prompt: Option<String>,
+}
+
 /// The outcome of the last action, shown in the status line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusMsg {
@@ -328,6 +342,8 @@ pub struct ViewState {
     pub cg_reverse: bool,
     /// The request log pane.
     pub log: LogView,
+    /// Replaying a recording (`iolens replay`): live actions are off.
+    pub replay: Option<ReplayView>,
 }
 
 impl Default for ViewState {
@@ -362,6 +378,7 @@ impl Default for ViewState {
             cg_sort: cgroups::CgCol::Read,
             cg_reverse: false,
             log: LogView::default(),
+            replay: None,
         }
     }
 }
