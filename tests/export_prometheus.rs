@@ -183,7 +183,7 @@ fn prometheus_scrapes_iolens_and_promtool_accepts_the_text_format() {
     assert_eq!(status, 200);
     let served = sample_value(
         &text,
-        "iolens_probe_read_latency_seconds{device=\"sda\",quantile=\"0.99\"}",
+        "iolens_probe_read_latency_seconds{device=\"sda\",percentile=\"99\"}",
     );
     assert_eq!(served, Some(p99_s), "{text}");
     assert_eq!(
@@ -248,7 +248,7 @@ fn prometheus_scrapes_iolens_and_promtool_accepts_the_text_format() {
     assert!(om.is_some(), "no OpenMetrics scrape counted");
     let p99 = query(
         &prom,
-        "iolens_probe_read_latency_seconds{device=\"sda\",quantile=\"0.99\"}",
+        "iolens_probe_read_latency_seconds{device=\"sda\",percentile=\"99\"}",
     );
     assert_eq!(p99.first().map(|(_, v)| *v), Some(p99_s), "{p99:?}");
     let info = query(&prom, "iolens_probe_info{device=\"sda\"}");

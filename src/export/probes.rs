@@ -19,12 +19,13 @@ use serde_json::Value;
 pub const READ_CAP: u64 = 4 << 20;
 
 /// Latency quantiles exported, with their JSON field.
+/// (`quantile` is reserved for summaries: promtool refuses it on a gauge.)
 const QUANTILES: [(&str, &str); 5] = [
-    ("0.5", "p50_ms"),
-    ("0.9", "p90_ms"),
-    ("0.99", "p99_ms"),
-    ("0.999", "p99_9_ms"),
-    ("1", "max_ms"),
+    ("50", "p50_ms"),
+    ("90", "p90_ms"),
+    ("99", "p99_ms"),
+    ("99.9", "p99_9_ms"),
+    ("100", "max_ms"),
 ];
 
 /// One device's newest completed probe.
@@ -212,13 +213,13 @@ pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), s
         .flat_map(|p| {
             p.latency_s
                 .iter()
-                .map(|(q, s)| (vec![("device", p.device.clone()), ("quantile", (*q).to_string())], *s))
+                .map(|(q, s)| (vec![("device", p.device.clone()), ("percentile", (*q).to_string())], *s))
         })
         .collect();
     gauge_family(
         enc,
         "probe_read_latency_seconds",
-        "Last probe: random read latency at these quantiles (1 = the slowest read)",
+        "Last probe: random read latency at these percentiles (100 = the slowest read)",
         &lat,
     )?;
     gauge_family(
@@ -263,9 +264,9 @@ mod tests {
         // The example's latency summary, in seconds.
         let ex = example::result(Status::Completed).random.unwrap().latency;
         let q = |k: &str| sda.latency_s.iter().find(|(q, _)| *q == k).map(|(_, v)| *v);
-        assert_eq!(q("0.5"), ex.p50_ms.map(|v| v / 1e3));
-        assert_eq!(q("0.99"), ex.p99_ms.map(|v| v / 1e3));
-        assert_eq!(q("1"), ex.max_ms.map(|v| v / 1e3));
+        assert_eq!(q("50"), ex.p50_ms.map(|v| v / 1e3));
+        assert_eq!(q("99"), ex.p99_ms.map(|v| v / 1e3));
+        assert_eq!(q("100"), ex.max_ms.map(|v| v / 1e3));
         let ex = example::result(Status::Completed);
         assert_eq!(sda.seq_bps, ex.sweep.and_then(|s| s.median_mb_per_s).map(|m| m * 1e6));
         assert_eq!(p[1].device, "sdb");
