@@ -19,9 +19,6 @@ pub mod when;
 /// `--trace` (or the tracer could not run).
 pub const NOT_TRACED: &str = "recorded without tracing (iolens record --trace)";
 
-/// Why the recorder itself does not trace (without `--trace`).
-pub const RECORD_NO_TRACE: &str = "iolens record without --trace";
-
 /// Default seconds between recorded samples.
 pub const DEFAULT_INTERVAL: f64 = 10.0;
 
@@ -57,7 +54,8 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
     let trace_off = if args.trace {
         crate::batch::trace_disabled(cli)
     } else {
-        Some(RECORD_NO_TRACE)
+        // The reason replay gives too: its reports equal the recorder's.
+        Some(NOT_TRACED)
     };
     crate::batch::run_reports(cli, &reports, trace_off, Some(&mut writer))
 }
