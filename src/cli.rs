@@ -111,7 +111,7 @@ pub enum Command {
     BenchSample(BenchArgs),
     /// Record samples to FILE (default every 10 s) for `iolens replay`
     Record(RecordArgs),
-    /// Replay a recording: reports of a time range (--batch, --json)
+    /// Replay a recording: the dashboard with time travel, or reports of a time range (--batch, --json)
     Replay(ReplayArgs),
     /// Prometheus exporter: /metrics over HTTP (loopback by default) and/or a textfile
     Export(ExportArgs),
@@ -131,6 +131,9 @@ pub struct ExportArgs {
     /// Commands with a series of their own (the rest is comm="other")
     #[arg(long, default_value_t = 20)]
     pub top: usize,
+    /// Export the last completed probe result per device from this results file (written by `iolens probe` and the dashboard; the exporter never runs probes)
+    #[arg(long, value_name = "FILE")]
+    pub probe_results: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -152,6 +155,9 @@ pub struct RecordArgs {
     /// Number of processes listed per printed report
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Also trace block requests (root) and record each interval's sequential share and latency histograms
+    #[arg(long)]
+    pub trace: bool,
 }
 
 #[derive(Debug, Args)]
@@ -308,6 +314,9 @@ pub struct ProbeArgs {
     /// Depth sweep: use a pread thread pool instead of io_uring
     #[arg(long)]
     pub pread: bool,
+    /// Append the result to FILE instead of the default results file (e.g. the file `iolens export --probe-results` reads)
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -21,7 +21,14 @@ fn main() -> ExitCode {
         Some(Command::Probe(args)) => iolens::probe::cmd::run(&cli, args),
         Some(Command::Progress(args)) => iolens::progress::run(&cli, args),
         Some(Command::Record(args)) => iolens::record::run(&cli, args),
-        Some(Command::Replay(args)) => iolens::record::replay::run(&cli, args),
+        Some(Command::Replay(args)) => {
+            let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+            if args.batch || args.json || cli.batch || cli.json || !tty {
+                iolens::record::replay::run(&cli, args)
+            } else {
+                iolens::app::run_replay(&cli, args)
+            }
+        }
         Some(Command::Export(args)) => iolens::export::run(&cli, args),
         Some(Command::Generate(args)) => iolens::cli::generate(&args.what, &mut std::io::stdout().lock())
             .map(|()| ExitCode::SUCCESS)

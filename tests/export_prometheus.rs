@@ -134,7 +134,18 @@ fn prometheus_scrapes_iolens_and_promtool_accepts_the_text_format() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (_export, addr) = start_export(&[]);
+    // A results file as `iolens probe --save` writes it: the example
+    // result of sda (a cancelled newer one must not replace it).
+    let probes = dir.path().join("probes.jsonl");
+    let result = iolens::probe::example::result(iolens::probe::Status::Completed);
+    let mut cancelled = iolens::probe::example::result(iolens::probe::Status::Cancelled);
+    cancelled.started_unix += 60;
+    let lines = [&result, &cancelled]
+        .map(|r| iolens::format::json(r).unwrap())
+        .join("\n");
+    std::fs::write(&probes, lines + "\n").unwrap();
+    let p99_s = result.random.as_ref().and_then(|r| r.latency.p99_ms).unwrap() / 1e3;
+    let (_export, addr) = start_export(&["--probe-results", probes.to_str().unwrap()]);
     // dd's I/O counts from the first sample on: wait for two.
     wait_for(30, || {
         let (_, _, body) = get(&addr, "/metrics", "text/plain");
@@ -170,6 +181,15 @@ fn prometheus_scrapes_iolens_and_promtool_accepts_the_text_format() {
     // promtool on the text format.
     let (status, head, text) = get(&addr, "/metrics", "text/plain");
     assert_eq!(status, 200);
+    let served = sample_value(
+        &text,
+        "iolens_probe_read_latency_seconds{device=\"sda\",percentile=\"99\"}",
+    );
+    assert_eq!(served, Some(p99_s), "{text}");
+    assert_eq!(
+        sample_value(&text, "iolens_probe_timestamp_seconds{device=\"sda\"}"),
+        Some(result.started_unix as f64)
+    );
     assert!(head.contains("text/plain; version=0.0.4"), "{head}");
     let mut promtool = Command::new("promtool")
         .args(["check", "metrics"])
@@ -226,6 +246,17 @@ fn prometheus_scrapes_iolens_and_promtool_accepts_the_text_format() {
             .filter(|v| *v > 0.0)
     });
     assert!(om.is_some(), "no OpenMetrics scrape counted");
+    let p99 = query(
+        &prom,
+        "iolens_probe_read_latency_seconds{device=\"sda\",percentile=\"99\"}",
+    );
+    assert_eq!(p99.first().map(|(_, v)| *v), Some(p99_s), "{p99:?}");
+    let info = query(&prom, "iolens_probe_info{device=\"sda\"}");
+    assert!(
+        info.first()
+            .is_some_and(|(m, v)| *v == 1.0 && m["verdict"].as_str().is_some()),
+        "{info:?}"
+    );
     let samples = query(&prom, "iolens_samples_total");
     assert!(samples.first().is_some_and(|(_, v)| *v >= 2.0), "{samples:?}");
 }

@@ -169,7 +169,77 @@ fn replay_gives_the_recorded_numbers_and_survives_damage() {
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("\nDevice ").count(), samples - 1, "{text}");
-    assert!(text.contains("trace off (recorded samples"), "{text}");
+    assert!(text.contains("trace off (recorded without tracing"), "{text}");
+}
+
+/// With `--trace` (root, tracefs): each interval's traced numbers are
+/// recorded next to its sample, and replay gives the recorder's traced
+/// numbers too (sequential share, latency, per-process rows).
+#[test]
+fn a_traced_recording_replays_the_traced_numbers() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let file = dir.path().join("traced.rec");
+    // Direct writes during the recording: requests for the tracer.
+    let target = dir.path().join("written");
+    let mut dd = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", target.display()),
+            "bs=64k",
+            "count=1500",
+            "oflag=direct",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = iolens(&[
+        "record",
+        file.to_str().unwrap(),
+        "--trace",
+        "--interval",
+        "0.5",
+        "--count",
+        "6",
+        "--json",
+    ]);
+    let _ = dd.wait();
+    assert!(out.status.success(), "{out:?}");
+    let live = json_lines(&out.stdout);
+    let traced: Vec<&Value> = live.iter().filter(|l| l["trace"]["active"] == true).collect();
+    if traced.is_empty() {
+        let why = live.iter().find_map(|l| l["trace"]["reason"].as_str()).unwrap_or("?");
+        eprintln!("skipped: the recorder could not trace: {why}");
+        return;
+    }
+    let rec = Recording::open(&file).unwrap();
+    assert!(!rec.segments[0].traces.is_empty(), "no trace frame recorded");
+    let out = replay(&file, &["--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let replayed = json_lines(&out.stdout);
+    let mut compared = 0;
+    let mut requests = 0u64;
+    for l in traced {
+        let mono = &l["mono_ns"];
+        let r = replayed
+            .iter()
+            .find(|r| &r["mono_ns"] == mono)
+            .unwrap_or_else(|| panic!("no replayed report at mono_ns {mono}"));
+        assert_eq!(numbers(r.clone()), numbers(l.clone()), "report at mono_ns {mono}");
+        requests += l["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d["trace"]["requests"].as_u64())
+            .sum::<u64>();
+        compared += 1;
+    }
+    eprintln!("{compared} traced reports equal with their replay ({requests} traced requests)");
+    assert!(compared >= 3, "only {compared} traced reports");
+    assert!(
+        requests > 0,
+        "no traced request at all: the comparison would be vacuous"
+    );
 }
 
 #[test]

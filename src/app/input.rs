@@ -57,6 +57,10 @@ impl App {
         if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('C')) {
             return Some(Command::Quit);
         }
+        if self.view.replay.as_ref().is_some_and(|r| r.prompt.is_some()) {
+            self.on_prompt_key(key.code);
+            return None;
+        }
         if self.view.editing_filter {
             let filter = if self.view.focus == Pane::Requests {
                 &mut self.view.log.filter
@@ -100,7 +104,7 @@ impl App {
             }
         }
         self.view.status = None;
-        let cmd = match keymap::lookup(key.code, self.view.focus, self.view.vim_keys) {
+        let cmd = match keymap::lookup(key.code, self.view.focus, self.view.vim_keys, self.replay.is_some()) {
             Some(Ok(action)) => self.act(action),
             Some(Err(row)) => {
                 self.status(keymap::works_elsewhere(&key_name(key.code), row), true);
@@ -130,6 +134,9 @@ impl App {
 
     /// Carry out an action of the keymap in the focused pane.
     fn act(&mut self, action: Action) -> Option<Command> {
+        if self.replay_act(action).is_some() {
+            return None;
+        }
         match action {
             Action::Quit => return Some(Command::Quit),
             Action::Help => {
@@ -249,6 +256,8 @@ impl App {
             }
             Action::OlderResult => self.pick_result(true),
             Action::NewerResult => self.pick_result(false),
+            // Replay's own keys (handled above).
+            Action::StepBack | Action::StepForward | Action::JumpTo => {}
             Action::Ionice | Action::Kill => match self.selected_proc() {
                 Some((key, comm)) => {
                     let action = if action == Action::Kill {
@@ -281,6 +290,13 @@ impl App {
             KeyCode::Char('i') => ConfirmAction::Ionice,
             _ => return None,
         };
+        if self.replay.is_some() {
+            self.status(
+                "signals and ionice: off in replay (nothing here acts on a machine)",
+                true,
+            );
+            return None;
+        }
         let comm = self
             .model
             .procs

@@ -10,6 +10,8 @@
 //! - [`probe_ctl`]: the probe menu, starting, cancelling and the results;
 //! - [`sampler`]: the thread that reads /proc and /sys on a steady clock;
 //! - [`run`]: the async loop (samples, terminal events, signals, frames);
+//! - [`replay`]: `iolens replay` on the dashboard (time travel over a
+//!   recording) and [`replay_run`], its loop;
 //! - [`actions`]: SIGTERM and ionice on a process; [`delay`]: the `D` key
 //!   (delay accounting on, after a yes); [`terminal`]: raw mode in and out
 //!   on every path.
@@ -19,6 +21,8 @@ mod delay;
 mod input;
 mod mouse;
 mod probe_ctl;
+mod replay;
+mod replay_run;
 mod run;
 mod sampler;
 mod select;
@@ -32,6 +36,8 @@ use std::time::Duration;
 use crossterm::event::KeyEvent;
 
 pub use actions::IoPrioChoice;
+pub use replay::{Replay, UNDO_DEPTH, shown_time};
+pub use replay_run::run_replay;
 pub use run::{FIRST_FRAME_MAX, FRAME_MIN, run};
 pub use sampler::SamplerCtl;
 
@@ -53,6 +59,8 @@ pub enum Msg {
     TermGone(String),
     /// SIGTERM / SIGINT / SIGQUIT / SIGUSR1 / SIGUSR2.
     Terminate(&'static str),
+    /// Replay: playing, the next recorded sample is due.
+    PlayTick,
 }
 
 /// Work for the loop that needs I/O or other threads.
@@ -106,6 +114,8 @@ pub struct App {
     pub captured_tree: bool,
     /// Where [`App::update`] stores finished probe results.
     pub save: SaveResult,
+    /// Replaying a recording (`iolens replay`): the samples come from it.
+    pub replay: Option<Box<Replay>>,
 }
 
 impl App {
@@ -122,6 +132,7 @@ impl App {
             probe_token: None,
             captured_tree: false,
             save: crate::probe::store::append,
+            replay: None,
         };
         app.fix_selection();
         app
@@ -140,6 +151,10 @@ impl App {
             }
             Msg::Key(k) => self.on_key(k),
             Msg::Resize => None,
+            Msg::PlayTick => {
+                self.replay_tick();
+                None
+            }
             Msg::TermGone(_) => Some(Command::Exit(129)),
             Msg::Terminate(sig) => Some(Command::Exit(match sig {
                 "SIGINT" => 130,

@@ -151,8 +151,9 @@ pub fn run_reports(
             match rx.recv_timeout(left.min(Duration::from_millis(100))) {
                 Ok((tick, s)) => {
                     last_ns = s.mono_ns;
+                    let trace = tracing.take();
                     if let Some(r) = recorder.as_deref_mut()
-                        && let Err(e) = r.append(&s)
+                        && let Err(e) = r.append(&s, trace.active.then_some(&trace.interval))
                     {
                         // Recording goes on with the next sample.
                         eprintln!("iolens: {e:#}");
@@ -160,7 +161,7 @@ pub fn run_reports(
                     model.update(s);
                     // The first interval's requests (begun before the
                     // baseline) are taken and dropped with the baseline.
-                    model.apply_trace(tracing.take());
+                    model.apply_trace(trace);
                     if tick >= k {
                         fresh = true;
                         break;
@@ -597,9 +598,12 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
     let procs: Vec<serde_json::Value> = top_procs(model, top)
         .into_iter()
         .map(|p| {
-            let traced: Vec<ProcDevJson> = model
-                .trace
-                .proc_rows(p.raw.key.pid)
+            // In device order (the rows are hashed): the same report
+            // prints alike every time, and in replay.
+            let mut rows: Vec<_> = model.trace.proc_rows(p.raw.key.pid).collect();
+            rows.sort_by_key(|(d, _)| **d);
+            let traced: Vec<ProcDevJson> = rows
+                .into_iter()
                 .map(|(d, row)| ProcDevJson::new(trace::dev_name(model, d), row))
                 .collect();
             json!({

@@ -143,7 +143,10 @@ pub(super) fn devices_json(model: &Model) -> serde_json::Value {
 /// Every traced process × device of the interval (also those not in the
 /// top list, exited ones and kernel threads).
 pub(super) fn traced_processes_json(model: &Model) -> serde_json::Value {
-    let rows = model.trace.interval.procs.iter().map(|((key, dev), p)| {
+    // In (process, device) order: the rows are hashed.
+    let mut procs: Vec<_> = model.trace.interval.procs.iter().collect();
+    procs.sort_by_key(|((key, dev), _)| (*key, *dev));
+    let rows = procs.into_iter().map(|((key, dev), p)| {
         let mut v = serde_json::to_value(ProcDevJson::new(dev_name(model, dev), p)).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.insert("pid".into(), if *key > 0 { json!(key) } else { json!(null) });

@@ -5,7 +5,8 @@
 //!
 //! Only what node_exporter's `node_disk_*` lacks: per-command I/O, per
 //! cgroup I/O and pressure, traced request counts and latency histograms,
-//! and iolens's own health.
+//! the last probe result per device ([`super::probes`]) and iolens's own
+//! health.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -52,16 +53,20 @@ const DECAY: f64 = 0.9;
 /// Commands tracked at most (the least active idle ones are forgotten).
 const MAX_COMMS: usize = 4096;
 
+/// The interval's counts back from the rates (whole bytes and calls: the
+/// rates are integer deltas over `dt`, so rounding undoes the division's
+/// float error and the counters stay exact, e.g. 32 MiB, not 32 MiB − 4e-9).
 fn amounts(r: &ProcRates, dt: f64) -> [f64; 7] {
     [
-        r.read_bps * dt,
-        r.write_bps * dt,
-        r.cancelled_write_bps * dt,
-        r.rchar_bps * dt,
-        r.wchar_bps * dt,
-        r.syscr_per_s * dt,
-        r.syscw_per_s * dt,
+        r.read_bps,
+        r.write_bps,
+        r.cancelled_write_bps,
+        r.rchar_bps,
+        r.wchar_bps,
+        r.syscr_per_s,
+        r.syscw_per_s,
     ]
+    .map(|rate| (rate * dt).round())
 }
 
 #[derive(Debug, Clone, Default)]
@@ -137,6 +142,8 @@ struct Cgroup {
 #[derive(Debug, Clone, Default)]
 pub struct Exported {
     /// How many commands get their own series.
+    /// The last probe result per device (`--probe-results`).
+    pub probes: Vec<super::probes::LastProbe>,
     pub top: usize,
     comms: HashMap<String, Comm>,
     other: [f64; 7],
@@ -495,7 +502,8 @@ impl Collector for Exported {
             "exit_record_overflows",
             "Times the kernel dropped taskstats exit records (their threads' I/O is missing)",
             self.exit_record_overflows as f64,
-        )
+        )?;
+        super::probes::encode(&self.probes, &mut enc)
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub mod http;
 pub mod metrics;
+pub mod probes;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -57,12 +58,13 @@ struct Sampler {
     trace_off: Option<&'static str>,
     root: PathBuf,
     textfile: Option<PathBuf>,
+    probe_results: Option<probes::ResultsFile>,
     bodies: http::Shared,
     stop: Arc<AtomicBool>,
 }
 
 impl Sampler {
-    fn run(self) {
+    fn run(mut self) {
         let mut collector = Collector::new(&self.root);
         collector.cgroups = Some(CgroupReader::new());
         collector.listen_for_exits();
@@ -77,6 +79,10 @@ impl Sampler {
             model.update(s);
             model.apply_trace(tracing.take());
             exported.update(&model, took);
+            if let Some(f) = self.probe_results.as_mut() {
+                f.refresh();
+                exported.probes.clone_from(&f.last);
+            }
             let st = &self.bodies.stats;
             exported.scrapes = [st.openmetrics.load(Ordering::Relaxed), st.text.load(Ordering::Relaxed)];
             exported.http_errors = st.errors.load(Ordering::Relaxed);
@@ -146,6 +152,7 @@ pub fn run(cli: &Cli, args: &ExportArgs) -> anyhow::Result<ExitCode> {
         trace_off: crate::batch::trace_disabled(cli),
         root: cli.root.clone(),
         textfile: args.textfile.clone(),
+        probe_results: args.probe_results.as_deref().map(probes::ResultsFile::new),
         bodies: bodies.clone(),
         stop: stop.clone(),
     };

@@ -153,7 +153,11 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     drop(out);
-    match super::store::append(&r) {
+    let saved = match &args.save {
+        Some(p) => super::store::append_to(p, &r).map(|_| p.clone()),
+        None => super::store::append(&r),
+    };
+    match saved {
         Ok(p) if !args.json => eprintln!("result appended to {}", format::escape(&p.to_string_lossy())),
         Ok(_) => {}
         Err(e) => eprintln!("iolens: {e:#}"),

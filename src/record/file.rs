@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::frame::{self, Damage, FLAG_ZSTD, FrameRef, kind};
 use crate::collect::RawSample;
+use crate::model::trace::TraceInterval;
+use crate::model::trace::view::TraceView;
 
 /// The file starts with these 8 bytes...
 pub const FILE_MAGIC: [u8; 8] = *b"IOLENSRC";
@@ -77,7 +79,7 @@ pub fn check_head(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn sample_payload(s: &RawSample) -> anyhow::Result<Vec<u8>> {
+fn sample_payload(s: &impl Serialize) -> anyhow::Result<Vec<u8>> {
     let json = serde_json::to_vec(s).context("encoding a sample")?;
     zstd::bulk::compress(&json, ZSTD_LEVEL).context("compressing a sample")
 }
@@ -149,15 +151,22 @@ impl Writer {
         Ok(w)
     }
 
-    /// Append one sample.
-    pub fn append(&mut self, s: &RawSample) -> anyhow::Result<()> {
-        let payload = sample_payload(s)?;
+    /// Append one sample, and the tracer's interval ending with it.
+    pub fn append(&mut self, s: &RawSample, trace: Option<&TraceInterval>) -> anyhow::Result<()> {
+        self.append_payload(kind::SAMPLE, s.wall_ns, &sample_payload(s)?)?;
+        match trace {
+            Some(t) => self.append_payload(kind::TRACE, s.wall_ns, &sample_payload(t)?),
+            None => Ok(()),
+        }
+    }
+
+    fn append_payload(&mut self, kind: u8, wall_ns: u64, payload: &[u8]) -> anyhow::Result<()> {
         anyhow::ensure!(
             payload.len() <= frame::MAX_PAYLOAD as usize,
             "a sample of {} bytes is over the frame cap",
             payload.len()
         );
-        let bytes = frame::encode(kind::SAMPLE, FLAG_ZSTD, s.wall_ns, &payload);
+        let bytes = frame::encode(kind, FLAG_ZSTD, wall_ns, payload);
         if let Some(max) = self.max_size {
             if (FILE_HEAD_LEN + self.header.len() + bytes.len()) as u64 > max {
                 bail!(
@@ -246,6 +255,8 @@ impl Writer {
 pub struct Segment {
     pub header: Header,
     pub samples: Vec<FrameRef>,
+    /// The trace frame after sample `i`, if any (`iolens record --trace`).
+    pub traces: std::collections::HashMap<usize, FrameRef>,
 }
 
 /// A recording read into memory, indexed.
@@ -276,7 +287,7 @@ impl Recording {
                 kind::HOST => match serde_json::from_slice::<Header>(&data[f.payload.0..f.payload.1]) {
                     Ok(header) => segments.push(Segment {
                         header,
-                        samples: Vec::new(),
+                        ..Default::default()
                     }),
                     Err(_) => damage.push(Damage::Corrupt {
                         offset: f.offset,
@@ -292,6 +303,15 @@ impl Recording {
                         why: "sample before any host frame",
                     }),
                 },
+                // A trace frame belongs to the sample just before it.
+                kind::TRACE => {
+                    if let Some(seg) = segments.last_mut()
+                        && let Some(i) = seg.samples.len().checked_sub(1)
+                        && seg.samples[i].wall_ns == f.wall_ns
+                    {
+                        seg.traces.insert(i, f);
+                    }
+                }
                 _ => unknown_frames += 1,
             }
         }
@@ -303,27 +323,47 @@ impl Recording {
         })
     }
 
+    /// The tracer's view of sample `idx` of `seg`: the recorded interval,
+    /// or off (not traced, or a trace frame that does not decode).
+    pub fn trace(&self, seg: &Segment, idx: usize) -> TraceView {
+        let Some(f) = seg.traces.get(&idx) else {
+            return TraceView::off(super::NOT_TRACED);
+        };
+        match self.decode::<TraceInterval>(f) {
+            Ok(interval) => TraceView {
+                active: true,
+                reason: None,
+                interval,
+                log: Vec::new(),
+            },
+            Err(e) => TraceView::off(format!("recorded trace unreadable: {e:#}")),
+        }
+    }
+
     /// Decode one sample frame.
     pub fn sample(&self, f: &FrameRef) -> anyhow::Result<RawSample> {
-        let raw = &self.data[f.payload.0..f.payload.1];
-        let json = if f.flags & FLAG_ZSTD != 0 {
-            // Bounded: a sample never decompresses to more than this.
-            let mut out = Vec::new();
-            zstd::stream::read::Decoder::new(raw)
-                .and_then(|d| d.take(MAX_SAMPLE_JSON).read_to_end(&mut out))
-                .with_context(|| format!("decompressing the sample at byte {}", f.offset))?;
-            out
-        } else {
-            raw.to_vec()
-        };
-        let mut s: RawSample =
-            serde_json::from_slice(&json).with_context(|| format!("decoding the sample at byte {}", f.offset))?;
+        let mut s: RawSample = self.decode(f)?;
         // Static texts are not read back: recomputed as the collector does.
         for d in &mut s.devices {
             let disk = d.parent.clone().unwrap_or_else(|| d.name.clone());
             d.facts.rotational_caveat = crate::collect::devfacts::caveat(d.kind, d.facts.transport.as_ref(), &disk);
         }
         Ok(s)
+    }
+
+    fn decode<T: serde::de::DeserializeOwned>(&self, f: &FrameRef) -> anyhow::Result<T> {
+        let raw = &self.data[f.payload.0..f.payload.1];
+        let json = if f.flags & FLAG_ZSTD != 0 {
+            // Bounded: a sample never decompresses to more than this.
+            let mut out = Vec::new();
+            zstd::stream::read::Decoder::new(raw)
+                .and_then(|d| d.take(MAX_SAMPLE_JSON).read_to_end(&mut out))
+                .with_context(|| format!("decompressing the frame at byte {}", f.offset))?;
+            out
+        } else {
+            raw.to_vec()
+        };
+        serde_json::from_slice(&json).with_context(|| format!("decoding the frame at byte {}", f.offset))
     }
 }
 
@@ -362,7 +402,7 @@ mod tests {
         let cap = MIN_MAX_SIZE;
         let mut w = Writer::open(&path, &header, Some(cap)).unwrap();
         for i in 0..300 {
-            w.append(&sample(i)).unwrap();
+            w.append(&sample(i), None).unwrap();
             let len = std::fs::metadata(&path).unwrap().len();
             assert!(len <= cap, "{len} bytes after sample {i}");
         }
@@ -400,7 +440,7 @@ mod tests {
                     format!("{x:016x}")
                 })
                 .collect();
-            w.append(&s).unwrap();
+            w.append(&s, None).unwrap();
             let len = std::fs::metadata(&big).unwrap().len();
             assert!(len <= cap, "{len} bytes after big sample {i}");
         }
@@ -414,7 +454,7 @@ mod tests {
         // Appending again starts a second run with its own host frame.
         drop(w);
         let mut w = Writer::open(&path, &header, None).unwrap();
-        w.append(&sample(1000)).unwrap();
+        w.append(&sample(1000), None).unwrap();
         let rec = Recording::open(&path).unwrap();
         assert_eq!(rec.segments.len(), 2);
         assert_eq!(rec.segments[1].samples.len(), 1);

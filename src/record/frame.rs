@@ -28,6 +28,9 @@ pub mod kind {
     pub const HOST: u8 = 1;
     /// One raw sample (zstd-compressed JSON).
     pub const SAMPLE: u8 = 2;
+    /// The tracer's interval ending at the sample before it (zstd JSON,
+    /// `model::trace::TraceInterval`), with `iolens record --trace`.
+    pub const TRACE: u8 = 3;
 }
 
 /// Flag: the payload is zstd-compressed.

@@ -6,16 +6,18 @@
 //!   torn tails and corrupted frames are stepped over).
 //! - [`file`]: the file head, the host frame, the writer (with rotation
 //!   under `--max-size`) and the indexed reader.
-//! - [`replay`]: the batch and JSON replay; [`when`]: `--from`/`--to` times.
+//! - [`replay`]: the batch and JSON replay; [`when`]: `--from`/`--to` times;
+//!   [`player`]: where a replay on the dashboard is (time travel).
 
 pub mod file;
 pub mod frame;
+pub mod player;
 pub mod replay;
 pub mod when;
 
-/// Why a recording has no traced requests (the tracer's intervals are not
-/// recorded): the trace reason of the recorder's own reports and of replay.
-pub const NOT_TRACED: &str = "recorded samples (traced requests are not recorded)";
+/// Why a replayed sample has no traced numbers: recorded without
+/// `--trace` (or the tracer could not run).
+pub const NOT_TRACED: &str = "recorded without tracing (iolens record --trace)";
 
 /// Default seconds between recorded samples.
 pub const DEFAULT_INTERVAL: f64 = 10.0;
@@ -35,8 +37,8 @@ pub fn header(interval_s: f64) -> file::Header {
 }
 
 /// `iolens record FILE`: the batch loop with every sample appended to the
-/// file (tracing off: its intervals are not recorded), printing reports
-/// only with `--batch` or `--json`.
+/// file (with `--trace`, the tracer's interval too), printing reports only
+/// with `--batch` or `--json`.
 pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Result<std::process::ExitCode> {
     let every = crate::batch::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
     let mut writer = file::Writer::open(&args.file, &header(every.as_secs_f64()), args.max_size)?;
@@ -49,5 +51,13 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
         units: crate::cli::Units::Human,
         print: args.json || args.batch,
     };
-    crate::batch::run_reports(cli, &reports, Some(NOT_TRACED), Some(&mut writer))
+    // Tracing only when asked: its intervals are recorded next to the
+    // samples (sequential share, latency), not the requests themselves.
+    let trace_off = if args.trace {
+        crate::batch::trace_disabled(cli)
+    } else {
+        // The reason replay gives too: its reports equal the recorder's.
+        Some(NOT_TRACED)
+    };
+    crate::batch::run_reports(cli, &reports, trace_off, Some(&mut writer))
 }

@@ -8,9 +8,7 @@ use std::process::ExitCode;
 use crate::cli::{Cli, ReplayArgs};
 use crate::collect::sample::HostInfo;
 use crate::model::Model;
-use crate::model::trace::view::TraceView;
 
-use super::NOT_TRACED;
 use super::file::{Recording, Segment};
 
 /// How far before `--from` the model starts taking samples, ns.
@@ -89,11 +87,11 @@ pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             };
             let baseline = model.last_sample().is_none();
             model.update(s);
-            model.apply_trace(TraceView::off(NOT_TRACED));
+            model.apply_trace(rec.trace(seg, i));
             if baseline || i < first {
                 continue;
             }
-            let text = if args.json {
+            let text = if args.json || cli.json {
                 crate::format::escape_json_controls(crate::batch::json_report(&model, args.top).to_string()) + "\n"
             } else {
                 crate::batch::text_report(&model, args.top)

@@ -1,6 +1,8 @@
 //! Times on the command line (`replay --from/--to`): RFC 3339
 //! (`2026-11-23T03:00:00+01:00`), `HH:MM[:SS]` today in the local time
-//! zone, or relative to now (`-1h`, `-30m`, `-90s`, `-2d`).
+//! zone, or relative to now (`-1h`, `-30m`, `-90s`, `-2d`; `+10m` ahead).
+//! The replay dashboard's jump prompt takes the same forms with "now" the
+//! sample shown.
 
 use anyhow::{Context, bail};
 use jiff::Timestamp;
@@ -10,12 +12,13 @@ use jiff::tz::TimeZone;
 /// `text` as ns since the Unix epoch, against `now` in `tz`.
 pub fn parse(text: &str, now: Timestamp, tz: &TimeZone) -> anyhow::Result<u64> {
     let t = text.trim();
-    let at = if let Some(rel) = t.strip_prefix('-') {
+    let sign = t.chars().next().filter(|c| *c == '-' || *c == '+');
+    let at = if let Some(rel) = sign.map(|_| &t[1..]) {
         let digits = rel.trim_end_matches(|c: char| c.is_ascii_alphabetic());
         let unit = &rel[digits.len()..];
         let n: u32 = digits
             .parse()
-            .with_context(|| format!("{text:?}: a relative time is -N followed by s, m, h or d (-1h)"))?;
+            .with_context(|| format!("{text:?}: a relative time is -N or +N followed by s, m, h or d (-1h)"))?;
         let secs = match unit {
             "s" => 1,
             "m" | "min" => 60,
@@ -24,8 +27,13 @@ pub fn parse(text: &str, now: Timestamp, tz: &TimeZone) -> anyhow::Result<u64> {
             _ => bail!("{text:?}: unknown unit {unit:?} (s, m, h or d)"),
         };
         let span = jiff::SignedDuration::from_secs(i64::from(n) * secs);
-        now.checked_sub(span)
-            .with_context(|| format!("{text:?} is too far back"))?
+        if sign == Some('+') {
+            now.checked_add(span)
+                .with_context(|| format!("{text:?} is too far ahead"))?
+        } else {
+            now.checked_sub(span)
+                .with_context(|| format!("{text:?} is too far back"))?
+        }
     } else if t.contains('T') || t.contains(' ') && t.len() > 8 {
         t.parse::<Timestamp>().with_context(|| {
             format!("{text:?}: RFC 3339 needs a date, a time and an offset (2026-11-23T03:00:00+01:00)")
@@ -56,6 +64,7 @@ mod tests {
         assert_eq!(s(parse("-1h", now, &utc).unwrap()), 1_795_450_801 - 3600);
         assert_eq!(s(parse("-90s", now, &utc).unwrap()), 1_795_450_801 - 90);
         assert_eq!(s(parse("-2d", now, &utc).unwrap()), 1_795_450_801 - 2 * 86_400);
+        assert_eq!(s(parse("+10m", now, &utc).unwrap()), 1_795_450_801 + 600);
         assert_eq!(
             s(parse("2026-11-23T03:00:00+01:00", now, &utc).unwrap()),
             1_795_450_801 - (16 * 3600 + 20 * 60 + 1) + 2 * 3600
@@ -70,7 +79,7 @@ mod tests {
             s(parse("03:00:30", now, &plus1).unwrap()),
             1_795_450_801 - (14 * 3600 + 20 * 60 + 1) + 30
         );
-        for bad in ["yesterday", "-1w", "25:00", "2026-11-23T03:00:00", "-h"] {
+        for bad in ["yesterday", "-1w", "25:00", "2026-11-23T03:00:00", "-h", "+", "+-1h"] {
             assert!(parse(bad, now, &utc).is_err(), "{bad}");
         }
     }

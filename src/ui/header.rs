@@ -25,13 +25,34 @@ fn sev(v: f64, warn: f64, crit: f64) -> Severity {
     }
 }
 
+/// A playback speed as the header shows it: ×¼, ×½, ×1 ... ×512.
+fn speed(s: f64) -> String {
+    if s < 0.3 {
+        "¼".to_string()
+    } else if s < 0.9 {
+        "½".to_string()
+    } else {
+        format!("{s:.0}")
+    }
+}
+
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let t = &view.theme;
     let sep = || Span::styled(" │ ", t.dim());
     // Line 1: who, when, as whom. CLOCK_MONOTONIC is the time since boot
     // (without time suspended), so the sample stamp doubles as uptime.
-    let mut l1 = vec![
-        Span::styled("iolens ", t.title()),
+    let mut l1 = vec![Span::styled("iolens ", t.title())];
+    if let Some(r) = &view.replay {
+        // Which recorded sample: its time, position and the playback speed.
+        l1.push(Span::styled("replay ", t.accent()));
+        l1.push(Span::styled(format::escape(&r.time), t.title()));
+        l1.push(Span::raw(format!(" ({}/{}) ×{}", r.pos, r.total, speed(r.speed))));
+        if view.paused {
+            l1.push(Span::styled(" PAUSED", t.error()));
+        }
+        l1.push(Span::styled(" of ", t.dim()));
+    }
+    l1.extend([
         Span::raw(format::escape(&model.host.hostname)),
         Span::styled(" · kernel ", t.dim()),
         Span::raw(format::escape(&model.host.kernel)),
@@ -58,8 +79,8 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         } else {
             Span::styled("not root", t.severity(Severity::Warn))
         },
-    ];
-    if view.paused {
+    ]);
+    if view.paused && view.replay.is_none() {
         l1.push(Span::styled(" PAUSED", t.error()));
     }
     if let Some(stall) = &view.stall {
@@ -209,6 +230,10 @@ fn totals_line(model: &Model, view: &ViewState) -> Vec<Span<'static>> {
     }
     l.push(Span::styled(" │ ", t.dim()));
     match model.delayacct {
+        Some(false) if view.replay.is_some() => l.push(Span::styled(
+            "IO% n/a: delay accounting was off",
+            t.severity(Severity::Warn),
+        )),
         Some(false) if model.host.is_root => l.push(Span::styled(
             "IO% n/a: delay accounting off (D turns it on)",
             t.severity(Severity::Warn),

@@ -22,7 +22,7 @@ const NOTES: &[&str] = &[
 /// The help's lines: the key table, the marks' legend, the notes.
 fn lines(view: &ViewState) -> Vec<Line<'static>> {
     let t = &view.theme;
-    let rows: Vec<&keymap::Row> = keymap::rows(view.vim_keys).collect();
+    let rows: Vec<&keymap::Row> = keymap::rows(view.vim_keys, view.replay.is_some()).collect();
     let key_w = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
     let mut lines: Vec<Line> = rows
         .iter()
@@ -31,6 +31,9 @@ fn lines(view: &ViewState) -> Vec<Line<'static>> {
                 Span::styled(format!(" {:<key_w$}  ", r.label), t.title()),
                 Span::raw(r.help),
             ];
+            if view.replay.is_some() && r.is_live_only() {
+                l.push(Span::styled("  (live only: off in replay)", t.dim()));
+            }
             if r.scope != keymap::Scope::Global {
                 l.push(Span::styled(format!("  {}", r.marks()), t.dim()));
             }

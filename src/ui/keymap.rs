@@ -68,9 +68,14 @@ pub enum Action {
     RequestLog,
     /// Freeze / resume the request log.
     FreezeLog,
+    /// Replay: show the previous / next recorded sample.
+    StepBack,
+    StepForward,
+    /// Replay: type a time to jump to.
+    JumpTo,
 }
 
-/// Which keymap a row belongs to (config `vim_keys`).
+/// Which keymap a row belongs to (config `vim_keys`; live or replay).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     Both,
@@ -78,6 +83,10 @@ pub enum Layout {
     Default,
     /// With `vim_keys = true` only.
     Vim,
+    /// On the live machine only (not in `iolens replay`).
+    Live,
+    /// In `iolens replay` only.
+    Replay,
 }
 
 /// Where a row's keys work: everywhere, or only with the focus on these
@@ -242,7 +251,7 @@ pub const ROWS: &[Row] = &[
         label: "[ ]",
         help: "show an earlier / a later probe result of the session",
         scope: Scope::Panes(&[Pane::Results]),
-        layout: Layout::Both,
+        layout: Layout::Live,
         keys: &[(K::Char('['), A::OlderResult), (K::Char(']'), A::NewerResult)],
         hints: &[(P::Results, "[ ] earlier results")],
     },
@@ -399,7 +408,7 @@ pub const ROWS: &[Row] = &[
         label: "p",
         help: "pause / resume sampling (rates restart after a pause)",
         scope: Scope::Global,
-        layout: Layout::Both,
+        layout: Layout::Live,
         keys: &[(K::Char('p'), A::Pause)],
         hints: &[(P::Devices, "p pause")],
     },
@@ -423,7 +432,7 @@ pub const ROWS: &[Row] = &[
         label: "+ -",
         help: "longer / shorter sample interval",
         scope: Scope::Global,
-        layout: Layout::Both,
+        layout: Layout::Live,
         keys: &[
             (K::Char('+'), A::Slower),
             (K::Char('='), A::Slower),
@@ -431,23 +440,61 @@ pub const ROWS: &[Row] = &[
         ],
         hints: &[(P::Devices, "+/- interval")],
     },
+    Row {
+        label: "[ ]",
+        help: "replay: step back / forward one recorded sample (pauses)",
+        scope: Scope::Global,
+        layout: Layout::Replay,
+        keys: &[(K::Char('['), A::StepBack), (K::Char(']'), A::StepForward)],
+        hints: &[(P::Devices, "[ ] step"), (P::Processes, "[ ] step")],
+    },
+    Row {
+        label: "p",
+        help: "replay: play / pause",
+        scope: Scope::Global,
+        layout: Layout::Replay,
+        keys: &[(K::Char('p'), A::Pause)],
+        hints: &[(P::Devices, "p play"), (P::Processes, "p play")],
+    },
+    Row {
+        label: "+ -",
+        help: "replay: play faster / slower (×¼ to ×512)",
+        scope: Scope::Global,
+        layout: Layout::Replay,
+        keys: &[
+            (K::Char('+'), A::Faster),
+            (K::Char('='), A::Faster),
+            (K::Char('-'), A::Slower),
+        ],
+        hints: &[(P::Devices, "+/- speed")],
+    },
+    Row {
+        label: "b",
+        help: "replay: jump to a time (HH:MM[:SS], RFC 3339, -10m / +10m from the shown sample)",
+        scope: Scope::Global,
+        layout: Layout::Replay,
+        keys: &[(K::Char('b'), A::JumpTo)],
+        hints: &[(P::Devices, "b jump"), (P::Processes, "b jump")],
+    },
 ];
 
-/// The rows of the current keymap.
-pub fn rows(vim: bool) -> impl Iterator<Item = &'static Row> {
+/// The rows of the current keymap (`replay`: `iolens replay`'s).
+pub fn rows(vim: bool, replay: bool) -> impl Iterator<Item = &'static Row> {
     ROWS.iter().filter(move |r| match r.layout {
         Layout::Both => true,
         Layout::Default => !vim,
         Layout::Vim => vim,
+        Layout::Live => !replay,
+        Layout::Replay => replay,
     })
 }
 
 /// What `code` does with the focus on `pane`: `Ok(action)`, or `Err(row)`
 /// when the key exists but works elsewhere (the row says where), or `None`
 /// for a key that does nothing anywhere.
-pub fn lookup(code: KeyCode, pane: Pane, vim: bool) -> Option<Result<Action, &'static Row>> {
+pub fn lookup(code: KeyCode, pane: Pane, vim: bool, replay: bool) -> Option<Result<Action, &'static Row>> {
     let mut elsewhere = None;
-    for r in rows(vim) {
+    for r in rows(vim, replay) {
         if let Some((_, a)) = r.keys.iter().find(|(k, _)| *k == code) {
             if r.scope.contains(pane) {
                 return Some(Ok(*a));
@@ -521,9 +568,23 @@ pub fn pane_name(p: Pane) -> &'static str {
     }
 }
 
-/// The status-line hints of `pane`, in table order.
-pub fn hints(pane: Pane, vim: bool) -> String {
-    let v: Vec<&str> = rows(vim)
+/// Actions on the machine: off in `iolens replay` (they say so there).
+pub fn live_only(a: Action) -> bool {
+    matches!(a, Action::Probe | Action::Ionice | Action::Kill | Action::DelayAcct)
+}
+
+impl Row {
+    /// Every key of the row acts on the machine (off in replay).
+    pub fn is_live_only(&self) -> bool {
+        self.keys.iter().all(|(_, a)| live_only(*a))
+    }
+}
+
+/// The status-line hints of `pane`, in table order (in replay without the
+/// actions that are off there).
+pub fn hints(pane: Pane, vim: bool, replay: bool) -> String {
+    let v: Vec<&str> = rows(vim, replay)
+        .filter(|r| !(replay && r.is_live_only()))
         .flat_map(|r| r.hints.iter())
         .filter(|(p, _)| *p == pane)
         .map(|(_, h)| *h)
@@ -537,13 +598,13 @@ mod tests {
 
     #[test]
     fn no_key_means_two_things_in_any_pane_or_keymap() {
-        for vim in [false, true] {
+        for (vim, replay) in [(false, false), (true, false), (false, true), (true, true)] {
             for pane in ALL_PANES {
                 let mut seen: Vec<(KeyCode, Action)> = Vec::new();
-                for r in rows(vim).filter(|r| r.scope.contains(pane)) {
+                for r in rows(vim, replay).filter(|r| r.scope.contains(pane)) {
                     for (k, a) in r.keys {
                         if let Some((_, b)) = seen.iter().find(|(s, _)| s == k) {
-                            panic!("{k:?} is {b:?} and {a:?} in {pane:?} (vim {vim})");
+                            panic!("{k:?} is {b:?} and {a:?} in {pane:?} (vim {vim}, replay {replay})");
                         }
                         seen.push((*k, *a));
                     }
@@ -555,27 +616,30 @@ mod tests {
     #[test]
     fn k_is_sigterm_and_movement_is_arrows_by_default() {
         for pane in [Pane::Processes, Pane::Progress] {
-            assert_eq!(lookup(K::Char('k'), pane, false), Some(Ok(A::Kill)));
-            assert_eq!(lookup(K::Char('K'), pane, true), Some(Ok(A::Kill)));
-            assert_eq!(lookup(K::F(9), pane, true), Some(Ok(A::Kill)));
+            assert_eq!(lookup(K::Char('k'), pane, false, false), Some(Ok(A::Kill)));
+            assert_eq!(lookup(K::Char('K'), pane, true, false), Some(Ok(A::Kill)));
+            assert_eq!(lookup(K::F(9), pane, true, false), Some(Ok(A::Kill)));
         }
-        assert!(matches!(lookup(K::Char('k'), Pane::Devices, false), Some(Err(_))));
-        assert_eq!(lookup(K::Char('j'), Pane::Devices, false), None);
-        assert_eq!(lookup(K::Char('j'), Pane::Devices, true), Some(Ok(A::Down)));
-        assert_eq!(lookup(K::Char('k'), Pane::Processes, true), Some(Ok(A::Up)));
-        assert_eq!(lookup(K::Down, Pane::Processes, false), Some(Ok(A::Down)));
+        assert!(matches!(
+            lookup(K::Char('k'), Pane::Devices, false, false),
+            Some(Err(_))
+        ));
+        assert_eq!(lookup(K::Char('j'), Pane::Devices, false, false), None);
+        assert_eq!(lookup(K::Char('j'), Pane::Devices, true, false), Some(Ok(A::Down)));
+        assert_eq!(lookup(K::Char('k'), Pane::Processes, true, false), Some(Ok(A::Up)));
+        assert_eq!(lookup(K::Down, Pane::Processes, false, false), Some(Ok(A::Down)));
     }
 
     #[test]
     fn a_key_for_another_pane_says_where_it_works() {
-        let Some(Err(r)) = lookup(K::Char('k'), Pane::Devices, false) else {
+        let Some(Err(r)) = lookup(K::Char('k'), Pane::Devices, false, false) else {
             panic!("k in the devices pane")
         };
         assert_eq!(
             works_elsewhere("k", r),
             "k (send SIGTERM to the process (asks first)) works in the transfers, processes panes: Tab there"
         );
-        let Some(Err(r)) = lookup(K::Char('t'), Pane::Processes, false) else {
+        let Some(Err(r)) = lookup(K::Char('t'), Pane::Processes, false, false) else {
             panic!("t in the processes pane")
         };
         assert!(works_elsewhere("t", r).ends_with("works in the devices pane: Tab there"));
@@ -584,25 +648,63 @@ mod tests {
     #[test]
     fn hints_are_the_table_rows_of_the_pane() {
         assert_eq!(
-            hints(Pane::Devices, false),
+            hints(Pane::Devices, false, false),
             "q quit  ? help  Tab focus  Enter detail  z maximise  t probe  a idle  Space fold  C cgroups  p pause  L requests  +/- interval"
         );
         assert_eq!(
-            hints(Pane::Cgroups, false),
+            hints(Pane::Cgroups, false, false),
             "q quit  ? help  Tab focus  ↑↓ select  Enter processes, devices  s/S sort  r reverse  C hide"
         );
         assert_eq!(
-            hints(Pane::Processes, false),
+            hints(Pane::Processes, false, false),
             "q quit  ? help  Tab focus  Enter detail  s/S sort  r reverse  o active  / filter  c totals  i ionice  k kill  F follow  v tree"
         );
         assert_eq!(
-            hints(Pane::Progress, false),
+            hints(Pane::Progress, false, false),
             "q quit  ? help  Tab focus  ↑↓ select  Enter go to its process (to ionice it)  T close"
         );
         assert_eq!(
-            hints(Pane::Results, false),
+            hints(Pane::Results, false, false),
             "q quit  ? help  Tab focus  ↑↓ scroll  Esc cancel a running probe  [ ] earlier results  z maximise  R close  t (devices pane) new probe"
         );
-        assert!(hints(Pane::Processes, true).ends_with("i ionice  K kill  F follow  v tree"));
+        assert!(hints(Pane::Processes, true, false).ends_with("i ionice  K kill  F follow  v tree"));
+    }
+
+    #[test]
+    fn replay_has_its_own_time_keys_and_keeps_the_others() {
+        assert_eq!(
+            hints(Pane::Devices, false, true),
+            "q quit  ? help  Tab focus  Enter detail  z maximise  a idle  Space fold  C cgroups  L requests  [ ] step  p play  +/- speed  b jump"
+        );
+        assert_eq!(
+            hints(Pane::Processes, false, true),
+            "q quit  ? help  Tab focus  Enter detail  s/S sort  r reverse  o active  / filter  c totals  F follow  v tree  [ ] step  p play  b jump"
+        );
+        assert_eq!(
+            lookup(K::Char('['), Pane::Processes, false, true),
+            Some(Ok(A::StepBack))
+        );
+        assert_eq!(
+            lookup(K::Char(']'), Pane::Devices, true, true),
+            Some(Ok(A::StepForward))
+        );
+        assert_eq!(lookup(K::Char('b'), Pane::Cgroups, false, true), Some(Ok(A::JumpTo)));
+        // + is faster in replay, a longer interval live.
+        assert_eq!(lookup(K::Char('+'), Pane::Devices, false, true), Some(Ok(A::Faster)));
+        assert_eq!(lookup(K::Char('+'), Pane::Devices, false, false), Some(Ok(A::Slower)));
+        // Live, [ ] browse the probe results (and say where elsewhere); in
+        // replay they step in every pane, the results pane included. Live
+        // actions stay in the replay keymap (the handler says they are off).
+        assert!(matches!(
+            lookup(K::Char('['), Pane::Devices, false, false),
+            Some(Err(_))
+        ));
+        assert_eq!(
+            lookup(K::Char('['), Pane::Results, false, false),
+            Some(Ok(A::OlderResult))
+        );
+        assert_eq!(lookup(K::Char('['), Pane::Results, false, true), Some(Ok(A::StepBack)));
+        assert_eq!(lookup(K::Char('k'), Pane::Processes, false, true), Some(Ok(A::Kill)));
+        assert_eq!(lookup(K::Char('t'), Pane::Devices, false, true), Some(Ok(A::Probe)));
     }
 }

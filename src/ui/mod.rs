@@ -278,6 +278,20 @@ pub struct LogView {
     pub filter: String,
 }
 
+/// `iolens replay` on the dashboard: which recorded sample is shown.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplayView {
+    /// The sample's wall-clock time as shown ("2026-11-23 03:10:20").
+    pub time: String,
+    /// 1-based position of the sample and the number of samples.
+    pub pos: usize,
+    pub total: usize,
+    /// Playback speed (recorded time per real time).
+    pub speed: f64,
+    /// The "jump to" time being typed (`b`).
+    pub prompt: Option<String>,
+}
+
 /// The outcome of the last action, shown in the status line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusMsg {
@@ -355,6 +369,8 @@ pub struct ViewState {
     /// What the process detail shows besides the process row (read when
     /// it opens and after every sample while it is open).
     pub proc_info: Option<crate::model::ProcInfo>,
+    /// Replaying a recording (`iolens replay`): live actions are off.
+    pub replay: Option<ReplayView>,
 }
 
 impl Default for ViewState {
@@ -397,6 +413,7 @@ impl Default for ViewState {
             zoom: false,
             results: results::Scroll::default(),
             proc_info: None,
+            replay: None,
         }
     }
 }

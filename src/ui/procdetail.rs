@@ -182,7 +182,18 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, ke
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let head = head_lines(model, view.proc_info.as_ref(), key);
-    let files = file_lines(view.proc_info.as_ref(), key);
+    let files = if view.replay.is_some() {
+        vec![Line::raw(
+            "open files, cwd, cgroup: not recorded (replay shows the recorded counters only)",
+        )]
+    } else {
+        file_lines(view.proc_info.as_ref(), key)
+    };
+    let keys = if view.replay.is_some() {
+        "replay: signals and ionice are off (they would reach the live machine) · Esc close"
+    } else {
+        KEYS
+    };
     // The head leaves room for the smallest chart, the keys and two lines
     // of open files; the charts grow into what the open files leave (up to
     // 24 rows).
@@ -207,7 +218,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, ke
         render_history(frame, charts_area, model, view, key);
     }
     frame.render_widget(Paragraph::new(files).wrap(Wrap { trim: false }), files_area);
-    frame.render_widget(Paragraph::new(Line::styled(KEYS, t.dim())), keys_area);
+    frame.render_widget(Paragraph::new(Line::styled(keys, t.dim())), keys_area);
 }
 
 /// The signals the process detail sends.

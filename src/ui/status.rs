@@ -12,7 +12,17 @@ use crate::model::Model;
 
 pub fn render(frame: &mut Frame, area: Rect, _model: &Model, view: &ViewState) {
     let t = &view.theme;
-    let line = if view.editing_filter {
+    let line = if let Some(text) = view.replay.as_ref().and_then(|r| r.prompt.as_ref()) {
+        Line::from(vec![
+            Span::styled("jump to: ", t.title()),
+            Span::raw(format::escape(text)),
+            Span::styled("█", t.accent()),
+            Span::styled(
+                "  HH:MM[:SS] on the shown day, RFC 3339, -10m / +10m · Enter jump · Esc cancel",
+                t.dim(),
+            ),
+        ])
+    } else if view.editing_filter {
         Line::from(vec![
             Span::styled("filter: ", t.title()),
             Span::raw(format::escape(view.active_filter())),
@@ -22,7 +32,7 @@ pub fn render(frame: &mut Frame, area: Rect, _model: &Model, view: &ViewState) {
     } else if let Some(s) = &view.status {
         Line::styled(format::escape(&s.text), if s.error { t.error() } else { t.ok() })
     } else {
-        let hints = keymap::hints(view.focus, view.vim_keys);
+        let hints = keymap::hints(view.focus, view.vim_keys, view.replay.is_some());
         Line::styled(hints, t.dim())
     };
     frame.render_widget(Paragraph::new(line), area);

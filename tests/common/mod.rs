@@ -159,6 +159,17 @@ pub fn host() -> HostInfo {
     }
 }
 
+/// The samples behind [`model_after`]: the first and `n` one second apart.
+pub fn samples(n: u64) -> Vec<RawSample> {
+    let mut s = first_sample();
+    let mut v = vec![s.clone()];
+    for i in 0..n {
+        advance(&mut s, i);
+        v.push(s.clone());
+    }
+    v
+}
+
 /// The fixture model after `n` one-second intervals.
 pub fn model_after(n: u64) -> Model {
     let mut m = Model::new(host(), 100.0);

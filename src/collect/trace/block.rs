@@ -130,7 +130,7 @@ impl Rwbs {
 
 /// A block device number as the kernel's `dev_t` inside tracepoints
 /// (`major << 20 | minor`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct Dev {
     pub major: u32,
     pub minor: u32,

@@ -1,7 +1,7 @@
 //! Histograms of per-request values: latency (log-linear, about 3%
 //! resolution), request size and seek distance (powers of two).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Sub-buckets per power of two: 2^4 = 16, so a bucket is at most 1/16
 /// of its value wide and a percentile (the bucket's middle) is within 3%.
@@ -12,8 +12,10 @@ const SUB: usize = 1 << SUB_BITS;
 const MAX_EXP: u32 = 40;
 const BUCKETS: usize = (MAX_EXP - SUB_BITS + 2) as usize * SUB;
 
-/// Latency histogram over nanoseconds.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Latency histogram over nanoseconds (recorded as its non-empty
+/// buckets, see [`SparseHist`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "SparseHist", from = "SparseHist")]
 pub struct LatHist {
     counts: Vec<u32>,
     pub n: u64,
@@ -121,9 +123,59 @@ impl LatHist {
     }
 }
 
+/// A [`LatHist`] as recordings hold it: (bucket, count) of the non-empty
+/// buckets. Buckets beyond this build's are dropped on reading.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SparseHist {
+    b: Vec<(u32, u32)>,
+    n: u64,
+    max: u64,
+    sum: u64,
+}
+
+impl From<LatHist> for SparseHist {
+    fn from(h: LatHist) -> Self {
+        let b = h
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| (i as u32, *c))
+            .collect();
+        SparseHist {
+            b,
+            n: h.n,
+            max: h.max,
+            sum: h.sum,
+        }
+    }
+}
+
+impl From<SparseHist> for LatHist {
+    fn from(s: SparseHist) -> Self {
+        let mut counts = Vec::new();
+        if !s.b.is_empty() {
+            counts = vec![0; BUCKETS];
+            for (i, c) in s.b {
+                if let Some(slot) = counts.get_mut(i as usize) {
+                    *slot = c;
+                }
+            }
+        }
+        LatHist {
+            counts,
+            n: s.n,
+            max: s.max,
+            sum: s.sum,
+        }
+    }
+}
+
 /// A power-of-two histogram of sizes or distances: bucket 0 holds 0, bucket
 /// k ≥ 1 holds values in [2^(k-1), 2^k).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Log2Hist {
     pub counts: Vec<u64>,
 }

@@ -15,6 +15,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use foldhash::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::collect::trace::block::{BlockEvent, Dev, Op};
 use crate::collect::trace::reader::Counters;
 use crate::model::pattern::Pattern;
@@ -69,7 +71,8 @@ fn dir(op: Op) -> Option<usize> {
 }
 
 /// Latency of one op over an interval.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OpLatency {
     pub queue: LatHist,
     pub device: LatHist,
@@ -91,7 +94,8 @@ impl OpLatency {
 }
 
 /// One device over one interval.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DeviceTrace {
     /// Requests issued with data (reads, writes, discards) and how many of
     /// them were sequential.
@@ -131,7 +135,8 @@ impl DeviceTrace {
 }
 
 /// One process (or kernel thread) on one device over one interval.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProcDevTrace {
     pub comm: String,
     pub kernel: bool,
@@ -160,11 +165,15 @@ fn comm_of(t: &Task) -> String {
     String::from_utf8_lossy(&t.comm[..n]).into_owned()
 }
 
-/// Everything over one interval.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Everything over one interval (recordings hold it: the maps as lists of
+/// pairs, JSON keys being strings).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TraceInterval {
+    #[serde(with = "pairs")]
     pub devices: BTreeMap<Dev, DeviceTrace>,
     /// (process key, device) → row; see [`proc_key`].
+    #[serde(with = "pairs")]
     pub procs: HashMap<(i32, Dev), ProcDevTrace>,
     /// Events the kernel lost in the interval (per-CPU stats) and pages
     /// flagged with missed events.
@@ -175,6 +184,31 @@ pub struct TraceInterval {
     pub unmatched: u64,
     pub decode_errors: u64,
     pub events: u64,
+}
+
+/// A map as a list of (key, value) pairs.
+mod pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<'a, M, K, V, S>(m: &'a M, s: S) -> Result<S::Ok, S::Error>
+    where
+        &'a M: IntoIterator<Item = (&'a K, &'a V)>,
+        K: Serialize + 'a,
+        V: Serialize + 'a,
+        S: Serializer,
+    {
+        s.collect_seq(m)
+    }
+
+    pub fn deserialize<'de, M, K, V, D>(d: D) -> Result<M, D::Error>
+    where
+        M: FromIterator<(K, V)>,
+        K: Deserialize<'de>,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
+    }
 }
 
 /// Accumulates decoded events. Bounded: the matcher's tables are capped,

@@ -1,0 +1,297 @@
+//! The last probe result per device, for `iolens export --probe-results
+//! FILE`: the exporter never runs a probe; it reads the results file that
+//! `iolens probe` and the dashboard append to (one JSON object per line),
+//! and exports the newest completed result of each device as gauges.
+//!
+//! The file is read again only when its size or modification time
+//! changed, and only its last [`READ_CAP`] bytes.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::gauge::ConstGauge;
+use serde_json::Value;
+
+/// At most this much of the end of the results file is read.
+pub const READ_CAP: u64 = 4 << 20;
+
+/// Latency quantiles exported, with their JSON field.
+/// (`quantile` is reserved for summaries: promtool refuses it on a gauge.)
+const QUANTILES: [(&str, &str); 5] = [
+    ("50", "p50_ms"),
+    ("90", "p90_ms"),
+    ("99", "p99_ms"),
+    ("99.9", "p99_9_ms"),
+    ("100", "max_ms"),
+];
+
+/// One device's newest completed probe.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LastProbe {
+    pub device: String,
+    /// When it started, s since the Unix epoch.
+    pub started_unix: f64,
+    /// The verdict's class ("nvme", "hdd", "virtual_or_cached", ...).
+    pub verdict: String,
+    /// Random reads: block size, IOPS, latency quantiles in seconds.
+    pub random_bs: Option<f64>,
+    pub random_iops: Option<f64>,
+    pub latency_s: Vec<(&'static str, f64)>,
+    /// Sequential sweep: median zone rate, bytes/s.
+    pub seq_bps: Option<f64>,
+}
+
+/// The newest completed result per device from the lines of a results
+/// file; lines that do not parse, cancelled probes and probes of no
+/// device are skipped.
+pub fn parse(text: &str) -> Vec<LastProbe> {
+    let mut by_dev: BTreeMap<String, LastProbe> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v["status"] != "completed" {
+            continue;
+        }
+        let Some(device) = v["device"]["name"].as_str().filter(|d| !d.is_empty()) else {
+            continue;
+        };
+        let started = v["started_unix"].as_f64().unwrap_or(0.0);
+        if by_dev.get(device).is_some_and(|p| p.started_unix > started) {
+            continue;
+        }
+        let r = &v["random"];
+        let latency_s = QUANTILES
+            .iter()
+            .filter_map(|(q, field)| r["latency"][*field].as_f64().map(|ms| (*q, ms / 1e3)))
+            .collect();
+        by_dev.insert(
+            device.to_string(),
+            LastProbe {
+                device: device.to_string(),
+                started_unix: started,
+                verdict: v["verdict"]["class"].as_str().unwrap_or("unknown").to_string(),
+                random_bs: r["bs"].as_f64(),
+                random_iops: r["iops"].as_f64(),
+                latency_s,
+                seq_bps: v["sweep"]["median_mb_per_s"].as_f64().map(|m| m * 1e6),
+            },
+        );
+    }
+    by_dev.into_values().collect()
+}
+
+/// The results file, read again when it changed.
+#[derive(Debug, Clone)]
+pub struct ResultsFile {
+    pub path: PathBuf,
+    seen: Option<(u64, std::time::SystemTime)>,
+    pub last: Vec<LastProbe>,
+    /// The last read error, said once when it appears.
+    pub error: Option<String>,
+}
+
+impl ResultsFile {
+    pub fn new(path: &Path) -> Self {
+        ResultsFile {
+            path: path.to_path_buf(),
+            seen: None,
+            last: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Read the file again if its size or mtime changed. A missing file
+    /// is no probe yet, not an error.
+    pub fn refresh(&mut self) {
+        let meta = match std::fs::metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.last.clear();
+                self.seen = None;
+                return;
+            }
+            Err(e) => return self.fail(format!("reading {}: {e}", self.path.display())),
+        };
+        let stamp = (meta.len(), meta.modified().unwrap_or(std::time::UNIX_EPOCH));
+        if self.seen == Some(stamp) {
+            return;
+        }
+        match read_tail(&self.path, READ_CAP) {
+            Ok(text) => {
+                self.last = parse(&text);
+                self.seen = Some(stamp);
+                self.error = None;
+            }
+            Err(e) => self.fail(format!("reading {}: {e}", self.path.display())),
+        }
+    }
+
+    fn fail(&mut self, e: String) {
+        if self.error.as_ref() != Some(&e) {
+            eprintln!("iolens: --probe-results: {e}");
+        }
+        self.error = Some(e);
+    }
+}
+
+/// The last `cap` bytes of a regular file, from its first whole line.
+fn read_tail(path: &Path, cap: u64) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let len = f.metadata()?.len();
+    let from = len.saturating_sub(cap);
+    f.seek(SeekFrom::Start(from))?;
+    let mut buf = Vec::new();
+    f.take(cap).read_to_end(&mut buf)?;
+    if from > 0 {
+        // Cut inside a line: start after its end.
+        let skip = buf.iter().position(|b| *b == b'\n').map_or(buf.len(), |i| i + 1);
+        buf.drain(..skip);
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+fn gauge_family(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: &[(Labels, f64)],
+) -> Result<(), std::fmt::Error> {
+    if series.is_empty() {
+        return Ok(());
+    }
+    let mut f = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, v) in series {
+        ConstGauge::new(*v).encode(f.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+/// The probe gauges.
+pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let dev = |p: &LastProbe| vec![("device", p.device.clone())];
+    let each = |f: &dyn Fn(&LastProbe) -> Option<f64>| -> Vec<(Labels, f64)> {
+        probes.iter().filter_map(|p| f(p).map(|v| (dev(p), v))).collect()
+    };
+    gauge_family(
+        enc,
+        "probe_info",
+        "The device's last completed probe (iolens probe or the dashboard): its verdict, value 1",
+        &probes
+            .iter()
+            .map(|p| (vec![("device", p.device.clone()), ("verdict", p.verdict.clone())], 1.0))
+            .collect::<Vec<_>>(),
+    )?;
+    gauge_family(
+        enc,
+        "probe_timestamp_seconds",
+        "When the device's last completed probe started, s since the Unix epoch",
+        &each(&|p| Some(p.started_unix)),
+    )?;
+    gauge_family(
+        enc,
+        "probe_random_read_iops",
+        "Last probe: random reads per second at queue depth 1",
+        &each(&|p| p.random_iops),
+    )?;
+    gauge_family(
+        enc,
+        "probe_random_read_block_bytes",
+        "Last probe: size of the random reads",
+        &each(&|p| p.random_bs),
+    )?;
+    let lat: Vec<(Labels, f64)> = probes
+        .iter()
+        .flat_map(|p| {
+            p.latency_s
+                .iter()
+                .map(|(q, s)| (vec![("device", p.device.clone()), ("percentile", (*q).to_string())], *s))
+        })
+        .collect();
+    gauge_family(
+        enc,
+        "probe_read_latency_seconds",
+        "Last probe: random read latency at these percentiles (100 = the slowest read)",
+        &lat,
+    )?;
+    gauge_family(
+        enc,
+        "probe_seq_read_bytes_per_second",
+        "Last probe: sequential read rate, median over the zones of the sweep",
+        &each(&|p| p.seq_bps),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{Status, example};
+
+    fn line(status: Status, device: &str, started: u64) -> String {
+        let mut r = example::result(status);
+        r.started_unix = started;
+        if let Some(d) = r.device.as_mut() {
+            d.name = device.to_string();
+        }
+        crate::format::json(&r).unwrap()
+    }
+
+    #[test]
+    fn the_newest_completed_result_per_device() {
+        let text = [
+            line(Status::Completed, "sda", 100),
+            "{not json".to_string(),
+            line(Status::Completed, "sdb", 150),
+            line(Status::Completed, "sda", 200),
+            // A cancelled probe does not replace a completed one.
+            line(Status::Cancelled, "sda", 300),
+        ]
+        .join("\n");
+        let p = parse(&text);
+        assert_eq!(p.len(), 2);
+        let sda = &p[0];
+        assert_eq!((sda.device.as_str(), sda.started_unix), ("sda", 200.0));
+        assert_eq!(sda.random_iops, Some(100.0));
+        assert_eq!(sda.random_bs, Some(4096.0));
+        // The example's latency summary, in seconds.
+        let ex = example::result(Status::Completed).random.unwrap().latency;
+        let q = |k: &str| sda.latency_s.iter().find(|(q, _)| *q == k).map(|(_, v)| *v);
+        assert_eq!(q("50"), ex.p50_ms.map(|v| v / 1e3));
+        assert_eq!(q("99"), ex.p99_ms.map(|v| v / 1e3));
+        assert_eq!(q("100"), ex.max_ms.map(|v| v / 1e3));
+        let ex = example::result(Status::Completed);
+        assert_eq!(sda.seq_bps, ex.sweep.and_then(|s| s.median_mb_per_s).map(|m| m * 1e6));
+        assert_eq!(p[1].device, "sdb");
+    }
+
+    #[test]
+    fn a_long_file_is_read_from_its_tail_at_a_line_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("probes.jsonl");
+        let one = line(Status::Completed, "sda", 1) + "\n";
+        let n = (READ_CAP as usize / one.len()) + 10;
+        let mut text = one.repeat(n);
+        text.push_str(&(line(Status::Completed, "sda", 2) + "\n"));
+        std::fs::write(&path, &text).unwrap();
+        let tail = read_tail(&path, READ_CAP).unwrap();
+        assert!(tail.len() as u64 <= READ_CAP);
+        assert!(tail.starts_with('{'), "{}", &tail[..40]);
+        let mut f = ResultsFile::new(&path);
+        f.refresh();
+        assert_eq!(f.last.len(), 1);
+        assert_eq!(f.last[0].started_unix, 2.0);
+        assert_eq!(f.error, None);
+        // Missing: no probes, no error.
+        let mut g = ResultsFile::new(&dir.path().join("none"));
+        g.refresh();
+        assert!(g.last.is_empty() && g.error.is_none());
+    }
+}
