@@ -581,10 +581,20 @@ impl Row {
 }
 
 /// The status-line hints of `pane`, in table order (in replay without the
-/// actions that are off there).
+/// actions that are off there, and the time keys right after quit, help and
+/// focus, so that a narrow line cuts the pane's own keys, not them).
 pub fn hints(pane: Pane, vim: bool, replay: bool) -> String {
-    let v: Vec<&str> = rows(vim, replay)
-        .filter(|r| !(replay && r.is_live_only()))
+    let rank = |r: &Row| match (r.keys.first().map(|k| k.1), r.layout) {
+        (Some(Action::Quit | Action::Help | Action::FocusNext), _) => 0,
+        (_, Layout::Replay) => 1,
+        _ => 2,
+    };
+    let mut shown: Vec<&Row> = rows(vim, replay).filter(|r| !(replay && r.is_live_only())).collect();
+    if replay {
+        shown.sort_by_key(|r| rank(r));
+    }
+    let v: Vec<&str> = shown
+        .into_iter()
         .flat_map(|r| r.hints.iter())
         .filter(|(p, _)| *p == pane)
         .map(|(_, h)| *h)
@@ -674,11 +684,11 @@ mod tests {
     fn replay_has_its_own_time_keys_and_keeps_the_others() {
         assert_eq!(
             hints(Pane::Devices, false, true),
-            "q quit  ? help  Tab focus  Enter detail  z maximise  a idle  Space fold  C cgroups  L requests  [ ] step  p play  +/- speed  b jump"
+            "q quit  ? help  Tab focus  [ ] step  p play  +/- speed  b jump  Enter detail  z maximise  a idle  Space fold  C cgroups  L requests"
         );
         assert_eq!(
             hints(Pane::Processes, false, true),
-            "q quit  ? help  Tab focus  Enter detail  s/S sort  r reverse  o active  / filter  c totals  F follow  v tree  [ ] step  p play  b jump"
+            "q quit  ? help  Tab focus  [ ] step  p play  b jump  Enter detail  s/S sort  r reverse  o active  / filter  c totals  F follow  v tree"
         );
         assert_eq!(
             lookup(K::Char('['), Pane::Processes, false, true),
