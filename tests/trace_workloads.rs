@@ -5,7 +5,8 @@
 //! and stopping), and the share and label must be right in at least 95% of
 //! the rest. For psync 4 KiB at QD1 the traced read total must match the
 //! kernel's own accounting of the same reads (the device's stat, iostat's
-//! r_await: means within 5%), and its p50 must lie between fio's clat p50
+//! r_await: means within 5%, or up to 5 µs more below it, as the
+//! kernel's clock starts a few µs earlier), and its p50 must lie between fio's clat p50
 //! × 0.85 − 20 µs and × 1.03: fio's clat also holds the system call and
 //! the wakeup of fio, which the block layer does not see (the README has
 //! the measured parts).
@@ -226,8 +227,13 @@ fn p50s(ivs: &[TraceInterval], dev: Dev, fio: &serde_json::Value) -> (Option<u64
     (total.quantile(0.5), fio_p50)
 }
 
+/// Allowed start gap of the kernel's own clock (µs): see
+/// [`total_matches_the_kernel`].
+const ALLOC_GAP_US: f64 = 5.0;
+
 /// The traced read total against the kernel's own accounting over the
-/// whole run: the mean must be within ±5% of the device's stat (ms reading
+/// whole run: the mean must be within ±5% of the device's stat (less a
+/// further 5 µs below it) (ms reading
 /// / reads; the kernel times each request from its allocation, just before
 /// `block_io_start`, to its end, just after the last `block_rq_complete`),
 /// with at least 99% of the reads traced.
@@ -252,7 +258,10 @@ fn total_matches_the_kernel(r: &Run, dev: Dev) -> Result<(), String> {
             total.n
         ));
     }
-    if (ours_us / kernel_us - 1.0).abs() > 0.05 {
+    // The kernel's clock starts at the request's allocation, a few µs
+    // before `block_io_start` (about 3 µs here on an idle machine, 6% of a
+    // 57 µs read): ours may be lower by that much more, never higher.
+    if ours_us > kernel_us * 1.05 || ours_us < kernel_us * 0.95 - ALLOC_GAP_US {
         return Err(format!(
             "read total mean {ours_us:.1} µs, kernel r_await {kernel_us:.1} µs"
         ));
