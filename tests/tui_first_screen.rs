@@ -22,6 +22,14 @@ use live::{Bg, Loop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 
+/// One test at a time: each fills the screen with its own readers (a busy
+/// reader's transfer would crowd the pv rows out of the transfers pane).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn skip(reason: &str) {
     eprintln!("skipped: {reason}");
 }
@@ -101,16 +109,19 @@ fn first_screen_shows_the_reader(w: u16, h: u16) {
 
 #[test]
 fn the_busy_reader_is_the_first_process_row_at_120x40() {
+    let _one = one_at_a_time();
     first_screen_shows_the_reader(120, 40);
 }
 
 #[test]
 fn the_busy_reader_is_the_first_process_row_at_80x24() {
+    let _one = one_at_a_time();
     first_screen_shows_the_reader(80, 24);
 }
 
 #[test]
 fn probe_results_scroll_and_close_at_80x24() {
+    let _one = one_at_a_time();
     if !have("tmux") {
         return skip("tmux not installed");
     }
@@ -184,6 +195,7 @@ fn transfer_row(t: &Tmux, name: &str, what: &str, ok: impl Fn(&str) -> bool) -> 
 
 #[test]
 fn pv_transfers_read_done_and_ended_at() {
+    let _one = one_at_a_time();
     if !have("tmux") {
         return skip("tmux not installed");
     }
