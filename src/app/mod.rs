@@ -54,6 +54,8 @@ pub enum Msg {
     /// Progress and results of the running probe (from its thread).
     Probe(ProbeMsg),
     Key(KeyEvent),
+    /// A mouse event on a screen of this size.
+    Mouse(crossterm::event::MouseEvent, ratatui::layout::Rect),
     Resize,
     /// The terminal went away (SIGHUP, read error, end of input).
     TermGone(String),
@@ -150,6 +152,10 @@ impl App {
                 None
             }
             Msg::Key(k) => self.on_key(k),
+            Msg::Mouse(m, screen) => {
+                self.on_mouse(m, screen);
+                None
+            }
             Msg::Resize => None,
             Msg::PlayTick => {
                 self.replay_tick();

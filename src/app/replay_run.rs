@@ -4,11 +4,11 @@
 
 use std::process::ExitCode;
 
-use crossterm::event::{Event, EventStream};
+use crossterm::event::EventStream;
 use futures_util::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::run::FRAME_MIN;
+use super::run::{FRAME_MIN, terminal_msg};
 use super::{App, Command, Msg, Replay, terminal};
 use crate::cli::{Cli, ReplayArgs};
 use crate::config;
@@ -89,19 +89,9 @@ async fn replay_loop(mut app: App, mouse: bool) -> anyhow::Result<ExitCode> {
             next_play = Some(tokio::time::Instant::now() + wait);
         }
         let msg = tokio::select! {
-            ev = events.next() => match ev {
-                Some(Ok(Event::Key(k))) => Msg::Key(k),
-                Some(Ok(Event::Resize(..))) => Msg::Resize,
-                Some(Ok(Event::Mouse(m))) => {
-                    if let Ok(size) = guard.term.size() {
-                        app.on_mouse(m, ratatui::layout::Rect::new(0, 0, size.width, size.height));
-                        dirty = true;
-                    }
-                    continue;
-                }
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => Msg::TermGone(format!("reading the terminal: {e}")),
-                None => Msg::TermGone("end of terminal input".into()),
+            ev = events.next() => match terminal_msg(ev, || guard.term.size()) {
+                Some(m) => m,
+                None => continue,
             },
             _ = sighup.recv() => terminating(libc::SIGHUP),
             _ = sigterm.recv() => terminating(libc::SIGTERM),

@@ -130,19 +130,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                 }
             },
             Some(m) = probe_rx.recv() => Msg::Probe(m),
-            ev = events.next() => match ev {
-                Some(Ok(Event::Key(k))) => Msg::Key(k),
-                Some(Ok(Event::Resize(..))) => Msg::Resize,
-                Some(Ok(Event::Mouse(m))) => {
-                    if let Ok(size) = guard.term.size() {
-                        app.on_mouse(m, ratatui::layout::Rect::new(0, 0, size.width, size.height));
-                        dirty = true;
-                    }
-                    continue;
-                }
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => Msg::TermGone(format!("reading the terminal: {e}")),
-                None => Msg::TermGone("end of terminal input".into()),
+            ev = events.next() => match terminal_msg(ev, || guard.term.size()) {
+                Some(m) => m,
+                None => continue,
             },
             // Re-raised by main once the terminal is restored (SIGQUIT is
             // not: its default action dumps core).
@@ -247,4 +237,23 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     }
     drop(guard);
     exit
+}
+
+/// The message of a terminal event, or `None` for events the dashboard
+/// ignores (and a mouse event when the screen size cannot be read).
+pub(super) fn terminal_msg(
+    ev: Option<std::io::Result<Event>>,
+    size: impl FnOnce() -> std::io::Result<ratatui::layout::Size>,
+) -> Option<Msg> {
+    Some(match ev {
+        Some(Ok(Event::Key(k))) => Msg::Key(k),
+        Some(Ok(Event::Resize(..))) => Msg::Resize,
+        Some(Ok(Event::Mouse(m))) => {
+            let s = size().ok()?;
+            Msg::Mouse(m, ratatui::layout::Rect::new(0, 0, s.width, s.height))
+        }
+        Some(Ok(_)) => return None,
+        Some(Err(e)) => Msg::TermGone(format!("reading the terminal: {e}")),
+        None => Msg::TermGone("end of terminal input".into()),
+    })
 }
