@@ -157,7 +157,7 @@ fn main() {
         ..ViewState::default()
     };
     shot("screenshot-detail", &m, &detail, 120, 40);
-    let dd = m.procs.iter().find(|p| p.raw.comm == "dd").map(|p| p.raw.key);
+    let dd = m.procs.iter().find(|p| &*p.raw.comm == "dd").map(|p| p.raw.key);
     if let Some(k) = dd {
         // Its open files as the fixture's last sample has them.
         let fds = m

@@ -351,7 +351,7 @@ fn counter_going_backwards_is_no_rate() {
 /// not depend on the machine.
 fn pin_users(model: &mut Model) {
     for p in &mut model.procs {
-        p.raw.user = Some("root".to_string());
+        p.raw.user = Some("root".into());
     }
 }
 

@@ -129,8 +129,8 @@ fn full_sample_of_the_captured_vm() {
     assert_eq!(s.procs.procs.len(), 1);
     let p = &s.procs.procs[0];
     assert_eq!((p.key.pid, p.key.start_time), (24641, 105_815));
-    assert_eq!((p.comm.as_str(), p.state, p.ppid), ("bash", 'S', 24594));
-    assert_eq!(p.cmdline, "bash tests/fixtures/capture.sh tests/fixtures/vm-6.18");
+    assert_eq!((&*p.comm, p.state, p.ppid), ("bash", 'S', 24594));
+    assert_eq!(&*p.cmdline, "bash tests/fixtures/capture.sh tests/fixtures/vm-6.18");
     assert_eq!(p.ioprio, None, "no ioprio_get on a captured tree");
     let pio = p.io.as_ref().unwrap();
     assert_eq!((pio.rchar, pio.wchar, pio.syscr, pio.syscw), (79077, 4871, 117, 6));

@@ -29,7 +29,7 @@ fn per_command_series_add_up_and_the_busiest_gets_its_own() {
         .max_by(|a, b| (a.1.read_bps + a.1.write_bps).total_cmp(&(b.1.read_bps + b.1.write_bps)))
         .map(|(p, _)| p.raw.comm.clone())
         .unwrap();
-    assert_eq!(e.exported_comms(), vec![busiest.as_str()], "{om}");
+    assert_eq!(e.exported_comms(), vec![&*busiest], "{om}");
     let want: f64 = m.procs.iter().filter_map(|p| p.rates).map(|r| r.read_bps * dt).sum();
     let own: f64 = m
         .procs

@@ -27,8 +27,8 @@ fn process_gone_between_listing_and_reading_is_exited() {
     let mut pr = ProcReader::new();
     // Listed (and readable) while it runs ...
     let p = pr.read_one(&mut r, pid).unwrap();
-    assert_eq!(p.comm, "sleep");
-    assert_eq!(p.cmdline, "sleep 30");
+    assert_eq!(&*p.comm, "sleep");
+    assert_eq!(&*p.cmdline, "sleep 30");
     assert!(p.io.is_ok(), "{:?}", p.io);
     // ... then it ends and is reaped before the next read.
     child.kill().unwrap();
@@ -219,12 +219,12 @@ fn exec_after_first_sight_refreshes_the_cached_command_line() {
     let mut r = Reader::new(dir.path());
     let mut pr = ProcReader::new();
     let p = pr.read_one(&mut r, 300).unwrap();
-    assert_eq!(p.cmdline, "bash -c tar cf /b.tar /srv");
+    assert_eq!(&*p.cmdline, "bash -c tar cf /b.tar /srv");
     std::fs::write(pdir.join("stat"), stat("tar")).unwrap();
     std::fs::write(pdir.join("cmdline"), b"tar\0cf\0/b.tar\0/srv\0").unwrap();
     let p = pr.read_one(&mut r, 300).unwrap();
-    assert_eq!((p.key.start_time, p.comm.as_str()), (4242, "tar"));
-    assert_eq!(p.cmdline, "tar cf /b.tar /srv");
+    assert_eq!((p.key.start_time, &*p.comm), (4242, "tar"));
+    assert_eq!(&*p.cmdline, "tar cf /b.tar /srv");
     assert!(
         matches!(p.io, Err(IoUnavailable::Unreadable(_))),
         "no io file in this tree"
@@ -258,4 +258,78 @@ fn kept_stat_file_of_an_ended_process_reads_as_esrch() {
     child.wait().unwrap();
     let err = r.reread(&fd).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::ESRCH), "{err}");
+}
+
+/// Read every process `n` times and return what was read of `pid` each
+/// time, with the age of its stat.
+fn samples_of(pr: &mut ProcReader, r: &mut Reader, pid: i32, n: usize) -> Vec<(char, i32, u64)> {
+    (0..n)
+        .filter_map(|_| {
+            let snap = pr.read_all(r).expect("listing /proc");
+            let p = snap.procs.into_iter().find(|p| p.key.pid == pid)?;
+            Some((p.state, p.ppid, pr.stat_age(p.key)?))
+        })
+        .collect()
+}
+
+#[test]
+fn an_idle_process_stat_is_reused_for_at_most_the_recheck_period() {
+    use iolens::collect::process::STAT_RECHECK_SAMPLES;
+    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    let n = 2 * STAT_RECHECK_SAMPLES as usize + 1;
+    let seen = samples_of(&mut pr, &mut r, pid, n);
+    assert_eq!(seen.len(), n, "{seen:?}");
+    let me = std::process::id() as i32;
+    assert!(seen.iter().all(|(s, ppid, _)| *s == 'S' && *ppid == me), "{seen:?}");
+    let ages: Vec<u64> = seen.iter().map(|s| s.2).collect();
+    // Reused while idle (its counters do not move) ...
+    assert!(ages.iter().any(|a| *a > 0), "{ages:?}");
+    // ... but never older than the recheck period.
+    assert!(ages.iter().all(|a| *a < STAT_RECHECK_SAMPLES), "{ages:?}");
+
+    // Stopped by a signal (the process's counters do not move): seen as
+    // stopped within the recheck period, then read every sample.
+    let kill = |sig: &str| Command::new("kill").args([sig, &pid.to_string()]).status().unwrap();
+    assert!(kill("-STOP").success());
+    std::thread::sleep(Duration::from_millis(100));
+    let seen = samples_of(&mut pr, &mut r, pid, n);
+    let first_t = seen.iter().position(|s| s.0 == 'T').expect("never seen stopped");
+    assert!(first_t < STAT_RECHECK_SAMPLES as usize, "{seen:?}");
+    assert!(seen[first_t..].iter().all(|s| s.0 == 'T' && s.2 == 0), "{seen:?}");
+    kill("-CONT");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_reparented_idle_process_shows_its_new_parent_at_once() {
+    // sh starts a sleep in the background, prints its pid and waits; killing
+    // sh re-parents the sleep (to init or a subreaper) without waking it.
+    let mut sh = Command::new("sh")
+        .args(["-c", "sleep 30 & echo $!; wait"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(sh.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pid: i32 = line.trim().parse().unwrap();
+    let sh_pid = sh.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    let before = samples_of(&mut pr, &mut r, pid, 3);
+    assert!(before.iter().all(|s| s.1 == sh_pid), "{before:?}");
+    sh.kill().unwrap();
+    sh.wait().unwrap();
+    let after = samples_of(&mut pr, &mut r, pid, 1);
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+    assert_eq!(after.len(), 1, "the sleep vanished");
+    assert_ne!(after[0].1, sh_pid, "still shown under its dead parent: {after:?}");
 }

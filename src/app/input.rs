@@ -302,7 +302,7 @@ impl App {
             .procs
             .iter()
             .find(|p| p.raw.key == k)
-            .map_or(String::new(), |p| p.raw.comm.clone());
+            .map_or(String::new(), |p| p.raw.comm.to_string());
         self.detail_back = Some(k);
         self.view.popup = Popup::Confirm(Confirm { action, key: k, comm });
         None

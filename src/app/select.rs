@@ -236,7 +236,7 @@ impl App {
             Pane::Devices | Pane::Results | Pane::Cgroups | Pane::Requests => return None,
         };
         let p = self.model.procs.iter().find(|p| p.raw.key == k)?;
-        Some((k, p.raw.comm.clone()))
+        Some((k, p.raw.comm.to_string()))
     }
 
     /// The disk of the selected device (itself, or a partition's parent).

@@ -243,6 +243,8 @@ impl Collector {
         let (cpu, psi, mem) = system::read_system(&mut self.reader, &mut errors);
         self.activity.set(Step::Processes);
         let delayacct = delayacct::read_state(&mut self.reader);
+        self.procs.stat_every_sample = delayacct != Some(false);
+        self.procs.always.clone_from(&self.fds.watch.pids);
         let mut procs = match self.scope {
             ProcScope::All => self.procs.read_all(&mut self.reader).unwrap_or_else(|e| {
                 errors.push(e.to_string());

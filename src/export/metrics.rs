@@ -211,7 +211,7 @@ impl Exported {
             // Kernel workers by role, not by their changing comm.
             let comm = match &p.worker {
                 Some(w) => format!("[{}]", w.label()),
-                None => p.raw.comm.clone(),
+                None => p.raw.comm.to_string(),
             };
             let a = amounts(r, dt);
             let e = step.entry(comm).or_default();

@@ -323,7 +323,7 @@ pub fn command(p: &ProcRow) -> String {
     }
     let argv0 = cmd.split(' ').next().unwrap_or("");
     let base = argv0.rsplit('/').next().unwrap_or(argv0);
-    if base.starts_with(comm.as_str()) || comm.starts_with(base) && !base.is_empty() {
+    if base.starts_with(&**comm) || comm.starts_with(base) && !base.is_empty() {
         format::escape(cmd)
     } else {
         format!("({}) {}", format::escape(comm), format::escape(cmd))

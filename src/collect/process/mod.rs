@@ -1,0 +1,336 @@
+//! Per-process collection: `/proc/<pid>/stat`, `/proc/<pid>/io`, cmdline,
+//! owner and I/O priority.
+//!
+//! The stat and io parsers are written here instead of using the procfs
+//! crate's `Process` API because this is the hot path (thousands of processes
+//! every second): these read into one reused buffer and allocate nothing but
+//! the comm string, while procfs opens by path and allocates per field.
+//! Things that rarely change (cmdline, owner) are read once per process and
+//! cached by its key.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::threads::ThreadIo;
+use super::{parse_i64, parse_u64};
+
+mod reader;
+pub use reader::{KEEP_FILES_MAX, ProcReader, STAT_RECHECK_SAMPLES};
+
+/// A process is identified by (pid, start time): a reused pid is a new process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ProcKey {
+    pub pid: i32,
+    /// Start time in clock ticks after boot (`/proc/<pid>/stat` field 22).
+    pub start_time: u64,
+}
+
+/// The fields of `/proc/<pid>/stat` that iolens uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidStat {
+    pub pid: i32,
+    pub comm: String,
+    pub state: char,
+    pub ppid: i32,
+    pub utime: u64,
+    pub stime: u64,
+    pub nice: i64,
+    pub num_threads: u64,
+    pub start_time: u64,
+    /// Aggregated block I/O delay in clock ticks (field 42); `None` when the
+    /// kernel does not report it.
+    pub blkio_ticks: Option<u64>,
+}
+
+/// Parse `/proc/<pid>/stat`. The comm is everything between the first '('
+/// and the last ')', so a comm containing spaces, ')' or newlines is parsed
+/// right; the fields after it are numbers.
+pub fn parse_stat(buf: &[u8]) -> Option<PidStat> {
+    let open = buf.iter().position(|&c| c == b'(')?;
+    let close = buf.iter().rposition(|&c| c == b')')?;
+    if close < open {
+        return None;
+    }
+    let pid = i32::try_from(parse_i64(buf[..open].trim_ascii())?).ok()?;
+    let comm = String::from_utf8_lossy(&buf[open + 1..close]).into_owned();
+    let mut rest = buf[close + 1..].split(|c| *c == b' ').filter(|f| !f.is_empty());
+    let state = *rest.next()?.first()? as char;
+    // Fields after the state, numbered from 0 = field 4 (ppid). Only the
+    // ones used are parsed (this runs for every process every sample); the
+    // others are only counted.
+    const USED: [usize; 7] = [0, 10, 11, 15, 16, 18, 38];
+    let mut f = [0i64; 39];
+    let mut n = 0;
+    for field in rest.take(f.len()) {
+        if USED.contains(&n) {
+            let field = field.trim_ascii();
+            // Unsigned values above i64::MAX saturate.
+            f[n] = parse_i64(field).or_else(|| parse_u64(field).map(|_| i64::MAX))?;
+        }
+        n += 1;
+    }
+    if n < 19 {
+        return None;
+    }
+    let u = |i: usize| u64::try_from(f[i]).unwrap_or(0);
+    Some(PidStat {
+        pid,
+        comm,
+        state,
+        ppid: i32::try_from(f[0]).unwrap_or(0),
+        utime: u(10),
+        stime: u(11),
+        nice: f[15],
+        num_threads: u(16),
+        start_time: u(18),
+        blkio_ticks: (n > 38).then(|| u(38)),
+    })
+}
+
+/// `/proc/<pid>/io`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProcIo {
+    /// Bytes read through read-like syscalls (including from page cache).
+    pub rchar: u64,
+    pub wchar: u64,
+    pub syscr: u64,
+    pub syscw: u64,
+    /// Bytes this process caused to be fetched from storage.
+    pub read_bytes: u64,
+    /// Bytes this process caused to be sent to storage (at dirtying time).
+    pub write_bytes: u64,
+    pub cancelled_write_bytes: u64,
+}
+
+/// Parse `/proc/<pid>/io`; `None` when a field is missing or malformed.
+pub fn parse_io(buf: &[u8]) -> Option<ProcIo> {
+    let mut io = ProcIo::default();
+    let mut seen = 0u8;
+    for line in buf.split(|&c| c == b'\n') {
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
+            continue;
+        };
+        let v = parse_u64(line[colon + 1..].trim_ascii());
+        let (slot, bit) = match &line[..colon] {
+            b"rchar" => (&mut io.rchar, 1),
+            b"wchar" => (&mut io.wchar, 2),
+            b"syscr" => (&mut io.syscr, 4),
+            b"syscw" => (&mut io.syscw, 8),
+            b"read_bytes" => (&mut io.read_bytes, 16),
+            b"write_bytes" => (&mut io.write_bytes, 32),
+            b"cancelled_write_bytes" => (&mut io.cancelled_write_bytes, 64),
+            _ => continue,
+        };
+        *slot = v?;
+        seen |= bit;
+    }
+    (seen == 127).then_some(io)
+}
+
+/// Why a process's I/O counters are not available.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoUnavailable {
+    /// Another user's process and we lack CAP_SYS_PTRACE: run as root to see it.
+    PermissionDenied,
+    /// The process ended between listing and reading.
+    Exited,
+    /// Malformed file, or a kernel without task I/O accounting.
+    Unreadable(String),
+}
+
+pub use crate::sys::ioprio::{IoClass, IoPrio, get as ioprio_get};
+
+/// One process as read in one sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawProc {
+    pub key: ProcKey,
+    pub ppid: i32,
+    /// The kernel's comm (unescaped; escape before display). Shared with
+    /// the reader's cache: copying a process costs no allocation.
+    pub comm: Arc<str>,
+    /// Command line with NULs turned into spaces (empty for kernel threads).
+    pub cmdline: Arc<str>,
+    pub state: char,
+    pub nice: i64,
+    pub uid: Option<u32>,
+    pub user: Option<Arc<str>>,
+    pub ioprio: Option<IoPrio>,
+    /// CPU ticks (user + system).
+    pub cpu_ticks: u64,
+    /// Block I/O delay of the main thread (`stat` field 42), clock ticks.
+    pub blkio_ticks: Option<u64>,
+    pub num_threads: u64,
+    /// (tid, block I/O delay in ticks) of every thread, read only for
+    /// multi-threaded processes that matter while delay accounting is on
+    /// (see `delayacct`).
+    pub thread_blkio: Option<Vec<(i32, u64)>>,
+    pub io: Result<ProcIo, IoUnavailable>,
+    /// Each live thread's own counters, read when the process's counters
+    /// moved since the previous sample or it is seen for the first time;
+    /// `None` otherwise (then no thread did I/O) or when unreadable.
+    pub threads: Option<Vec<ThreadIo>>,
+}
+
+impl RawProc {
+    /// A readable process with zero counters, for tests and examples: the
+    /// caller sets the fields that matter to it.
+    pub fn example(pid: i32, start_time: u64, comm: &str) -> Self {
+        RawProc {
+            key: ProcKey { pid, start_time },
+            ppid: 1,
+            comm: comm.into(),
+            cmdline: "".into(),
+            state: 'S',
+            nice: 0,
+            uid: Some(0),
+            user: Some("root".into()),
+            ioprio: None,
+            cpu_ticks: 0,
+            blkio_ticks: None,
+            num_threads: 1,
+            thread_blkio: None,
+            io: Ok(ProcIo::default()),
+            threads: None,
+        }
+    }
+}
+
+/// All processes of one sample, with counts of those that could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProcSnapshot {
+    pub procs: Vec<RawProc>,
+    /// Listed in /proc but their stat could not be read (hidepid, or not allowed).
+    pub hidden: u32,
+    /// Listed, then gone before their stat was read.
+    pub exited: u32,
+}
+
+impl ProcSnapshot {
+    /// Processes whose I/O counters we were not allowed to read.
+    pub fn denied(&self) -> usize {
+        self.procs
+            .iter()
+            .filter(|p| matches!(p.io, Err(IoUnavailable::PermissionDenied)))
+            .count()
+    }
+}
+
+/// A hasher for pid-keyed maps, looked up several times per process per
+/// sample: one multiply per word instead of SipHash. Pids are small
+/// integers chosen by the kernel, so hash flooding is not a concern here.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.write_u32(v as u32);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by pid or [`ProcKey`], hashed with [`PidHasher`].
+pub type PidMap<K, V> = HashMap<K, V, BuildHasherDefault<PidHasher>>;
+/// A set of pids or [`ProcKey`]s, hashed with [`PidHasher`].
+pub type PidSet<K> = std::collections::HashSet<K, BuildHasherDefault<PidHasher>>;
+
+/// Command lines are read up to this many bytes: an unprivileged process
+/// can have one of several MB, which would otherwise be read, kept and
+/// copied every sample. A longer one ends in [`CMDLINE_CUT`].
+pub const CMDLINE_CAP: usize = 4096;
+
+/// The mark at the end of a command line cut at [`CMDLINE_CAP`].
+pub const CMDLINE_CUT: &str = " …[cut at 4 KiB]";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!("{FIX}/{name}")).unwrap()
+    }
+
+    #[test]
+    fn stat_of_a_normal_process() {
+        let s = parse_stat(&fixture("proc-pid/stat-dd")).unwrap();
+        assert_eq!(s.pid, 4242);
+        assert_eq!(s.comm, "dd");
+        assert_eq!(s.state, 'D');
+        assert_eq!(s.ppid, 4100);
+        assert_eq!((s.utime, s.stime), (12, 345));
+        assert_eq!(s.nice, 0);
+        assert_eq!(s.num_threads, 1);
+        assert_eq!(s.start_time, 987_654);
+        assert_eq!(s.blkio_ticks, Some(77));
+    }
+
+    #[test]
+    fn stat_with_spaces_parens_and_newline_in_comm() {
+        let s = parse_stat(&fixture("proc-pid/stat-evil-comm")).unwrap();
+        assert_eq!(s.comm, "a) (b\nc) d");
+        assert_eq!(s.state, 'S');
+        assert_eq!(s.start_time, 5555);
+        assert_eq!(s.nice, -5);
+    }
+
+    #[test]
+    fn stat_truncated_is_none() {
+        assert_eq!(parse_stat(b"12 (x) S 1 2 3"), None);
+        assert_eq!(parse_stat(b"12 x S 1"), None);
+        assert_eq!(parse_stat(b""), None);
+    }
+
+    #[test]
+    fn io_file() {
+        let io = parse_io(&fixture("proc-pid/io-dd")).unwrap();
+        assert_eq!(
+            io,
+            ProcIo {
+                rchar: 1_073_741_824,
+                wchar: 1_073_741_824,
+                syscr: 16_384,
+                syscw: 16_384,
+                read_bytes: 1_069_547_520,
+                write_bytes: 0,
+                cancelled_write_bytes: 0,
+            }
+        );
+        assert_eq!(parse_io(b"rchar: 1\nwchar: 2\n"), None);
+        assert_eq!(
+            parse_io(
+                b"rchar: x\nwchar: 2\nsyscr: 1\nsyscw: 1\nread_bytes: 1\nwrite_bytes: 1\ncancelled_write_bytes: 0\n"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn ioprio_labels() {
+        assert_eq!(IoPrio::from_raw(3 << 13).label(0), "idle");
+        assert_eq!(IoPrio::from_raw((2 << 13) | 7).label(0), "be/7");
+        assert_eq!(IoPrio::from_raw((1 << 13) | 2).label(0), "rt/2");
+        assert_eq!(IoPrio::from_raw(0).label(0), "be/4");
+        assert_eq!(IoPrio::from_raw(0).label(19), "be/7");
+        assert_eq!(IoPrio::from_raw(0).label(-20), "be/0");
+    }
+}

@@ -1,0 +1,519 @@
+//! Reading every process each sample, with what does not change cached
+//! and the per-sample files kept open.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use super::{
+    CMDLINE_CAP, CMDLINE_CUT, IoPrio, IoUnavailable, PidMap, PidStat, ProcIo, ProcKey, ProcSnapshot, RawProc,
+    ioprio_get, parse_io, parse_stat,
+};
+use crate::collect::Reader;
+use crate::collect::threads::{ThreadIo, read_threads};
+
+#[derive(Debug)]
+struct Static {
+    /// The comm when cmdline and uid were read: an exec changes the comm
+    /// (but not the pid or start time), and then they are read again.
+    comm: Arc<str>,
+    cmdline: Arc<str>,
+    uid: Option<u32>,
+    seen: u64,
+    /// The process's counters at the previous read: the threads are read
+    /// again only when they moved.
+    last_io: Option<ProcIo>,
+    /// What its stat (and I/O priority) said when last read.
+    stat: Option<StatRead>,
+}
+
+/// The per-sample fields of `/proc/<pid>/stat` and the I/O priority, as
+/// last read: reused for an idle process (see [`ProcReader`]).
+#[derive(Debug, Clone, Copy)]
+struct StatRead {
+    state: char,
+    ppid: i32,
+    cpu_ticks: u64,
+    nice: i64,
+    num_threads: u64,
+    blkio_ticks: Option<u64>,
+    ioprio: Option<IoPrio>,
+    /// The sample (generation) it was read in.
+    at: u64,
+}
+
+/// An idle process's stat and I/O priority are read again at least this
+/// often (in samples; spread over the pids).
+pub const STAT_RECHECK_SAMPLES: u64 = 5;
+
+/// `/proc/<pid>/stat` and `io` kept open between samples (live system only).
+#[derive(Debug)]
+struct PidFiles {
+    stat: OwnedFd,
+    io: Option<OwnedFd>,
+    seen: u64,
+    /// The process the kept files belong to (they never follow a reused pid).
+    key: Option<ProcKey>,
+}
+
+/// At most this many processes keep their stat and io files open (and
+/// fewer when RLIMIT_NOFILE's hard limit is lower: see `keep_budget`). Each
+/// kept file costs a descriptor and about 4 KiB of kernel memory (its
+/// seq_file buffer, kept while the file is open), so 10,000 processes hold
+/// 20,000 descriptors and ~80 MiB of kernel memory; processes beyond the
+/// budget have their files opened, read and closed every sample, which
+/// costs about twice the CPU per process.
+pub const KEEP_FILES_MAX: usize = 32_768;
+
+/// Reads processes, caching per-process facts that do not change.
+///
+/// On the live system each process's `stat` and `io` files are kept open
+/// and re-read with `pread` from offset 0 every sample (the kernel
+/// regenerates them), which saves an open and a close per file per sample:
+/// about half the kernel time of a sample. A kept file of a process that
+/// has ended reads as ESRCH, even when its pid has been reused, so the pid
+/// is then opened afresh. Not done under a captured tree (`--root`), where files can be
+/// replaced under a kept descriptor.
+///
+/// A kept process whose I/O counters did not move since its last read, that
+/// was sleeping (`S` or `I`) then, and whose parent is still listed, is not
+/// asked for its stat (two thirds of the kernel's cost per process): its
+/// state, CPU ticks, nice, thread count and I/O priority are those of its
+/// last read, which is at most [`STAT_RECHECK_SAMPLES`] samples old. A
+/// process that reads or writes anything, runs, is in any other state, was
+/// re-parented, or is watched, has them read every sample; so do all
+/// processes while delay accounting is on (its block I/O delay can grow
+/// without the counters moving).
+#[derive(Debug, Default)]
+pub struct ProcReader {
+    cache: PidMap<ProcKey, Static>,
+    users: PidMap<u32, Arc<str>>,
+    users_loaded: bool,
+    generation: u64,
+    pids: Vec<i32>,
+    files: PidMap<i32, PidFiles>,
+    /// How many processes may keep files open (from RLIMIT_NOFILE).
+    keep_budget: Option<usize>,
+    /// Read every process's stat every sample (delay accounting on).
+    pub stat_every_sample: bool,
+    /// Processes whose stat is read every sample (watched ones).
+    pub always: Vec<i32>,
+}
+
+/// How many processes may keep two files open: raises the soft
+/// RLIMIT_NOFILE to the hard one (as Go programs do by default; at most
+/// what [`KEEP_FILES_MAX`] needs), and leaves 512 descriptors for
+/// everything else.
+fn keep_budget() -> usize {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let (cur, max) = (lim.current.unwrap_or(u64::MAX), lim.maximum);
+    let want = max.unwrap_or(u64::MAX).min(2 * KEEP_FILES_MAX as u64 + 1024);
+    let cur = if cur < want
+        && setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(want),
+                maximum: max,
+            },
+        )
+        .is_ok()
+    {
+        want
+    } else {
+        cur
+    };
+    let fds = usize::try_from(cur).unwrap_or(usize::MAX).saturating_sub(512);
+    (fds / 2).min(KEEP_FILES_MAX)
+}
+
+fn classify(e: &io::Error) -> IoUnavailable {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::ESRCH) => IoUnavailable::Exited,
+        Some(libc::EACCES) | Some(libc::EPERM) => IoUnavailable::PermissionDenied,
+        _ => IoUnavailable::Unreadable(e.to_string()),
+    }
+}
+
+impl ProcReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn user_name(&mut self, uid: u32) -> Option<Arc<str>> {
+        if !self.users.contains_key(&uid) && !self.users_loaded {
+            self.users_loaded = true;
+            if let Ok(users) = sysinfo::Users::new_with_refreshed_list() {
+                for u in users.iter() {
+                    self.users.insert(**u.id(), u.name().into());
+                }
+            }
+        }
+        self.users.get(&uid).cloned()
+    }
+
+    /// Samples since the stat of a process was last read (0: this sample);
+    /// `None` for a process not read.
+    pub fn stat_age(&self, key: ProcKey) -> Option<u64> {
+        let st = self.cache.get(&key)?.stat?;
+        Some(self.generation.saturating_sub(st.at))
+    }
+
+    /// Forget the user table so the next unknown uid reloads it.
+    pub fn reload_users(&mut self) {
+        self.users_loaded = false;
+    }
+
+    /// List the numeric entries of /proc.
+    fn list_pids(&mut self, r: &Reader) -> io::Result<()> {
+        self.pids.clear();
+        for e in std::fs::read_dir(r.path("/proc"))? {
+            let Ok(e) = e else { continue };
+            if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
+                self.pids.push(pid);
+            }
+        }
+        self.pids.sort_unstable();
+        Ok(())
+    }
+
+    /// Read every process visible under the root.
+    pub fn read_all(&mut self, r: &mut Reader) -> Result<ProcSnapshot, crate::collect::ReadError> {
+        self.list_pids(r).map_err(|error| crate::collect::ReadError {
+            path: r.path("/proc"),
+            error,
+        })?;
+        self.generation += 1;
+        let mut snap = ProcSnapshot {
+            procs: Vec::with_capacity(self.pids.len()),
+            ..Default::default()
+        };
+        // By index: `read_one` looks parents up in `self.pids`.
+        for i in 0..self.pids.len() {
+            match self.read_one(r, self.pids[i]) {
+                Ok(p) => snap.procs.push(p),
+                Err(IoUnavailable::Exited) => snap.exited += 1,
+                Err(_) => snap.hidden += 1,
+            }
+        }
+        let generation = self.generation;
+        self.cache.retain(|_, s| s.seen == generation);
+        self.files.retain(|_, f| f.seen == generation);
+        Ok(snap)
+    }
+
+    /// Read one process. `Err` when its stat could not be read.
+    pub fn read_one(&mut self, r: &mut Reader, pid: i32) -> Result<RawProc, IoUnavailable> {
+        let live = r.is_live();
+        let generation = self.generation;
+        let kept = if live { self.kept_io(r, pid) } else { None };
+        if let Some((key, Ok(io))) = &kept
+            && let Some(p) = self.idle(*key, io)
+        {
+            return Ok(p);
+        }
+        let stat = match self.read_stat(r, pid, live) {
+            Ok(()) => {
+                parse_stat(r.last()).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/stat: malformed")))?
+            }
+            Err(e) => return Err(classify(&e)),
+        };
+        let key = ProcKey {
+            pid,
+            start_time: stat.start_time,
+        };
+        if let Some(f) = self.files.get_mut(&pid) {
+            f.key = Some(key);
+        }
+        let io = match kept.filter(|(k, _)| *k == key) {
+            Some((_, io)) => io,
+            None => self.read_io_parsed(r, pid),
+        };
+        let (comm, cmdline, uid, user) = self.statics(r, key, &stat, generation);
+        let ioprio = if live { ioprio_get(pid) } else { None };
+        let threads = self.threads_if_moved(r, key, &io);
+        if let Some(s) = self.cache.get_mut(&key) {
+            s.stat = Some(StatRead {
+                state: stat.state,
+                ppid: stat.ppid,
+                cpu_ticks: stat.utime + stat.stime,
+                nice: stat.nice,
+                num_threads: stat.num_threads,
+                blkio_ticks: stat.blkio_ticks,
+                ioprio,
+                at: generation,
+            });
+        }
+        Ok(RawProc {
+            key,
+            ppid: stat.ppid,
+            comm,
+            cmdline,
+            state: stat.state,
+            nice: stat.nice,
+            uid,
+            user,
+            ioprio,
+            cpu_ticks: stat.utime + stat.stime,
+            blkio_ticks: stat.blkio_ticks,
+            num_threads: stat.num_threads,
+            thread_blkio: None,
+            io,
+            threads,
+        })
+    }
+
+    /// `/proc/<pid>/io`, read and parsed.
+    fn read_io_parsed(&mut self, r: &mut Reader, pid: i32) -> Result<ProcIo, IoUnavailable> {
+        match self.read_io(r, pid) {
+            Ok(()) => parse_io(r.last()).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
+            // No io file while the process is still there: a kernel without
+            // task I/O accounting, not an exit.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && r.read_pid_file(pid, "stat").is_ok() => Err(
+                IoUnavailable::Unreadable(format!("/proc/{pid}/io: missing (kernel without task I/O accounting)")),
+            ),
+            Err(e) => Err(classify(&e)),
+        }
+    }
+
+    /// The comm, command line, uid and user name of a process, read when
+    /// it is new or exec'd (its comm changed) and cached.
+    fn statics(
+        &mut self,
+        r: &mut Reader,
+        key: ProcKey,
+        stat: &PidStat,
+        generation: u64,
+    ) -> (Arc<str>, Arc<str>, Option<u32>, Option<Arc<str>>) {
+        let pid = key.pid;
+        // Kernel threads (kthreadd and its children) have an empty cmdline.
+        let kthread = pid == 2 || stat.ppid == 2;
+        let (comm, cmdline, uid) = match self.cache.get_mut(&key) {
+            // Still valid unless the process exec'd (new comm) or was first
+            // seen mid-exec (empty cmdline of a user process).
+            Some(s) if *s.comm == *stat.comm && (kthread || !s.cmdline.is_empty()) => {
+                s.seen = generation;
+                (s.comm.clone(), s.cmdline.clone(), s.uid)
+            }
+            _ => {
+                let dir = format!("/proc/{pid}");
+                let cmdline = r
+                    .read_capped(format!("{dir}/cmdline"), CMDLINE_CAP + 1)
+                    .map(cmdline_text)
+                    .unwrap_or_default();
+                let uid = {
+                    use std::os::unix::fs::MetadataExt;
+                    std::fs::metadata(r.path(&dir)).ok().map(|m| m.uid())
+                };
+                let s = Static {
+                    comm: stat.comm.as_str().into(),
+                    cmdline: cmdline.into(),
+                    uid,
+                    seen: generation,
+                    last_io: None,
+                    stat: None,
+                };
+                let out = (s.comm.clone(), s.cmdline.clone(), s.uid);
+                self.cache.insert(key, s);
+                out
+            }
+        };
+        (comm, cmdline, uid, uid.and_then(|u| self.user_name(u)))
+    }
+
+    /// The threads' own counters when the process's counters moved since
+    /// its last read (or it is new); records the counters.
+    fn threads_if_moved(
+        &mut self,
+        r: &mut Reader,
+        key: ProcKey,
+        io: &Result<ProcIo, IoUnavailable>,
+    ) -> Option<Vec<ThreadIo>> {
+        match (io, self.cache.get_mut(&key)) {
+            (Ok(now), Some(s)) if s.last_io != Some(*now) => {
+                s.last_io = Some(*now);
+                read_threads(r, key.pid)
+            }
+            _ => None,
+        }
+    }
+
+    /// The io file of a process whose files are kept, read through its
+    /// descriptor: `None` when it has none, or has ended (its files are
+    /// then dropped, and its pid is read afresh).
+    fn kept_io(&mut self, r: &mut Reader, pid: i32) -> Option<(ProcKey, Result<ProcIo, IoUnavailable>)> {
+        let f = self.files.get(&pid)?;
+        let (key, fd) = (f.key?, f.io.as_ref()?);
+        match r.reread(fd) {
+            Ok(b) if !b.is_empty() => Some((
+                key,
+                parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
+            )),
+            _ => {
+                self.files.remove(&pid);
+                None
+            }
+        }
+    }
+
+    /// The process from what was last read of it, when it is idle: its
+    /// counters `io` are those of its last read, and its stat need not be
+    /// read again (see [`ProcReader`]).
+    fn idle(&mut self, key: ProcKey, io: &ProcIo) -> Option<RawProc> {
+        let generation = self.generation;
+        let pid = key.pid;
+        let s = self.cache.get(&key)?;
+        let st = s.stat?;
+        let due = generation.saturating_sub(st.at) >= STAT_RECHECK_SAMPLES
+            || (u64::from(pid.unsigned_abs()) + generation).is_multiple_of(STAT_RECHECK_SAMPLES);
+        let parent_listed = st.ppid == 0 || self.pids.binary_search(&st.ppid).is_ok();
+        if self.stat_every_sample
+            || due
+            || s.last_io != Some(*io)
+            || !matches!(st.state, 'S' | 'I')
+            || !parent_listed
+            || self.always.contains(&pid)
+        {
+            return None;
+        }
+        let (comm, cmdline, uid) = (s.comm.clone(), s.cmdline.clone(), s.uid);
+        if let Some(f) = self.files.get_mut(&pid) {
+            f.seen = generation;
+        }
+        if let Some(s) = self.cache.get_mut(&key) {
+            s.seen = generation;
+        }
+        Some(RawProc {
+            key,
+            ppid: st.ppid,
+            comm,
+            cmdline,
+            state: st.state,
+            nice: st.nice,
+            uid,
+            user: uid.and_then(|u| self.user_name(u)),
+            ioprio: st.ioprio,
+            cpu_ticks: st.cpu_ticks,
+            blkio_ticks: st.blkio_ticks,
+            num_threads: st.num_threads,
+            thread_blkio: None,
+            io: Ok(*io),
+            threads: None,
+        })
+    }
+}
+
+impl ProcReader {
+    /// Read `/proc/<pid>/stat` into the reader's buffer, through a kept
+    /// descriptor when there is one; on the live system, keep a newly
+    /// opened one (within the budget).
+    fn read_stat(&mut self, r: &mut Reader, pid: i32, live: bool) -> io::Result<()> {
+        if let Some(f) = self.files.get_mut(&pid) {
+            match r.reread(&f.stat) {
+                Ok(b) if !b.is_empty() => {
+                    f.seen = self.generation;
+                    return Ok(());
+                }
+                // Ended (ESRCH), maybe with its pid reused: open afresh.
+                _ => {
+                    self.files.remove(&pid);
+                }
+            }
+        }
+        let fd = r.open_pid_file(pid, "stat")?;
+        r.reread(&fd)?;
+        if live && self.files.len() < *self.keep_budget.get_or_insert_with(keep_budget) {
+            self.files.insert(
+                pid,
+                PidFiles {
+                    stat: fd,
+                    io: None,
+                    seen: self.generation,
+                    key: None,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Read `/proc/<pid>/io` into the reader's buffer, keeping its
+    /// descriptor beside the stat one when that is kept.
+    fn read_io(&mut self, r: &mut Reader, pid: i32) -> io::Result<()> {
+        let kept = self.files.get_mut(&pid);
+        if let Some(fd) = kept.as_ref().and_then(|f| f.io.as_ref()) {
+            return r.reread(fd).map(drop);
+        }
+        let fd = r.open_pid_file(pid, "io")?;
+        r.reread(&fd)?;
+        if let Some(f) = kept {
+            f.io = Some(fd);
+        }
+        Ok(())
+    }
+}
+
+/// `/proc/<pid>/cmdline`: NUL-separated arguments, joined with spaces; cut
+/// at [`CMDLINE_CAP`] bytes with a mark (read with one byte more, to know).
+fn cmdline_text(b: &[u8]) -> String {
+    let cut = b.len() > CMDLINE_CAP;
+    let b = if cut {
+        &b[..CMDLINE_CAP]
+    } else {
+        b.strip_suffix(b"\0").unwrap_or(b)
+    };
+    let mut s = String::from_utf8_lossy(b).replace('\0', " ");
+    if cut {
+        s.push_str(CMDLINE_CUT);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+    #[test]
+    fn long_command_lines_are_cut_with_a_mark() {
+        assert_eq!(cmdline_text(b"dd\0if=x\0"), "dd if=x");
+        let long = vec![b'a'; CMDLINE_CAP + 1];
+        let t = cmdline_text(&long);
+        assert!(t.ends_with(CMDLINE_CUT));
+        assert_eq!(t.len(), CMDLINE_CAP + CMDLINE_CUT.len());
+        // Cut inside a multi-byte character: replaced, never a panic.
+        let mut multi = vec![b'a'; CMDLINE_CAP - 1];
+        multi.extend_from_slice("é".as_bytes());
+        assert!(cmdline_text(&multi).ends_with(CMDLINE_CUT));
+    }
+
+    #[test]
+    fn reads_processes_of_a_fixture_tree() {
+        let mut r = Reader::new(format!("{FIX}/root-6.8"));
+        let mut pr = ProcReader::new();
+        let snap = pr.read_all(&mut r).unwrap();
+        let pids: Vec<i32> = snap.procs.iter().map(|p| p.key.pid).collect();
+        assert_eq!(pids, [1, 4242]);
+        let dd = &snap.procs[1];
+        assert_eq!(&*dd.cmdline, "dd if=/dev/sda of=/dev/null bs=1M");
+        assert_eq!(dd.io.as_ref().unwrap().read_bytes, 1_069_547_520);
+        // pid 1 has a stat but no io file: not exited, unreadable.
+        assert!(
+            matches!(&snap.procs[0].io, Err(IoUnavailable::Unreadable(m)) if m.contains("/proc/1/io: missing")),
+            "{:?}",
+            snap.procs[0].io
+        );
+        // pid 77 has no stat: listed then gone.
+        assert_eq!(snap.exited, 1);
+    }
+
+    #[test]
+    fn reads_own_process_live() {
+        let mut r = Reader::new("/");
+        let mut pr = ProcReader::new();
+        let me = pr.read_one(&mut r, std::process::id() as i32).unwrap();
+        assert!(me.io.is_ok(), "{:?}", me.io);
+        assert!(me.ioprio.is_some());
+        assert!(me.uid.is_some());
+    }
+}
