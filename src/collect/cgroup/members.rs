@@ -11,7 +11,7 @@
 //! - its I/O counters moved since they were last read (the rates it adds
 //!   to its cgroup are then placed with a fresh read), or
 //! - every [`RECHECK_SAMPLES`] samples (spread over the pids, so each sample
-//!   re-reads about a tenth of the processes).
+//!   re-reads about a thirtieth of the processes).
 //!
 //! So an idle process that is moved shows in its new cgroup within
 //! [`RECHECK_SAMPLES`] samples, and one doing I/O at once.
@@ -24,7 +24,7 @@ use crate::collect::Reader;
 use crate::collect::process::{ProcIo, ProcKey, ProcSnapshot};
 
 /// An idle process's cgroup is read again at least this often (in samples).
-pub const RECHECK_SAMPLES: u64 = 10;
+pub const RECHECK_SAMPLES: u64 = 30;
 
 /// A process's (v2 path, `name=systemd` path).
 pub type OtherPaths = (Option<Arc<str>>, Option<Arc<str>>);
