@@ -41,6 +41,10 @@ pub struct Cli {
     #[arg(long, env = "IOLENS_UNITS", value_enum, default_value_t = Units::Human)]
     pub units: Units,
 
+    /// Batch text (also of record and replay): every `iostat -x` device column (merges, discard, flush) and the process io% column; the default set fits 120 columns
+    #[arg(long, short = 'x', env = "IOLENS_WIDE", global = true)]
+    pub wide: bool,
+
     /// Print CSV (implies --batch): one header line, then one row per device or per process and interval, plain units
     #[arg(long, env = "IOLENS_CSV", value_enum, value_name = "TABLE", num_args = 0..=1, default_missing_value = "devices")]
     pub csv: Option<CsvTable>,

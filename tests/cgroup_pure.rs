@@ -298,11 +298,18 @@ fn v1_throttle_counters_and_fallback() {
     assert!(text.contains("limit rbps 20.0 MB/s"), "{text}");
     // --units raw: the cgroup rates and limits in plain bytes/s too;
     // --top 0: no cgroup section, as no process section.
-    let raw = iolens::batch::text_report_in(&t.model, 10, iolens::cli::Units::Raw);
+    let raw = iolens::batch::text_report_in(
+        &t.model,
+        10,
+        iolens::batch::TextStyle {
+            units: iolens::cli::Units::Raw,
+            wide: false,
+        },
+    );
     assert!(raw.contains("limit rbps 20000000"), "{raw}");
     let section = &raw[raw.find("\ncgroups (").unwrap()..];
     assert!(!section.contains("B/s"), "{section}");
-    let none = iolens::batch::text_report_in(&t.model, 0, iolens::cli::Units::Human);
+    let none = iolens::batch::text_report_in(&t.model, 0, Default::default());
     assert!(!none.contains("cgroups (") && !none.contains("/iolens-a"), "{none}");
     let json = iolens::batch::json_report(&t.model, 10);
     let rows = json["cgroups"].as_array().unwrap();

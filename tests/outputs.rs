@@ -12,6 +12,7 @@ mod common;
 
 use std::process::Command;
 
+use iolens::batch::TextStyle;
 use iolens::model::progress::{Label, Transfer, example_job, sort_jobs};
 use iolens::probe::Status;
 
@@ -44,6 +45,21 @@ fn batch_text_report() {
         pin_time_line(&m, iolens::batch::text_report(&m, 10))
     );
     insta::assert_snapshot!("batch_text_top1", pin_time_line(&m, iolens::batch::text_report(&m, 1)));
+    // --wide: the full iostat -x device columns and the process io%.
+    let wide = TextStyle {
+        wide: true,
+        ..Default::default()
+    };
+    insta::assert_snapshot!(
+        "batch_text_wide",
+        pin_time_line(&m, iolens::batch::text_report_in(&m, 10, wide))
+    );
+    // Why io% is n/a is said where the column is shown.
+    let mut off = m.clone();
+    off.delayacct = Some(false);
+    let note = "io% n/a: delay accounting is off";
+    assert!(iolens::batch::text_report_in(&off, 10, wide).contains(note));
+    assert!(!iolens::batch::text_report(&off, 10).contains(note));
 }
 
 /// For scripts: `--units raw` (plain bytes and bytes/s, one word per
@@ -53,8 +69,16 @@ fn batch_raw_units_top0_and_csv() {
     use iolens::batch::{csv, text_report_in};
     use iolens::cli::{CsvTable, Units};
     let m = common::model();
-    insta::assert_snapshot!("batch_text_raw", pin_time_line(&m, text_report_in(&m, 10, Units::Raw)));
-    let none = text_report_in(&m, 0, Units::Human);
+    let raw = |wide| TextStyle {
+        units: Units::Raw,
+        wide,
+    };
+    insta::assert_snapshot!("batch_text_raw", pin_time_line(&m, text_report_in(&m, 10, raw(false))));
+    insta::assert_snapshot!(
+        "batch_text_raw_wide",
+        pin_time_line(&m, text_report_in(&m, 10, raw(true)))
+    );
+    let none = text_report_in(&m, 0, TextStyle::default());
     assert!(!none.contains("command") && !none.contains("attribution"), "{none}");
     assert_eq!(
         none.lines().next(),
@@ -75,6 +99,134 @@ fn batch_raw_units_top0_and_csv() {
             assert!(!l.contains("MB/s") && !l.contains("kB/s"), "{l}");
         }
     }
+}
+
+/// The lines of a text report that are prose (an explanation, not a table
+/// row or a header line): not bound in width.
+const PROSE: [&str; 6] = ["alignment:", "attribution:", "warning:", "note:", "(", "io% n/a:"];
+
+/// The default text report fits a normal terminal: the device table at most
+/// 120 columns before the mount point, every other line at most 132 before
+/// its free-text last column (a process's devices and command, a cgroup's
+/// path), prose lines apart. And nothing overflows its column: every row
+/// has the header's fields where the header has them, so `awk '{print
+/// $N}'` reads one column in every row. Returns how many device and
+/// process rows were checked.
+fn check_default_width(text: &str) -> (usize, usize) {
+    #[derive(PartialEq)]
+    enum In {
+        Other,
+        Devices { pat: usize, mount: usize, fields: usize },
+        Procs { devices: usize },
+        Cgroups,
+    }
+    let mut at = In::Other;
+    let (mut devs, mut procs) = (0, 0);
+    for l in text.lines() {
+        let chars: Vec<char> = l.chars().collect();
+        let col = |s: &str| l[..l.rfind(s).unwrap()].chars().count();
+        if l.starts_with("Device ") && l.ends_with(" mount") {
+            let (pat, mount) = (col(" pat ") + 1, col(" mount") + 1);
+            assert!(
+                mount - 1 <= 120,
+                "device table {} columns before the mount: {l}",
+                mount - 1
+            );
+            let fields = l[..l.rfind(" pat ").unwrap()].split_whitespace().count();
+            at = In::Devices { pat, mount, fields };
+            continue;
+        }
+        if l.trim_start().starts_with("PID ") && l.ends_with(" command") {
+            assert!(col(" command") <= 132, "process table: {l}");
+            at = In::Procs {
+                devices: col(" devices") + 1,
+            };
+            continue;
+        }
+        if l.starts_with("cgroup ") && l.ends_with(" path") {
+            assert!(col(" path") <= 132, "cgroup table: {l}");
+            at = In::Cgroups;
+            continue;
+        }
+        if l.is_empty() || PROSE.iter().any(|p| l.starts_with(p)) {
+            if l.is_empty() || l.starts_with("attribution:") {
+                at = In::Other;
+            }
+            continue;
+        }
+        match at {
+            In::Devices { pat, mount, fields } if !l.starts_with("disks rd ") => {
+                if l.contains(" n/a (") {
+                    continue; // first sample, re-baselined
+                }
+                devs += 1;
+                assert!(chars.len() >= mount, "{l}");
+                assert!(
+                    chars[pat - 1] == ' ' && chars[mount - 1] == ' ',
+                    "a column overflowed: {l}"
+                );
+                let before_pat: String = chars[..pat].iter().collect();
+                assert_eq!(before_pat.split_whitespace().count(), fields, "{l}");
+            }
+            In::Procs { devices } => {
+                procs += 1;
+                assert!(
+                    chars.len() > devices && chars[devices - 1] == ' ',
+                    "a column overflowed: {l}"
+                );
+            }
+            In::Cgroups => {}
+            _ => {
+                at = In::Other;
+                assert!(chars.len() <= 132, "{} columns: {l}", chars.len());
+            }
+        }
+    }
+    (devs, procs)
+}
+
+/// On this machine's real devices and processes (two samples 0.3 s
+/// apart, through the functions the binary uses), on the fixture model and
+/// on the binary over a captured tree, in both units.
+#[test]
+fn batch_text_default_fits_a_terminal() {
+    use iolens::cli::Units;
+    let mut collector = iolens::collect::Collector::new("/");
+    let mut live = iolens::model::Model::new(iolens::collect::sample::HostInfo::read(), iolens::batch::clk_tck());
+    live.update(collector.sample());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    live.update(collector.sample());
+    let fixture = common::model();
+    for units in [Units::Human, Units::Raw] {
+        let style = TextStyle { units, wide: false };
+        let text = iolens::batch::text_report_in(&live, 10, style);
+        let (devs, procs) = check_default_width(&text);
+        // This machine has a disk, and iolens reading /proc is a process doing I/O.
+        assert!(
+            devs >= 2 && procs >= 1,
+            "{devs} device rows, {procs} process rows:\n{text}"
+        );
+        let text = iolens::batch::text_report_in(&fixture, 10, style);
+        assert_eq!(check_default_width(&text), (7, 3), "{text}");
+        // The wide set is the full one, and wider than the terminal.
+        let wide = iolens::batch::text_report_in(&fixture, 10, TextStyle { units, wide: true });
+        let head = wide.lines().find(|l| l.starts_with("Device ")).unwrap();
+        assert!(
+            head.contains(" drqm/s ") && head.contains(" f_await ") && head.len() > 200,
+            "{head}"
+        );
+    }
+    let out = iolens(&[
+        "--root",
+        common::FIXTURE,
+        "--batch",
+        "--count",
+        "1",
+        "--interval",
+        "0.05",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(check_default_width(&text).0 > 0, "{text}");
 }
 
 #[test]

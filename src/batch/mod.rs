@@ -5,10 +5,10 @@
 
 mod bench;
 pub mod csv;
+pub mod devices;
 mod trace;
 mod units;
 
-use units::dev_bytes;
 pub use units::{bytes_in, rate_in};
 
 pub use bench::bench_sample;
@@ -25,9 +25,8 @@ use crate::collect::Collector;
 use crate::collect::cgroup::CgroupReader;
 use crate::collect::sample::HostInfo;
 use crate::format;
-use crate::model::disk::DiskRates;
 use crate::model::trace::view::ProcDevJson;
-use crate::model::{AlignVerdict, Model, ProcRow, pattern};
+use crate::model::{AlignVerdict, Model, ProcRow};
 use crate::tracer::Tracing;
 
 /// Default seconds between samples.
@@ -71,8 +70,8 @@ pub struct Reports {
     pub json: bool,
     /// CSV rows of this table instead of the text report.
     pub csv: Option<crate::cli::CsvTable>,
-    /// Units of the text report.
-    pub units: Units,
+    /// Units and columns of the text report.
+    pub text: TextStyle,
     /// Print the reports (a recorder without `--batch`/`--json` does not).
     pub print: bool,
 }
@@ -84,7 +83,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         top: cli.top,
         json: cli.json,
         csv: cli.csv,
-        units: cli.units,
+        text: TextStyle {
+            units: cli.units,
+            wide: cli.wide,
+        },
         print: true,
     };
     run_reports(cli, &reports, trace_disabled(cli), None)
@@ -180,7 +182,7 @@ pub fn run_reports(
             } else if let Some(table) = reports.csv {
                 csv::rows(&model, table, reports.top, start_ns)
             } else {
-                text_report_in(&model, reports.top, reports.units)
+                text_report_in(&model, reports.top, reports.text)
             }
         } else {
             let now = crate::collect::monotonic_ns();
@@ -271,44 +273,6 @@ pub fn top_procs(model: &Model, top: usize) -> Vec<&ProcRow> {
     v
 }
 
-fn opt2(v: Option<f64>) -> String {
-    v.map_or_else(|| format::NA.to_string(), |v| format!("{v:.2}"))
-}
-
-fn device_line(out: &mut String, name: &str, r: &DiskRates, mount: &str, units: Units) {
-    let dir = |d: &crate::model::disk::DirRates| {
-        format!(
-            "{:>9.2} {} {:>7.2} {:>6} {:>8} {:>8}",
-            d.ios_per_s,
-            dev_bytes(d.bytes_per_s, units),
-            d.merges_per_s,
-            opt2(d.merge_pct),
-            opt2(d.await_ms),
-            opt2(d.req_bytes.map(|b| b / 1024.0)),
-        )
-    };
-    let bw = if units == Units::Raw { 11 } else { 8 };
-    let na_dir = format!(
-        "{:>9} {:>bw$} {:>7} {:>6} {:>8} {:>8}",
-        "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"
-    );
-    let _ = writeln!(
-        out,
-        "{:<12} {} {} {} {:>7} {:>8} {:>6.2} {:>6.1} {:<9} {}",
-        name,
-        dir(&r.read),
-        dir(&r.write),
-        r.discard.as_ref().map_or(na_dir, dir),
-        r.flush
-            .map_or_else(|| format::NA.to_string(), |f| format!("{:.2}", f.ios_per_s)),
-        opt2(r.flush.and_then(|f| f.await_ms)),
-        r.aqu_sz,
-        r.util_pct,
-        pattern::text(r.pattern, r.seq_share, r.pattern_basis),
-        mount,
-    );
-}
-
 /// A line for each partition whose start is off the physical sector or the
 /// device's optimal I/O size (aligned ones are in the JSON).
 fn alignment_lines(out: &mut String, model: &Model) {
@@ -328,22 +292,33 @@ fn alignment_lines(out: &mut String, model: &Model) {
     }
 }
 
-/// The plain-text report of one interval, in human units.
+/// How the text report is laid out: its units, and the full `iostat -x`
+/// device columns (`--wide`) or the default set that fits a normal terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TextStyle {
+    pub units: Units,
+    pub wide: bool,
+}
+
+/// The plain-text report of one interval, in human units, default columns.
 pub fn text_report(model: &Model, top: usize) -> String {
-    text_report_in(model, top, Units::Human)
+    text_report_in(model, top, TextStyle::default())
 }
 
 /// The plain-text report of one interval; `top` 0 leaves out the process
 /// and cgroup sections.
-pub fn text_report_in(model: &Model, top: usize, units: Units) -> String {
+pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
+    let units = style.units;
     // The sample's wall-clock time on a line of its own, as `iostat -t`.
     let mut out = format::wall_time(model.wall_ns, true) + "\n";
+    // Then the host and CPU on one line, pressure, tracing and memory on
+    // the next (each fits 132 columns).
     let _ = write!(
         out,
         "{} {}  interval {}",
         format::escape(&model.host.hostname),
         format::escape(&model.host.kernel),
-        opt2(model.interval_s)
+        devices::opt2(model.interval_s)
     );
     if let Some(c) = model.cpu {
         let _ = write!(
@@ -356,15 +331,16 @@ pub fn text_report_in(model: &Model, top: usize, units: Units) -> String {
             c.idle
         );
     }
+    out.push('\n');
     match model.psi.and_then(|p| p.some) {
         Some(s) => {
             let full = model
                 .psi
                 .and_then(|p| p.full)
                 .map_or(format::NA.to_string(), |f| format!("{:.2}", f.avg10));
-            let _ = write!(out, "  psi io some {:.2} full {}", s.avg10, full);
+            let _ = write!(out, "psi io some {:.2} full {}", s.avg10, full);
         }
-        None => out.push_str("  psi off"),
+        None => out.push_str("psi off"),
     }
     match &model.trace.reason {
         None if model.trace.active => out.push_str("  trace on"),
@@ -382,38 +358,8 @@ pub fn text_report_in(model: &Model, top: usize, units: Units) -> String {
         );
     }
     out.push('\n');
-    let (bw, [rb, wb, db]) = match units {
-        Units::Human => (8, ["rMB/s", "wMB/s", "dMB/s"]),
-        Units::Raw => (11, ["rB/s", "wB/s", "dB/s"]),
-    };
-    let _ = writeln!(
-        out,
-        "{:<12} {:>9} {:>bw$} {:>7} {:>6} {:>8} {:>8} {:>9} {:>bw$} {:>7} {:>6} {:>8} {:>8} {:>9} {:>bw$} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>6} {:>6} {:<9} mount",
-        "Device",
-        "r/s",
-        rb,
-        "rrqm/s",
-        "%rrqm",
-        "r_await",
-        "rareq-sz",
-        "w/s",
-        wb,
-        "wrqm/s",
-        "%wrqm",
-        "w_await",
-        "wareq-sz",
-        "d/s",
-        db,
-        "drqm/s",
-        "%drqm",
-        "d_await",
-        "dareq-sz",
-        "f/s",
-        "f_await",
-        "aqu-sz",
-        "%util",
-        "pat",
-    );
+    let cols = devices::columns(style.wide);
+    devices::header(&mut out, cols, units);
     for d in model.devices.iter().filter(|d| !d.has_no_media()) {
         let name = format::escape(&d.name);
         let mount = d
@@ -422,25 +368,26 @@ pub fn text_report_in(model: &Model, top: usize, units: Units) -> String {
             .and_then(|i| i.mounts.first())
             .map_or(String::new(), |m| format::escape(&m.mount_point));
         match &d.rates {
-            Some(r) => device_line(&mut out, &name, r, &mount, units),
+            Some(r) => devices::line(&mut out, cols, &name, r, &mount, units),
             None => {
+                let w = devices::NAME_W;
                 let _ = match d.rebaseline {
-                    None => writeln!(out, "{name:<12} n/a (first sample)"),
-                    Some(r) => writeln!(out, "{name:<12} n/a (re-baselined: {})", r.text()),
+                    None => writeln!(out, "{name:<w$} n/a (first sample)"),
+                    Some(r) => writeln!(out, "{name:<w$} n/a (re-baselined: {})", r.text()),
                 };
             }
         }
     }
     if let Some(t) = &model.total {
-        device_line(&mut out, "total", t, "", units);
+        devices::line(&mut out, cols, "total", t, "", units);
     }
     alignment_lines(&mut out, model);
-    totals_lines(&mut out, model, units);
+    totals_lines(&mut out, model, style);
     if model.trace.active {
         trace::traced_report(&mut out, model);
     }
     if top > 0 {
-        process_lines(&mut out, model, top, units);
+        process_lines(&mut out, model, top, style);
     }
     if let Some(cg) = &model.cgroups {
         crate::batch_cgroups::text(&mut out, cg, top, units);
@@ -459,8 +406,47 @@ pub fn text_report_in(model: &Model, top: usize, units: Units) -> String {
     out
 }
 
+/// The process table's columns before the command: width, and whether
+/// left-aligned (text). `io%` is at [`IO_PCT`].
+const PROC_COLS: [(usize, bool); 13] = [
+    (8, false),  // PID
+    (10, true),  // user
+    (7, false),  // prio
+    (11, false), // disk rd/s
+    (11, false), // disk wr/s
+    (11, false), // cancel/s
+    (11, false), // read/s
+    (11, false), // write/s
+    (8, false),  // sysc/s
+    (9, false),  // B/sysc
+    (6, false),  // cache
+    (6, false),  // io%
+    (12, true),  // devices
+];
+
+/// `io%`, the column the dashboard gives up first: only with `--wide`,
+/// so that the default table fits 132 columns before the command.
+const IO_PCT: usize = 11;
+
+/// One line of the process table: the cells of [`PROC_COLS`], then the
+/// command (free text, last).
+fn proc_line<S: std::fmt::Display>(out: &mut String, cells: [S; 13], command: &str, wide: bool) {
+    for (i, (c, (w, left))) in cells.iter().zip(PROC_COLS).enumerate() {
+        if i == IO_PCT && !wide {
+            continue;
+        }
+        let _ = if left {
+            write!(out, "{c:<w$} ")
+        } else {
+            write!(out, "{c:>w$} ")
+        };
+    }
+    let _ = writeln!(out, "{command}");
+}
+
 /// The busiest processes, and what the rows can attribute.
-fn process_lines(out: &mut String, model: &Model, top: usize, units: Units) {
+fn process_lines(out: &mut String, model: &Model, top: usize, style: TextStyle) {
+    let units = style.units;
     let raw = units == Units::Raw;
     // Raw: one word per column heading, for awk.
     let heads = if raw {
@@ -469,73 +455,83 @@ fn process_lines(out: &mut String, model: &Model, top: usize, units: Units) {
         ["disk rd/s", "disk wr/s", "cancel/s", "read/s", "write/s"]
     };
     let sysc = |v: f64| if raw { format!("{v:.0}") } else { format::num(v) };
-    let _ = writeln!(
+    out.push('\n');
+    proc_line(
         out,
-        "\n{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} command",
-        "PID",
-        "user",
-        "prio",
-        heads[0],
-        heads[1],
-        heads[2],
-        heads[3],
-        heads[4],
-        "sysc/s",
-        "B/sysc",
-        if raw { "cache%" } else { "cache" },
-        "io%",
-        "devices"
+        [
+            "PID",
+            "user",
+            "prio",
+            heads[0],
+            heads[1],
+            heads[2],
+            heads[3],
+            heads[4],
+            "sysc/s",
+            "B/sysc",
+            if raw { "cache%" } else { "cache" },
+            "io%",
+            "devices",
+        ],
+        "command",
+        style.wide,
     );
     for p in top_procs(model, top) {
         let Some(r) = p.rates else { continue };
-        let _ = writeln!(
+        proc_line(
             out,
-            "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",
-            p.raw.key.pid,
-            format::escape(p.raw.user.as_deref().unwrap_or("?")),
-            p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
-            rate_in(r.read_bps, units),
-            rate_in(r.write_bps, units),
-            rate_in(r.cancelled_write_bps, units),
-            rate_in(r.rchar_bps, units),
-            rate_in(r.wchar_bps, units),
-            sysc(r.syscr_per_s + r.syscw_per_s),
-            avg_syscall(r.avg_read, r.avg_write, units),
-            r.cache_share.map_or(format::NA.to_string(), |c| {
-                // Raw: a plain number of percent, like io%.
-                format!("{:.0}{}", c * 100.0, if raw { "" } else { "%" })
-            }),
-            r.io_wait_pct.map_or(format::NA.to_string(), |w| format!("{w:.0}")),
-            crate::ui::processes::devices_text(p),
-            crate::ui::processes::command(p),
+            [
+                p.raw.key.pid.to_string(),
+                format::escape(p.raw.user.as_deref().unwrap_or("?")),
+                p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
+                rate_in(r.read_bps, units),
+                rate_in(r.write_bps, units),
+                rate_in(r.cancelled_write_bps, units),
+                rate_in(r.rchar_bps, units),
+                rate_in(r.wchar_bps, units),
+                sysc(r.syscr_per_s + r.syscw_per_s),
+                avg_syscall(r.avg_read, r.avg_write, units),
+                r.cache_share.map_or(format::NA.to_string(), |c| {
+                    // Raw: a plain number of percent, like io%.
+                    format!("{:.0}{}", c * 100.0, if raw { "" } else { "%" })
+                }),
+                r.io_wait_pct.map_or(format::NA.to_string(), |w| format!("{w:.0}")),
+                crate::ui::processes::devices_text(p),
+            ],
+            &crate::ui::processes::command(p),
+            style.wide,
         );
         if let Some(c) = p.children_rates.filter(|c| c.is_active()) {
-            let _ = writeln!(
+            let none = String::new;
+            proc_line(
                 out,
-                "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",
-                "",
-                "",
-                "",
-                rate_in(c.read_bps, units),
-                rate_in(c.write_bps, units),
-                rate_in(c.cancelled_write_bps, units),
-                rate_in(c.rchar_bps, units),
-                rate_in(c.wchar_bps, units),
-                sysc(c.syscr_per_s + c.syscw_per_s),
-                "",
-                "",
-                "",
-                "",
+                [
+                    none(),
+                    none(),
+                    none(),
+                    rate_in(c.read_bps, units),
+                    rate_in(c.write_bps, units),
+                    rate_in(c.cancelled_write_bps, units),
+                    rate_in(c.rchar_bps, units),
+                    rate_in(c.wchar_bps, units),
+                    sysc(c.syscr_per_s + c.syscw_per_s),
+                    none(),
+                    none(),
+                    none(),
+                    none(),
+                ],
                 CHILDREN_LABEL,
+                style.wide,
             );
         }
     }
     let _ = writeln!(out, "{}", attribution_note(model));
 }
 
-/// The header total (disks against process rows) and, when IO% cannot be
-/// known, why.
-fn totals_lines(out: &mut String, model: &Model, units: Units) {
+/// The header total (disks against process rows; then written against
+/// dirtied) and, when the io% column is shown but cannot be known, why.
+fn totals_lines(out: &mut String, model: &Model, style: TextStyle) {
+    let units = style.units;
     let t = &model.totals;
     let rate = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), |v| rate_in(v, units));
     let _ = write!(
@@ -549,14 +545,14 @@ fn totals_lines(out: &mut String, model: &Model, units: Units) {
     );
     let _ = writeln!(
         out,
-        "  last {:.0}s: processes dirtied {} (cancelled {}), disks wrote {}",
+        "\nlast {:.0}s: processes dirtied {} (cancelled {}), disks wrote {}",
         t.write_window_s,
         bytes_in(t.dirtied_bytes, units),
         bytes_in(t.cancelled_bytes, units),
         t.written_bytes
             .map_or_else(|| format::NA.to_string(), |b| bytes_in(b, units)),
     );
-    if model.delayacct == Some(false) {
+    if style.wide && model.delayacct == Some(false) {
         out.push_str("io% n/a: delay accounting is off (sysctl kernel.task_delayacct=1 turns it on)\n");
     }
 }

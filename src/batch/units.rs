@@ -19,12 +19,3 @@ pub fn bytes_in(v: f64, units: Units) -> String {
         Units::Raw => format!("{v:.0}"),
     }
 }
-
-/// The throughput column of the device lines: MB/s with two decimals, or
-/// plain bytes/s (`--units raw`).
-pub(super) fn dev_bytes(v: f64, units: Units) -> String {
-    match units {
-        Units::Human => format!("{:>8.2}", v / 1e6),
-        Units::Raw => format!("{v:>11.0}"),
-    }
-}

@@ -48,7 +48,10 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
         top: args.top,
         json: args.json,
         csv: None,
-        units: crate::cli::Units::Human,
+        text: crate::batch::TextStyle {
+            units: crate::cli::Units::Human,
+            wide: cli.wide,
+        },
         print: args.json || args.batch,
     };
     // Tracing only when asked: its intervals are recorded next to the

@@ -94,7 +94,11 @@ pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             let text = if args.json || cli.json {
                 crate::format::escape_json_controls(crate::batch::json_report(&model, args.top).to_string()) + "\n"
             } else {
-                crate::batch::text_report(&model, args.top)
+                let style = crate::batch::TextStyle {
+                    wide: cli.wide,
+                    ..Default::default()
+                };
+                crate::batch::text_report_in(&model, args.top, style)
             };
             let mut out = stdout.lock();
             if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {

@@ -26,8 +26,10 @@ pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
 /// -x`: the rates (r/s, w/s, MB/s), the queue (aqu-sz), %util and the
 /// latencies; then the mount point (or a loop device's backing file: for
 /// dm and loop devices often the only way to tell rows apart), the access
-/// pattern, the traced p99, the history.
-const KEEP_ORDER: [DevCol; 18] = [
+/// pattern, the traced p99, the history. The batch text's default device
+/// columns are this order's data columns before the merges (a test in
+/// `batch::devices` keeps the two together).
+pub(crate) const KEEP_ORDER: [DevCol; 18] = [
     DevCol::Name,
     DevCol::Util,
     DevCol::ReadIops,
