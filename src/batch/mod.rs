@@ -1,11 +1,13 @@
-//! Batch output: plain-text tables (the `iostat -x` columns plus the access
-//! pattern, then the top processes by disk I/O) or, with `--json`, one JSON
-//! object per interval. Used with `--batch`, `--json`, or when stdout is not
+//! Batch output: plain-text tables (iostat's device columns, all of
+//! `iostat -x` with `--wide`, plus the access pattern: [`devices`]; then
+//! the top processes by disk I/O) or, with `--json`, one JSON object per
+//! interval. Used with `--batch`, `--json`, or when stdout is not
 //! a terminal.
 
 mod bench;
 pub mod csv;
 pub mod devices;
+mod processes;
 mod trace;
 mod units;
 
@@ -387,7 +389,7 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
         trace::traced_report(&mut out, model);
     }
     if top > 0 {
-        process_lines(&mut out, model, top, style);
+        processes::lines(&mut out, model, top, style);
     }
     if let Some(cg) = &model.cgroups {
         crate::batch_cgroups::text(&mut out, cg, top, units);
@@ -404,128 +406,6 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
     }
     out.push('\n');
     out
-}
-
-/// The process table's columns before the command: width, and whether
-/// left-aligned (text). `io%` is at [`IO_PCT`].
-const PROC_COLS: [(usize, bool); 13] = [
-    (8, false),  // PID
-    (10, true),  // user
-    (7, false),  // prio
-    (11, false), // disk rd/s
-    (11, false), // disk wr/s
-    (11, false), // cancel/s
-    (11, false), // read/s
-    (11, false), // write/s
-    (8, false),  // sysc/s
-    (9, false),  // B/sysc
-    (6, false),  // cache
-    (6, false),  // io%
-    (12, true),  // devices
-];
-
-/// `io%`, the column the dashboard gives up first: only with `--wide`,
-/// so that the default table fits 132 columns before the command.
-const IO_PCT: usize = 11;
-
-/// One line of the process table: the cells of [`PROC_COLS`], then the
-/// command (free text, last).
-fn proc_line<S: std::fmt::Display>(out: &mut String, cells: [S; 13], command: &str, wide: bool) {
-    for (i, (c, (w, left))) in cells.iter().zip(PROC_COLS).enumerate() {
-        if i == IO_PCT && !wide {
-            continue;
-        }
-        let _ = if left {
-            write!(out, "{c:<w$} ")
-        } else {
-            write!(out, "{c:>w$} ")
-        };
-    }
-    let _ = writeln!(out, "{command}");
-}
-
-/// The busiest processes, and what the rows can attribute.
-fn process_lines(out: &mut String, model: &Model, top: usize, style: TextStyle) {
-    let units = style.units;
-    let raw = units == Units::Raw;
-    // Raw: one word per column heading, for awk.
-    let heads = if raw {
-        ["disk_rd_B/s", "disk_wr_B/s", "cancel_B/s", "read_B/s", "write_B/s"]
-    } else {
-        ["disk rd/s", "disk wr/s", "cancel/s", "read/s", "write/s"]
-    };
-    let sysc = |v: f64| if raw { format!("{v:.0}") } else { format::num(v) };
-    out.push('\n');
-    proc_line(
-        out,
-        [
-            "PID",
-            "user",
-            "prio",
-            heads[0],
-            heads[1],
-            heads[2],
-            heads[3],
-            heads[4],
-            "sysc/s",
-            "B/sysc",
-            if raw { "cache%" } else { "cache" },
-            "io%",
-            "devices",
-        ],
-        "command",
-        style.wide,
-    );
-    for p in top_procs(model, top) {
-        let Some(r) = p.rates else { continue };
-        proc_line(
-            out,
-            [
-                p.raw.key.pid.to_string(),
-                format::escape(p.raw.user.as_deref().unwrap_or("?")),
-                p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
-                rate_in(r.read_bps, units),
-                rate_in(r.write_bps, units),
-                rate_in(r.cancelled_write_bps, units),
-                rate_in(r.rchar_bps, units),
-                rate_in(r.wchar_bps, units),
-                sysc(r.syscr_per_s + r.syscw_per_s),
-                avg_syscall(r.avg_read, r.avg_write, units),
-                r.cache_share.map_or(format::NA.to_string(), |c| {
-                    // Raw: a plain number of percent, like io%.
-                    format!("{:.0}{}", c * 100.0, if raw { "" } else { "%" })
-                }),
-                r.io_wait_pct.map_or(format::NA.to_string(), |w| format!("{w:.0}")),
-                crate::ui::processes::devices_text(p),
-            ],
-            &crate::ui::processes::command(p),
-            style.wide,
-        );
-        if let Some(c) = p.children_rates.filter(|c| c.is_active()) {
-            let none = String::new;
-            proc_line(
-                out,
-                [
-                    none(),
-                    none(),
-                    none(),
-                    rate_in(c.read_bps, units),
-                    rate_in(c.write_bps, units),
-                    rate_in(c.cancelled_write_bps, units),
-                    rate_in(c.rchar_bps, units),
-                    rate_in(c.wchar_bps, units),
-                    sysc(c.syscr_per_s + c.syscw_per_s),
-                    none(),
-                    none(),
-                    none(),
-                    none(),
-                ],
-                CHILDREN_LABEL,
-                style.wide,
-            );
-        }
-    }
-    let _ = writeln!(out, "{}", attribution_note(model));
 }
 
 /// The header total (disks against process rows; then written against
@@ -578,14 +458,6 @@ pub fn attribution_note(model: &Model) -> String {
              \"{CHILDREN_LABEL}\" when it reaches the parent; not attributed: other users' processes, \
              orphans reaped by PID 1, children reaped with SIGCHLD ignored"
         )
-    }
-}
-
-fn avg_syscall(r: Option<f64>, w: Option<f64>, units: Units) -> String {
-    match (r.or(w), units) {
-        (Some(b), Units::Human) => format::binary(b),
-        (Some(b), Units::Raw) => format!("{b:.0}"),
-        (None, _) => format::NA.to_string(),
     }
 }
 
