@@ -100,28 +100,33 @@ pub struct ProcReader {
     pub always: Vec<i32>,
 }
 
-/// How many processes may keep two files open: raises the soft
-/// RLIMIT_NOFILE to the hard one (as Go programs do by default; at most
-/// what [`KEEP_FILES_MAX`] needs), and leaves 512 descriptors for
-/// everything else.
+/// How many processes may keep two files open: raises RLIMIT_NOFILE to
+/// what [`KEEP_FILES_MAX`] needs, both limits when allowed (root has
+/// CAP_SYS_RESOURCE: only iolens's own limit changes), else the soft one up
+/// to the hard one (as Go programs do by default), and leaves 512
+/// descriptors for everything else.
 fn keep_budget() -> usize {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let lim = getrlimit(Resource::Nofile);
     let (cur, max) = (lim.current.unwrap_or(u64::MAX), lim.maximum);
-    let want = max.unwrap_or(u64::MAX).min(2 * KEEP_FILES_MAX as u64 + 1024);
-    let cur = if cur < want
-        && setrlimit(
+    let need = 2 * KEEP_FILES_MAX as u64 + 1024;
+    let set = |current: u64, maximum: Option<u64>| {
+        setrlimit(
             Resource::Nofile,
             Rlimit {
-                current: Some(want),
-                maximum: max,
+                current: Some(current),
+                maximum,
             },
         )
         .is_ok()
-    {
-        want
-    } else {
+    };
+    let cur = if cur >= need {
         cur
+    } else if max.is_some_and(|m| m < need) && set(need, Some(need)) {
+        need
+    } else {
+        let want = max.unwrap_or(u64::MAX).min(need);
+        if cur < want && set(want, max) { want } else { cur }
     };
     let fds = usize::try_from(cur).unwrap_or(usize::MAX).saturating_sub(512);
     (fds / 2).min(KEEP_FILES_MAX)
