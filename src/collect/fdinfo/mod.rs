@@ -310,6 +310,10 @@ pub struct FdScanner {
     /// as its mount is gone) and filled from the mountinfo of the first
     /// process that has a file on a mount not in it.
     mounts: MountTable,
+    /// Mount ids found in no mountinfo read this scan (pipefs, sockfs,
+    /// anon_inodefs: every pipe and socket), so that the next fd on one
+    /// does not have its process's mountinfo read again.
+    unlisted: Vec<u64>,
     /// Where the watchdog learns which process is being read.
     pub activity: std::sync::Arc<super::activity::Activity>,
 }
@@ -339,6 +343,7 @@ impl FdScanner {
     pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
         let full = std::mem::take(&mut self.full_next);
         self.mounts.clear();
+        self.unlisted.clear();
         if !r.is_live() {
             // A captured tree's fd links point at this machine's files.
             return FdSnapshot {
@@ -466,6 +471,9 @@ impl FdScanner {
         if let Some(b) = self.mounts.fd_may_block(id) {
             return b;
         }
+        if self.unlisted.contains(&id) {
+            return true;
+        }
         let mut name = CName::default();
         if let Ok(dir) = open_dir(&r.path("/proc"))
             && let Ok(text) = read_at(
@@ -478,7 +486,10 @@ impl FdScanner {
         {
             self.mounts.extend(super::mountinfo::parse(text));
         }
-        self.mounts.fd_may_block(id).unwrap_or(true)
+        self.mounts.fd_may_block(id).unwrap_or_else(|| {
+            self.unlisted.push(id);
+            true
+        })
     }
 
     /// Read the regular files and block devices open in one process. Returns
