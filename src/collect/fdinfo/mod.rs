@@ -30,7 +30,7 @@
 //! links would point at this machine's files.
 
 mod lister;
-mod procdir;
+pub(crate) mod procdir;
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -91,6 +91,8 @@ pub struct ProcReader {
     users_loaded: bool,
     generation: u64,
     pids: Vec<i32>,
+    /// getdents64 buffer of the /proc listing.
+    dents: Vec<u8>,
     files: PidMap<i32, PidFiles>,
     /// How many processes may keep files open (from RLIMIT_NOFILE).
     keep_budget: Option<usize>,
@@ -172,6 +174,15 @@ impl ProcReader {
     /// List the numeric entries of /proc.
     fn list_pids(&mut self, r: &Reader) -> io::Result<()> {
         self.pids.clear();
+        if r.is_live() {
+            // Straight from getdents64 into a reused buffer: no allocation
+            // per entry (std's DirEntry allocates each name).
+            use crate::collect::fdinfo::procdir::{list_fd_numbers, open_dir};
+            let dir = open_dir(&r.path("/proc"))?;
+            list_fd_numbers(&dir, &mut self.dents, &mut self.pids)?;
+            self.pids.sort_unstable();
+            return Ok(());
+        }
         for e in std::fs::read_dir(r.path("/proc"))? {
             let Ok(e) = e else { continue };
             if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
