@@ -19,6 +19,8 @@ struct Static {
     comm: Arc<str>,
     cmdline: Arc<str>,
     uid: Option<u32>,
+    /// The user name of `uid` (looked up when the process was read in full).
+    user: Option<Arc<str>>,
     seen: u64,
     /// The process's counters at the previous read: the threads are read
     /// again only when they moved.
@@ -325,6 +327,7 @@ impl ProcReader {
                     comm: stat.comm.as_str().into(),
                     cmdline: cmdline.into(),
                     uid,
+                    user: None,
                     seen: generation,
                     last_io: None,
                     stat: None,
@@ -334,7 +337,11 @@ impl ProcReader {
                 out
             }
         };
-        (comm, cmdline, uid, uid.and_then(|u| self.user_name(u)))
+        let user = uid.and_then(|u| self.user_name(u));
+        if let Some(s) = self.cache.get_mut(&key) {
+            s.user.clone_from(&user);
+        }
+        (comm, cmdline, uid, user)
     }
 
     /// The threads' own counters when the process's counters moved since
@@ -358,13 +365,17 @@ impl ProcReader {
     /// descriptor: `None` when it has none, or has ended (its files are
     /// then dropped, and its pid is read afresh).
     fn kept_io(&mut self, r: &mut Reader, pid: i32) -> Option<(ProcKey, Result<ProcIo, IoUnavailable>)> {
-        let f = self.files.get(&pid)?;
+        let generation = self.generation;
+        let f = self.files.get_mut(&pid)?;
         let (key, fd) = (f.key?, f.io.as_ref()?);
         match r.reread(fd) {
-            Ok(b) if !b.is_empty() => Some((
-                key,
-                parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
-            )),
+            Ok(b) if !b.is_empty() => {
+                f.seen = generation;
+                Some((
+                    key,
+                    parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
+                ))
+            }
             _ => {
                 self.files.remove(&pid);
                 None
@@ -378,36 +389,30 @@ impl ProcReader {
     fn idle(&mut self, key: ProcKey, io: &ProcIo) -> Option<RawProc> {
         let generation = self.generation;
         let pid = key.pid;
-        let s = self.cache.get(&key)?;
+        let (pids, always) = (&self.pids, &self.always);
+        let s = self.cache.get_mut(&key)?;
         let st = s.stat?;
         let due = generation.saturating_sub(st.at) >= STAT_RECHECK_SAMPLES
             || (u64::from(pid.unsigned_abs()) + generation).is_multiple_of(STAT_RECHECK_SAMPLES);
-        let parent_listed = st.ppid == 0 || self.pids.binary_search(&st.ppid).is_ok();
         if self.stat_every_sample
             || due
             || s.last_io != Some(*io)
             || !matches!(st.state, 'S' | 'I')
-            || !parent_listed
-            || self.always.contains(&pid)
+            || (st.ppid != 0 && pids.binary_search(&st.ppid).is_err())
+            || always.contains(&pid)
         {
             return None;
         }
-        let (comm, cmdline, uid) = (s.comm.clone(), s.cmdline.clone(), s.uid);
-        if let Some(f) = self.files.get_mut(&pid) {
-            f.seen = generation;
-        }
-        if let Some(s) = self.cache.get_mut(&key) {
-            s.seen = generation;
-        }
+        s.seen = generation;
         Some(RawProc {
             key,
             ppid: st.ppid,
-            comm,
-            cmdline,
+            comm: s.comm.clone(),
+            cmdline: s.cmdline.clone(),
             state: st.state,
             nice: st.nice,
-            uid,
-            user: uid.and_then(|u| self.user_name(u)),
+            uid: s.uid,
+            user: s.user.clone(),
             ioprio: st.ioprio,
             cpu_ticks: st.cpu_ticks,
             blkio_ticks: st.blkio_ticks,
