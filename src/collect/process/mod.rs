@@ -132,23 +132,14 @@ fn parse_io_in_order(mut buf: &[u8]) -> Option<ProcIo> {
         *slot = parse_u64(&buf[..end])?;
         buf = &buf[end + 1..];
     }
-    let [
-        rchar,
-        wchar,
-        syscr,
-        syscw,
-        read_bytes,
-        write_bytes,
-        cancelled_write_bytes,
-    ] = v;
     Some(ProcIo {
-        rchar,
-        wchar,
-        syscr,
-        syscw,
-        read_bytes,
-        write_bytes,
-        cancelled_write_bytes,
+        rchar: v[0],
+        wchar: v[1],
+        syscr: v[2],
+        syscw: v[3],
+        read_bytes: v[4],
+        write_bytes: v[5],
+        cancelled_write_bytes: v[6],
     })
 }
 
