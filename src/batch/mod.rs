@@ -260,7 +260,7 @@ pub fn top_procs(model: &Model, top: usize) -> Vec<&ProcRow> {
     let mut v: Vec<&ProcRow> = model
         .procs
         .iter()
-        .filter(|p| p.rates.is_some_and(|r| r.is_active()) || p.children_rates.is_some_and(|r| r.is_active()))
+        .filter(|p| p.rates.is_some_and(|r| r.is_active()) || p.children_rates.as_ref().is_some_and(|r| r.is_active()))
         .collect();
     let key = |p: &ProcRow| {
         p.rates
@@ -509,7 +509,7 @@ fn process_lines(out: &mut String, model: &Model, top: usize, units: Units) {
             crate::ui::processes::devices_text(p),
             crate::ui::processes::command(p),
         );
-        if let Some(c) = p.children_rates.filter(|c| c.is_active()) {
+        if let Some(c) = p.children_rates.as_deref().filter(|c| c.is_active()) {
             let _ = writeln!(
                 out,
                 "{:>8} {:<10} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>6} {:<12} {}",

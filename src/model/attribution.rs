@@ -118,7 +118,8 @@ pub fn own_rates(r: Option<ProcRates>, own: &ProcIo, dt_s: f64) -> ProcRates {
 /// The previous sample, as far as attribution needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct Prev<'a> {
-    pub procs: &'a ProcSnapshot,
+    /// The processes listed in it.
+    pub listed: &'a PidSet<ProcKey>,
     /// CLOCK_BOOTTIME of the previous sample, ns.
     pub boot_ns: u64,
 }
@@ -140,8 +141,8 @@ impl Attribution {
         let tick_ns = 1e9 / if clk_tck > 0.0 { clk_tck } else { 100.0 };
         let had_base: PidSet<ProcKey> = self.bases.keys().copied().collect();
         let listed: PidMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
-        let prev_listed: PidSet<ProcKey> =
-            prev.map_or_else(PidSet::default, |p| p.procs.procs.iter().map(|r| r.key).collect());
+        let empty = PidSet::default();
+        let prev_listed = prev.map_or(&empty, |p| p.listed);
         // tgid -> the process a record belongs to: listed now, listed
         // before, or remembered (the latest start for a reused pid).
         let mut index: PidMap<i32, ProcKey> = PidMap::default();
@@ -316,11 +317,16 @@ mod tests {
     }
 
     /// The previous sample, taken at `ticks` after boot.
-    fn at(procs: &ProcSnapshot, ticks: u64) -> Prev<'_> {
+    fn at(listed: &PidSet<ProcKey>, ticks: u64) -> Prev<'_> {
         Prev {
-            procs,
+            listed,
             boot_ns: ticks * TICK,
         }
+    }
+
+    /// The processes listed in a sample.
+    fn keys(procs: &ProcSnapshot) -> PidSet<ProcKey> {
+        procs.procs.iter().map(|p| p.key).collect()
     }
 
     /// Parent 100 (start 50) reaps child 200, which read 100 MiB: the
@@ -346,7 +352,8 @@ mod tests {
             Some(&[(100, io(MIB + 4096, MIB + 4096))]),
         )]);
         let r = [record(200, 200, 900, 1050, io(100 * MIB, 100 * MIB))];
-        let prev = at(&s1, 1000);
+        let listed = keys(&s1);
+        let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s2, &r, true, 100.0);
         assert_eq!(i.own[&key(100, 50)], io(4096, 4096));
         assert_eq!(i.exited.len(), 1);
@@ -369,7 +376,8 @@ mod tests {
             io(70 * MIB, 70 * MIB),
             Some(&[(100, io(MIB, MIB))]),
         )]);
-        let prev = at(&s1, 1000);
+        let listed = keys(&s1);
+        let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s2, &[], false, 100.0);
         assert_eq!(i.own[&key(100, 50)], io(MIB, MIB));
         assert!(i.exited.is_empty());
@@ -414,7 +422,8 @@ mod tests {
         let mut a = Attribution::default();
         let s = snap(vec![proc(100, 50, io(0, 0), Some(&[(100, io(0, 0))]))]);
         a.update(None, &s, &[], true, 100.0);
-        let prev = at(&s, 1000);
+        let listed = keys(&s);
+        let prev = at(&listed, 1000);
         let r = [record(300, 300, 1020, 1030, io(4 * MIB, 4 * MIB))];
         let i = a.update(Some(prev), &s, &r, true, 100.0);
         assert_eq!(i.exited.len(), 1);
@@ -455,7 +464,8 @@ mod tests {
             proc(400, 1005, io(MIB, MIB), Some(&[(400, io(MIB, MIB))])),
             proc(401, 500, io(MIB, MIB), Some(&[(401, io(MIB, MIB))])),
         ]);
-        let prev = at(&s1, 1000);
+        let listed = keys(&s1);
+        let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s2, &[], false, 100.0);
         let born = key(400, 1005);
         assert_eq!(i.own[&born], io(MIB, MIB));
@@ -466,7 +476,8 @@ mod tests {
             proc(400, 1005, io(MIB, MIB), None),
             proc(401, 500, io(MIB, MIB), None),
         ]);
-        let prev = at(&s2, 1100);
+        let listed = keys(&s2);
+        let prev = at(&listed, 1100);
         let i = a.update(Some(prev), &s3, &[], false, 100.0);
         assert_eq!(i.own[&born], io(0, 0));
         assert_eq!(i.own[&key(401, 500)], io(0, 0));
@@ -479,7 +490,8 @@ mod tests {
         let mut a = Attribution::default();
         let s = snap(vec![proc(100, 50, io(0, 0), None)]);
         a.update(None, &s, &[], false, 100.0);
-        let prev = at(&s, 1000);
+        let listed = keys(&s);
+        let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s, &[], false, 100.0);
         assert!(i.own.is_empty());
     }

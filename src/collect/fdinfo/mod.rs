@@ -289,7 +289,8 @@ struct ProcState {
     io: Option<ProcIo>,
     /// Scans since the last sign of activity; `None` when not tracked.
     idle: Option<u32>,
-    /// What each fd was at the last scan.
+    /// What each fd was at the last scan; emptied with its room freed when
+    /// not tracked (a state is kept for every listed process).
     fds: HashMap<i32, SeenFd>,
 }
 
@@ -404,7 +405,7 @@ impl FdScanner {
             st.io = p.io;
             let Some(reason) = reason else {
                 st.idle = None;
-                st.fds.clear();
+                st.fds = HashMap::new();
                 self.state.insert(p.key.pid, st);
                 continue;
             };
@@ -420,7 +421,7 @@ impl FdScanner {
                         _ => None,
                     };
                     if st.idle.is_none() {
-                        st.fds.clear();
+                        st.fds = HashMap::new();
                     }
                     snap.procs.push(FdProc {
                         key: p.key,
@@ -442,7 +443,7 @@ impl FdScanner {
                         _ => {}
                     }
                     st.idle = None;
-                    st.fds.clear();
+                    st.fds = HashMap::new();
                 }
             }
             self.state.insert(p.key.pid, st);
