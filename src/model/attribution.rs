@@ -40,8 +40,41 @@ struct ThreadBase {
 
 #[derive(Debug, Clone, Default)]
 struct Base {
-    threads: PidMap<i32, ThreadBase>,
+    threads: Threads,
     seen: u64,
+}
+
+/// A process's threads by tid, sorted: most processes have one thread,
+/// and a base is kept per listed process (a hash map's smallest room is 4
+/// entries).
+#[derive(Debug, Clone, Default)]
+struct Threads(Vec<(i32, ThreadBase)>);
+
+impl Threads {
+    fn get(&self, tid: i32) -> Option<&ThreadBase> {
+        let i = self.0.binary_search_by_key(&tid, |e| e.0).ok()?;
+        Some(&self.0[i].1)
+    }
+
+    /// The thread's entry, inserted from `new` when missing.
+    fn slot(&mut self, tid: i32, new: impl FnOnce() -> ThreadBase) -> &mut ThreadBase {
+        let i = match self.0.binary_search_by_key(&tid, |e| e.0) {
+            Ok(i) => i,
+            Err(i) => {
+                // Room for exactly the few threads of most processes.
+                if self.0.len() == self.0.capacity() && self.0.len() < 4 {
+                    self.0.reserve_exact(1);
+                }
+                self.0.insert(i, (tid, new()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&ThreadBase) -> bool) {
+        self.0.retain(|(_, t)| keep(t));
+    }
 }
 
 /// A process whose threads' exit records came in and that is no longer
@@ -170,15 +203,12 @@ impl Attribution {
             index.insert(r.tgid, key);
             let base = self.bases.entry(key).or_default();
             base.seen = sample;
-            let before = base.threads.get(&r.pid).map(|t| t.io).unwrap_or_default();
-            base.threads.insert(
-                r.pid,
-                ThreadBase {
-                    io: r.io,
-                    seen: sample,
-                    dead: true,
-                },
-            );
+            let before = base.threads.get(r.pid).map(|t| t.io).unwrap_or_default();
+            *base.threads.slot(r.pid, ThreadBase::default) = ThreadBase {
+                io: r.io,
+                seen: sample,
+                dead: true,
+            };
             if prev.is_none() {
                 continue;
             }
@@ -213,7 +243,7 @@ impl Attribution {
                     let base = self.bases.entry(key).or_default();
                     base.seen = sample;
                     for t in threads {
-                        base.threads.entry(t.tid).or_insert(ThreadBase {
+                        base.threads.slot(t.tid, || ThreadBase {
                             io: t.io,
                             seen: sample,
                             dead: false,
@@ -230,7 +260,7 @@ impl Attribution {
             let mut own = out.own.get(&key).copied().unwrap_or_default();
             if let Some(threads) = &p.threads {
                 for t in threads {
-                    let e = base.threads.entry(t.tid).or_default();
+                    let e = base.threads.slot(t.tid, ThreadBase::default);
                     if e.dead {
                         e.seen = sample;
                         continue;
@@ -246,7 +276,7 @@ impl Attribution {
                 // in the process-wide delta only; with them, kept a while
                 // for the record.
                 base.threads
-                    .retain(|_, t| t.seen == sample || (records_active && t.seen + VANISHED_KEEP_SAMPLES > sample));
+                    .retain(|t| t.seen == sample || (records_active && t.seen + VANISHED_KEEP_SAMPLES > sample));
             }
             if prev.is_some() {
                 out.own.insert(key, own);
@@ -398,17 +428,20 @@ mod tests {
             io(16 * MIB, 16 * MIB),
             Some(&[(100, io(0, 0)), (101, io(16 * MIB, 16 * MIB))]),
         )]);
-        let p1 = at(&s1, 1000);
+        let p1_listed = keys(&s1);
+        let p1 = at(&p1_listed, 1000);
         let i = a.update(Some(p1), &s2, &[], true, 100.0);
         assert_eq!(i.own[&key], io(16 * MIB, 16 * MIB));
         // Sample 3: 101 read 48 MiB more and exited; its record is late.
         let s3 = snap(vec![proc(100, 50, io(64 * MIB, 64 * MIB), Some(&[(100, io(0, 0))]))]);
-        let p2 = at(&s2, 1100);
+        let p2_listed = keys(&s2);
+        let p2 = at(&p2_listed, 1100);
         let i = a.update(Some(p2), &s3, &[], true, 100.0);
         assert_eq!(i.own[&key], io(0, 0));
         // Sample 4: the record (64 MiB in all) arrives: the 48 MiB not yet
         // shown, nothing twice.
-        let p3 = at(&s3, 1200);
+        let p3_listed = keys(&s3);
+        let p3 = at(&p3_listed, 1200);
         let r = [record(101, 100, 60, 1250, io(64 * MIB, 64 * MIB))];
         let i = a.update(Some(p3), &s3, &r, true, 100.0);
         assert_eq!(i.own[&key], io(48 * MIB, 48 * MIB));
@@ -444,11 +477,13 @@ mod tests {
         z.state = 'Z';
         let s2 = snap(vec![z.clone()]);
         let r = [record(200, 200, 900, 1050, io(3 * MIB, 3 * MIB))];
-        let p1 = at(&s1, 1000);
+        let p1_listed = keys(&s1);
+        let p1 = at(&p1_listed, 1000);
         let i = a.update(Some(p1), &s2, &r, true, 100.0);
         assert_eq!(i.own[&key], io(2 * MIB, 2 * MIB));
         assert!(i.exited.is_empty());
-        let p2 = at(&s2, 1100);
+        let p2_listed = keys(&s2);
+        let p2 = at(&p2_listed, 1100);
         let i = a.update(Some(p2), &s2, &[], true, 100.0);
         assert_eq!(i.own[&key], io(0, 0));
     }
