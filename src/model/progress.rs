@@ -394,7 +394,7 @@ impl Tracker {
                 // reads many in turn (tar, rsync: it finished one already).
                 let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !many;
                 st.visible |= has_path && !tiny && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
-                let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate, now_ns);
+                let (label, percent, rate_bps, eta_s) = classify(f, st, positional, proc_rate, now_ns);
                 st.last = Transfer {
                     percent,
                     rate_bps,
