@@ -8,8 +8,6 @@ use clap::Parser;
 use iolens::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    // Large freed tables go back to the kernel (see the function).
-    let _ = iolens::sys::malloc::fix_mmap_threshold();
     let cli = Cli::parse();
     if let Err(e) = iolens::collect::check_root(&cli.root) {
         eprintln!("iolens: {e}");
