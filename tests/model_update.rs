@@ -556,3 +556,13 @@ fn a_process_counter_jump_beyond_100_tb_s_is_na_with_a_note() {
     assert_eq!(m.procs[0].rates.unwrap().rchar_bps, 1e10);
     assert!(m.errors.is_empty(), "{:?}", m.errors);
 }
+
+/// A row is kept per process (5,000 rows at 5,000 processes): its raw data
+/// is moved in, not copied, and rarely present parts are boxed. A guard on
+/// the row's size, not on timing.
+#[test]
+fn proc_row_stays_small() {
+    let size = std::mem::size_of::<iolens::model::ProcRow>();
+    eprintln!("size_of::<ProcRow>() = {size}");
+    assert!(size <= 512, "ProcRow grew to {size} bytes");
+}

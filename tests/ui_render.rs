@@ -579,7 +579,7 @@ fn exited_rows_and_the_children_line() {
     parent.raw.comm = "python3".into();
     parent.raw.cmdline = "python3 parent.py".into();
     parent.rates = Some(rates(0.0));
-    parent.children_rates = Some(rates(104_857_600.0));
+    parent.children_rates = Some(Box::new(rates(104_857_600.0)));
     let mut gone = base.clone();
     gone.raw.key = ProcKey {
         pid: 7002,

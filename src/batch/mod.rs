@@ -264,7 +264,7 @@ pub fn top_procs(model: &Model, top: usize) -> Vec<&ProcRow> {
     let mut v: Vec<&ProcRow> = model
         .procs
         .iter()
-        .filter(|p| p.rates.is_some_and(|r| r.is_active()) || p.children_rates.is_some_and(|r| r.is_active()))
+        .filter(|p| p.rates.is_some_and(|r| r.is_active()) || p.children_rates.as_ref().is_some_and(|r| r.is_active()))
         .collect();
     let key = |p: &ProcRow| {
         p.rates

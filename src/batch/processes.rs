@@ -116,11 +116,11 @@ pub(super) fn lines(out: &mut String, model: &Model, top: usize, style: TextStyl
             &crate::ui::processes::command(p),
             style.wide,
         );
-        if let Some(c) = p.children_rates.filter(|c| c.is_active()) {
+        if let Some(c) = p.children_rates.as_deref().filter(|c| c.is_active()) {
             let none = || std::iter::repeat_n(String::new(), 4);
             proc_line(
                 out,
-                none().take(3).chain(rates(&c)).chain(none()),
+                none().take(3).chain(rates(c)).chain(none()),
                 CHILDREN_LABEL,
                 style.wide,
             );

@@ -40,8 +40,41 @@ struct ThreadBase {
 
 #[derive(Debug, Clone, Default)]
 struct Base {
-    threads: PidMap<i32, ThreadBase>,
+    threads: Threads,
     seen: u64,
+}
+
+/// A process's threads by tid, sorted: most processes have one thread,
+/// and a base is kept per listed process (a hash map's smallest room is 4
+/// entries).
+#[derive(Debug, Clone, Default)]
+struct Threads(Vec<(i32, ThreadBase)>);
+
+impl Threads {
+    fn get(&self, tid: i32) -> Option<&ThreadBase> {
+        let i = self.0.binary_search_by_key(&tid, |e| e.0).ok()?;
+        Some(&self.0[i].1)
+    }
+
+    /// The thread's entry, inserted from `new` when missing.
+    fn slot(&mut self, tid: i32, new: impl FnOnce() -> ThreadBase) -> &mut ThreadBase {
+        let i = match self.0.binary_search_by_key(&tid, |e| e.0) {
+            Ok(i) => i,
+            Err(i) => {
+                // Room for exactly the few threads of most processes.
+                if self.0.len() == self.0.capacity() && self.0.len() < 4 {
+                    self.0.reserve_exact(1);
+                }
+                self.0.insert(i, (tid, new()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&ThreadBase) -> bool) {
+        self.0.retain(|(_, t)| keep(t));
+    }
 }
 
 /// A process whose threads' exit records came in and that is no longer
@@ -118,7 +151,8 @@ pub fn own_rates(r: Option<ProcRates>, own: &ProcIo, dt_s: f64) -> ProcRates {
 /// The previous sample, as far as attribution needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct Prev<'a> {
-    pub procs: &'a ProcSnapshot,
+    /// The processes listed in it.
+    pub listed: &'a PidSet<ProcKey>,
     /// CLOCK_BOOTTIME of the previous sample, ns.
     pub boot_ns: u64,
 }
@@ -140,8 +174,8 @@ impl Attribution {
         let tick_ns = 1e9 / if clk_tck > 0.0 { clk_tck } else { 100.0 };
         let had_base: PidSet<ProcKey> = self.bases.keys().copied().collect();
         let listed: PidMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
-        let prev_listed: PidSet<ProcKey> =
-            prev.map_or_else(PidSet::default, |p| p.procs.procs.iter().map(|r| r.key).collect());
+        let empty = PidSet::default();
+        let prev_listed = prev.map_or(&empty, |p| p.listed);
         // tgid -> the process a record belongs to: listed now, listed
         // before, or remembered (the latest start for a reused pid).
         let mut index: PidMap<i32, ProcKey> = PidMap::default();
@@ -169,15 +203,12 @@ impl Attribution {
             index.insert(r.tgid, key);
             let base = self.bases.entry(key).or_default();
             base.seen = sample;
-            let before = base.threads.get(&r.pid).map(|t| t.io).unwrap_or_default();
-            base.threads.insert(
-                r.pid,
-                ThreadBase {
-                    io: r.io,
-                    seen: sample,
-                    dead: true,
-                },
-            );
+            let before = base.threads.get(r.pid).map(|t| t.io).unwrap_or_default();
+            *base.threads.slot(r.pid, ThreadBase::default) = ThreadBase {
+                io: r.io,
+                seen: sample,
+                dead: true,
+            };
             if prev.is_none() {
                 continue;
             }
@@ -212,7 +243,7 @@ impl Attribution {
                     let base = self.bases.entry(key).or_default();
                     base.seen = sample;
                     for t in threads {
-                        base.threads.entry(t.tid).or_insert(ThreadBase {
+                        base.threads.slot(t.tid, || ThreadBase {
                             io: t.io,
                             seen: sample,
                             dead: false,
@@ -229,7 +260,7 @@ impl Attribution {
             let mut own = out.own.get(&key).copied().unwrap_or_default();
             if let Some(threads) = &p.threads {
                 for t in threads {
-                    let e = base.threads.entry(t.tid).or_default();
+                    let e = base.threads.slot(t.tid, ThreadBase::default);
                     if e.dead {
                         e.seen = sample;
                         continue;
@@ -245,7 +276,7 @@ impl Attribution {
                 // in the process-wide delta only; with them, kept a while
                 // for the record.
                 base.threads
-                    .retain(|_, t| t.seen == sample || (records_active && t.seen + VANISHED_KEEP_SAMPLES > sample));
+                    .retain(|t| t.seen == sample || (records_active && t.seen + VANISHED_KEEP_SAMPLES > sample));
             }
             if prev.is_some() {
                 out.own.insert(key, own);
@@ -316,11 +347,16 @@ mod tests {
     }
 
     /// The previous sample, taken at `ticks` after boot.
-    fn at(procs: &ProcSnapshot, ticks: u64) -> Prev<'_> {
+    fn at(listed: &PidSet<ProcKey>, ticks: u64) -> Prev<'_> {
         Prev {
-            procs,
+            listed,
             boot_ns: ticks * TICK,
         }
+    }
+
+    /// The processes listed in a sample.
+    fn keys(procs: &ProcSnapshot) -> PidSet<ProcKey> {
+        procs.procs.iter().map(|p| p.key).collect()
     }
 
     /// Parent 100 (start 50) reaps child 200, which read 100 MiB: the
@@ -346,7 +382,8 @@ mod tests {
             Some(&[(100, io(MIB + 4096, MIB + 4096))]),
         )]);
         let r = [record(200, 200, 900, 1050, io(100 * MIB, 100 * MIB))];
-        let prev = at(&s1, 1000);
+        let listed = keys(&s1);
+        let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s2, &r, true, 100.0);
         assert_eq!(i.own[&key(100, 50)], io(4096, 4096));
         assert_eq!(i.exited.len(), 1);
@@ -369,7 +406,8 @@ mod tests {
             io(70 * MIB, 70 * MIB),
             Some(&[(100, io(MIB, MIB))]),
         )]);
-        let prev = at(&s1, 1000);
+        let listed = keys(&s1);
+        let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s2, &[], false, 100.0);
         assert_eq!(i.own[&key(100, 50)], io(MIB, MIB));
         assert!(i.exited.is_empty());
@@ -390,17 +428,20 @@ mod tests {
             io(16 * MIB, 16 * MIB),
             Some(&[(100, io(0, 0)), (101, io(16 * MIB, 16 * MIB))]),
         )]);
-        let p1 = at(&s1, 1000);
+        let p1_listed = keys(&s1);
+        let p1 = at(&p1_listed, 1000);
         let i = a.update(Some(p1), &s2, &[], true, 100.0);
         assert_eq!(i.own[&key], io(16 * MIB, 16 * MIB));
         // Sample 3: 101 read 48 MiB more and exited; its record is late.
         let s3 = snap(vec![proc(100, 50, io(64 * MIB, 64 * MIB), Some(&[(100, io(0, 0))]))]);
-        let p2 = at(&s2, 1100);
+        let p2_listed = keys(&s2);
+        let p2 = at(&p2_listed, 1100);
         let i = a.update(Some(p2), &s3, &[], true, 100.0);
         assert_eq!(i.own[&key], io(0, 0));
         // Sample 4: the record (64 MiB in all) arrives: the 48 MiB not yet
         // shown, nothing twice.
-        let p3 = at(&s3, 1200);
+        let p3_listed = keys(&s3);
+        let p3 = at(&p3_listed, 1200);
         let r = [record(101, 100, 60, 1250, io(64 * MIB, 64 * MIB))];
         let i = a.update(Some(p3), &s3, &r, true, 100.0);
         assert_eq!(i.own[&key], io(48 * MIB, 48 * MIB));
@@ -414,7 +455,8 @@ mod tests {
         let mut a = Attribution::default();
         let s = snap(vec![proc(100, 50, io(0, 0), Some(&[(100, io(0, 0))]))]);
         a.update(None, &s, &[], true, 100.0);
-        let prev = at(&s, 1000);
+        let listed = keys(&s);
+        let prev = at(&listed, 1000);
         let r = [record(300, 300, 1020, 1030, io(4 * MIB, 4 * MIB))];
         let i = a.update(Some(prev), &s, &r, true, 100.0);
         assert_eq!(i.exited.len(), 1);
@@ -435,11 +477,13 @@ mod tests {
         z.state = 'Z';
         let s2 = snap(vec![z.clone()]);
         let r = [record(200, 200, 900, 1050, io(3 * MIB, 3 * MIB))];
-        let p1 = at(&s1, 1000);
+        let p1_listed = keys(&s1);
+        let p1 = at(&p1_listed, 1000);
         let i = a.update(Some(p1), &s2, &r, true, 100.0);
         assert_eq!(i.own[&key], io(2 * MIB, 2 * MIB));
         assert!(i.exited.is_empty());
-        let p2 = at(&s2, 1100);
+        let p2_listed = keys(&s2);
+        let p2 = at(&p2_listed, 1100);
         let i = a.update(Some(p2), &s2, &[], true, 100.0);
         assert_eq!(i.own[&key], io(0, 0));
     }
@@ -455,7 +499,8 @@ mod tests {
             proc(400, 1005, io(MIB, MIB), Some(&[(400, io(MIB, MIB))])),
             proc(401, 500, io(MIB, MIB), Some(&[(401, io(MIB, MIB))])),
         ]);
-        let prev = at(&s1, 1000);
+        let listed = keys(&s1);
+        let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s2, &[], false, 100.0);
         let born = key(400, 1005);
         assert_eq!(i.own[&born], io(MIB, MIB));
@@ -466,7 +511,8 @@ mod tests {
             proc(400, 1005, io(MIB, MIB), None),
             proc(401, 500, io(MIB, MIB), None),
         ]);
-        let prev = at(&s2, 1100);
+        let listed = keys(&s2);
+        let prev = at(&listed, 1100);
         let i = a.update(Some(prev), &s3, &[], false, 100.0);
         assert_eq!(i.own[&born], io(0, 0));
         assert_eq!(i.own[&key(401, 500)], io(0, 0));
@@ -479,7 +525,8 @@ mod tests {
         let mut a = Attribution::default();
         let s = snap(vec![proc(100, 50, io(0, 0), None)]);
         a.update(None, &s, &[], false, 100.0);
-        let prev = at(&s, 1000);
+        let listed = keys(&s);
+        let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s, &[], false, 100.0);
         assert!(i.own.is_empty());
     }

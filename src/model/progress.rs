@@ -184,6 +184,8 @@ struct EntryState {
     /// Moved, positional, or a file with data of a watched process.
     visible: bool,
     last: Transfer,
+    /// The update that last saw it (see [`Tracker::round`]).
+    round: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -208,6 +210,9 @@ pub struct Tracker {
     pub min_size: u64,
     /// Time of the previous update, ns (when a job not seen now was last seen).
     last_ns: Option<u64>,
+    /// Updates so far: the entries seen by this one are kept, in place (a
+    /// full scan has an entry per open file of every process).
+    round: u64,
 }
 
 fn window_rate(w: &VecDeque<(u64, u64, Option<u64>)>) -> Option<f64> {
@@ -305,7 +310,9 @@ impl Tracker {
     /// Fold in the fd part of a sample taken at `now_ns`.
     pub fn update(&mut self, snap: &FdSnapshot, now_ns: u64) {
         let prev_jobs = std::mem::take(&mut self.jobs);
-        let mut open: HashMap<FdKey, EntryState> = HashMap::new();
+        self.round += 1;
+        let round = self.round;
+        self.entries.reserve(snap.procs.iter().map(|p| p.fds.len()).sum());
         for p in &snap.procs {
             let pt = self.procs.entry(p.key).or_default();
             pt.comm.clone_from(&p.comm);
@@ -345,14 +352,20 @@ impl Tracker {
                 // (yet); tracked, not shown. The scanner reads it once it moves.
                 let has_path = f.path.is_some();
                 let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
-                let mut st = self.entries.remove(&key).unwrap_or_else(|| EntryState {
-                    window: VecDeque::new(),
+                let st = self.entries.entry(key).or_insert_with(|| EntryState {
+                    // Room for one: most entries are of a full scan's idle files.
+                    window: VecDeque::with_capacity(1),
                     still: 0,
                     moved_ns: now_ns,
                     moved_ever: false,
                     visible: false,
                     last: blank(key, f, path.clone()),
+                    round: 0,
                 });
+                if st.round == round {
+                    continue; // the same fd twice in one snapshot: the first counts
+                }
+                st.round = round;
                 let before = st.window.back().map(|w| w.1);
                 if before.is_some_and(|b| f.pos < b) {
                     st.window.clear(); // seek backwards: restart the rate
@@ -381,7 +394,7 @@ impl Tracker {
                 // reads many in turn (tar, rsync: it finished one already).
                 let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !many;
                 st.visible |= has_path && !tiny && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
-                let (label, percent, rate_bps, eta_s) = classify(f, &st, positional, proc_rate, now_ns);
+                let (label, percent, rate_bps, eta_s) = classify(f, st, positional, proc_rate, now_ns);
                 st.last = Transfer {
                     percent,
                     rate_bps,
@@ -389,24 +402,31 @@ impl Tracker {
                     label,
                     ..blank(key, f, path)
                 };
-                open.insert(key, st);
             }
         }
         // Entries that were not seen again: closed, reused, or their process
         // ended (when it was scanned or is known to have exited).
         let scanned: std::collections::HashSet<ProcKey> = snap.procs.iter().map(|p| p.key).collect();
-        for (key, st) in self.entries.drain() {
+        let procs = &mut self.procs;
+        self.entries.retain(|key, st| {
+            if st.round == round {
+                return true;
+            }
             let pk = key.proc_key();
             // Seen with a path (read into, or in a process doing I/O), then closed.
             if !st.last.path.is_empty()
                 && st.last.access.reads()
                 && (scanned.contains(&pk) || snap.exited.contains(&pk))
-                && let Some(pt) = self.procs.get_mut(&pk)
+                && let Some(pt) = procs.get_mut(&pk)
             {
                 pt.files_done += 1;
             }
+            false
+        });
+        // Give back the room of a full scan once its files are untracked.
+        if self.entries.capacity() > 4 * self.entries.len().max(64) {
+            self.entries.shrink_to_fit();
         }
-        self.entries = open;
         // Build jobs from visible open entries.
         let mut by_proc: HashMap<ProcKey, Vec<&EntryState>> = HashMap::new();
         for st in self.entries.values().filter(|e| e.visible) {

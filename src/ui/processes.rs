@@ -185,7 +185,11 @@ fn cell_text(c: ProcCol, p: &ProcRow, n: Option<ProcNums>, accumulated: bool) ->
 /// exited threads and reaped children in the interval (without exit
 /// records); rates only, so not in accumulated mode.
 fn children_row(p: &ProcRow, cols: &[ProcCol], accumulated: bool) -> Option<Row<'static>> {
-    let r = p.children_rates.filter(|r| r.is_active() && !accumulated)?;
+    let r = p
+        .children_rates
+        .as_deref()
+        .copied()
+        .filter(|r| r.is_active() && !accumulated)?;
     let child = ProcRow {
         rates: Some(r),
         children_rates: None,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use super::parse;
 use crate::collect::Reader;
-use crate::collect::process::{ProcIo, ProcKey, ProcSnapshot};
+use crate::collect::process::{PidMap, ProcIo, ProcKey, ProcSnapshot};
 
 /// An idle process's cgroup is read again at least this often (in samples).
 pub const RECHECK_SAMPLES: u64 = 30;
@@ -35,7 +35,7 @@ pub struct Members {
     /// Row-hierarchy path → pids.
     pub by_path: HashMap<Arc<str>, Vec<i32>>,
     /// pid → its other paths.
-    pub other: HashMap<i32, OtherPaths>,
+    pub other: PidMap<i32, OtherPaths>,
 }
 
 /// A process's paths as last read.
@@ -52,7 +52,7 @@ struct Placed {
 /// The kept paths, and the maps of the last sample (their room reused).
 #[derive(Debug, Default)]
 pub struct MemberCache {
-    procs: HashMap<ProcKey, Placed>,
+    procs: PidMap<ProcKey, Placed>,
     generation: u64,
     /// Paths seen, shared by every process in the same cgroup.
     paths: HashMap<Vec<u8>, Arc<str>>,

@@ -30,7 +30,7 @@
 //! links would point at this machine's files.
 
 mod lister;
-mod procdir;
+pub(crate) mod procdir;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -289,7 +289,8 @@ struct ProcState {
     io: Option<ProcIo>,
     /// Scans since the last sign of activity; `None` when not tracked.
     idle: Option<u32>,
-    /// What each fd was at the last scan.
+    /// What each fd was at the last scan; emptied with its room freed when
+    /// not tracked (a state is kept for every listed process).
     fds: HashMap<i32, SeenFd>,
 }
 
@@ -310,6 +311,10 @@ pub struct FdScanner {
     /// as its mount is gone) and filled from the mountinfo of the first
     /// process that has a file on a mount not in it.
     mounts: MountTable,
+    /// Mount ids found in no mountinfo read this scan (pipefs, sockfs,
+    /// anon_inodefs: every pipe and socket), so that the next fd on one
+    /// does not have its process's mountinfo read again.
+    unlisted: Vec<u64>,
     /// Where the watchdog learns which process is being read.
     pub activity: std::sync::Arc<super::activity::Activity>,
 }
@@ -339,6 +344,7 @@ impl FdScanner {
     pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
         let full = std::mem::take(&mut self.full_next);
         self.mounts.clear();
+        self.unlisted.clear();
         if !r.is_live() {
             // A captured tree's fd links point at this machine's files.
             return FdSnapshot {
@@ -399,7 +405,7 @@ impl FdScanner {
             st.io = p.io;
             let Some(reason) = reason else {
                 st.idle = None;
-                st.fds.clear();
+                st.fds = HashMap::new();
                 self.state.insert(p.key.pid, st);
                 continue;
             };
@@ -415,7 +421,7 @@ impl FdScanner {
                         _ => None,
                     };
                     if st.idle.is_none() {
-                        st.fds.clear();
+                        st.fds = HashMap::new();
                     }
                     snap.procs.push(FdProc {
                         key: p.key,
@@ -437,7 +443,7 @@ impl FdScanner {
                         _ => {}
                     }
                     st.idle = None;
-                    st.fds.clear();
+                    st.fds = HashMap::new();
                 }
             }
             self.state.insert(p.key.pid, st);
@@ -466,6 +472,9 @@ impl FdScanner {
         if let Some(b) = self.mounts.fd_may_block(id) {
             return b;
         }
+        if self.unlisted.contains(&id) {
+            return true;
+        }
         let mut name = CName::default();
         if let Ok(dir) = open_dir(&r.path("/proc"))
             && let Ok(text) = read_at(
@@ -478,7 +487,10 @@ impl FdScanner {
         {
             self.mounts.extend(super::mountinfo::parse(text));
         }
-        self.mounts.fd_may_block(id).unwrap_or(true)
+        self.mounts.fd_may_block(id).unwrap_or_else(|| {
+            self.unlisted.push(id);
+            true
+        })
     }
 
     /// Read the regular files and block devices open in one process. Returns

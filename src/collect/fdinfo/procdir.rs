@@ -42,7 +42,7 @@ impl CName {
     }
 }
 
-pub(super) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+pub(crate) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
     Ok(rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -50,8 +50,9 @@ pub(super) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
     )?)
 }
 
-/// The numeric entries of an open fd directory, listed with getdents64.
-pub(super) fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::Result<()> {
+/// The numeric entries of an open procfs directory (`/proc/<pid>/fd`,
+/// `/proc`), listed with getdents64.
+pub(crate) fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i32>) -> io::Result<()> {
     if buf.len() < 32 * 1024 {
         buf.resize(32 * 1024, 0);
     }

@@ -108,6 +108,44 @@ pub struct ProcIo {
 
 /// Parse `/proc/<pid>/io`; `None` when a field is missing or malformed.
 pub fn parse_io(buf: &[u8]) -> Option<ProcIo> {
+    parse_io_in_order(buf).or_else(|| parse_io_any_order(buf))
+}
+
+/// The fields of `/proc/<pid>/io` in the kernel's order.
+const IO_FIELDS: [&[u8]; 7] = [
+    b"rchar: ",
+    b"wchar: ",
+    b"syscr: ",
+    b"syscw: ",
+    b"read_bytes: ",
+    b"write_bytes: ",
+    b"cancelled_write_bytes: ",
+];
+
+/// The file exactly as the kernel writes it (every process, every sample):
+/// the seven fields in order, one decimal number each.
+fn parse_io_in_order(mut buf: &[u8]) -> Option<ProcIo> {
+    let mut v = [0u64; 7];
+    for (slot, key) in v.iter_mut().zip(IO_FIELDS) {
+        buf = buf.strip_prefix(key)?;
+        let end = buf.iter().position(|&c| c == b'\n')?;
+        *slot = parse_u64(&buf[..end])?;
+        buf = &buf[end + 1..];
+    }
+    Some(ProcIo {
+        rchar: v[0],
+        wchar: v[1],
+        syscr: v[2],
+        syscw: v[3],
+        read_bytes: v[4],
+        write_bytes: v[5],
+        cancelled_write_bytes: v[6],
+    })
+}
+
+/// Any other layout with the same fields (another order, extra fields,
+/// spaces).
+fn parse_io_any_order(buf: &[u8]) -> Option<ProcIo> {
     let mut io = ProcIo::default();
     let mut seen = 0u8;
     for line in buf.split(|&c| c == b'\n') {
@@ -298,6 +336,19 @@ mod tests {
         assert_eq!(parse_stat(b"12 (x) S 1 2 3"), None);
         assert_eq!(parse_stat(b"12 x S 1"), None);
         assert_eq!(parse_stat(b""), None);
+    }
+
+    #[test]
+    fn io_file_in_another_order_or_with_extra_fields() {
+        let kernel = fixture("proc-pid/io-dd");
+        let fast = parse_io_in_order(&kernel).unwrap();
+        assert_eq!(parse_io_any_order(&kernel), Some(fast));
+        let mut lines: Vec<&[u8]> = kernel.split(|&c| c == b'\n').filter(|l| !l.is_empty()).collect();
+        lines.reverse();
+        lines.insert(3, b"future_field: 7");
+        let shuffled = lines.join(&b'\n');
+        assert_eq!(parse_io_in_order(&shuffled), None);
+        assert_eq!(parse_io(&shuffled), Some(fast));
     }
 
     #[test]

@@ -19,6 +19,8 @@ struct Static {
     comm: Arc<str>,
     cmdline: Arc<str>,
     uid: Option<u32>,
+    /// The user name of `uid` (looked up when the process was read in full).
+    user: Option<Arc<str>>,
     seen: u64,
     /// The process's counters at the previous read: the threads are read
     /// again only when they moved.
@@ -91,6 +93,8 @@ pub struct ProcReader {
     users_loaded: bool,
     generation: u64,
     pids: Vec<i32>,
+    /// getdents64 buffer of the /proc listing.
+    dents: Vec<u8>,
     files: PidMap<i32, PidFiles>,
     /// How many processes may keep files open (from RLIMIT_NOFILE).
     keep_budget: Option<usize>,
@@ -100,28 +104,33 @@ pub struct ProcReader {
     pub always: Vec<i32>,
 }
 
-/// How many processes may keep two files open: raises the soft
-/// RLIMIT_NOFILE to the hard one (as Go programs do by default; at most
-/// what [`KEEP_FILES_MAX`] needs), and leaves 512 descriptors for
-/// everything else.
+/// How many processes may keep two files open: raises RLIMIT_NOFILE to
+/// what [`KEEP_FILES_MAX`] needs, both limits when allowed (root has
+/// CAP_SYS_RESOURCE: only iolens's own limit changes), else the soft one up
+/// to the hard one (as Go programs do by default), and leaves 512
+/// descriptors for everything else.
 fn keep_budget() -> usize {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let lim = getrlimit(Resource::Nofile);
     let (cur, max) = (lim.current.unwrap_or(u64::MAX), lim.maximum);
-    let want = max.unwrap_or(u64::MAX).min(2 * KEEP_FILES_MAX as u64 + 1024);
-    let cur = if cur < want
-        && setrlimit(
+    let need = 2 * KEEP_FILES_MAX as u64 + 1024;
+    let set = |current: u64, maximum: Option<u64>| {
+        setrlimit(
             Resource::Nofile,
             Rlimit {
-                current: Some(want),
-                maximum: max,
+                current: Some(current),
+                maximum,
             },
         )
         .is_ok()
-    {
-        want
-    } else {
+    };
+    let cur = if cur >= need {
         cur
+    } else if max.is_some_and(|m| m < need) && set(need, Some(need)) {
+        need
+    } else {
+        let want = max.unwrap_or(u64::MAX).min(need);
+        if cur < want && set(want, max) { want } else { cur }
     };
     let fds = usize::try_from(cur).unwrap_or(usize::MAX).saturating_sub(512);
     (fds / 2).min(KEEP_FILES_MAX)
@@ -167,6 +176,15 @@ impl ProcReader {
     /// List the numeric entries of /proc.
     fn list_pids(&mut self, r: &Reader) -> io::Result<()> {
         self.pids.clear();
+        if r.is_live() {
+            // Straight from getdents64 into a reused buffer: no allocation
+            // per entry (std's DirEntry allocates each name).
+            use crate::collect::fdinfo::procdir::{list_fd_numbers, open_dir};
+            let dir = open_dir(&r.path("/proc"))?;
+            list_fd_numbers(&dir, &mut self.dents, &mut self.pids)?;
+            self.pids.sort_unstable();
+            return Ok(());
+        }
         for e in std::fs::read_dir(r.path("/proc"))? {
             let Ok(e) = e else { continue };
             if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
@@ -309,6 +327,7 @@ impl ProcReader {
                     comm: stat.comm.as_str().into(),
                     cmdline: cmdline.into(),
                     uid,
+                    user: None,
                     seen: generation,
                     last_io: None,
                     stat: None,
@@ -318,7 +337,11 @@ impl ProcReader {
                 out
             }
         };
-        (comm, cmdline, uid, uid.and_then(|u| self.user_name(u)))
+        let user = uid.and_then(|u| self.user_name(u));
+        if let Some(s) = self.cache.get_mut(&key) {
+            s.user.clone_from(&user);
+        }
+        (comm, cmdline, uid, user)
     }
 
     /// The threads' own counters when the process's counters moved since
@@ -342,13 +365,17 @@ impl ProcReader {
     /// descriptor: `None` when it has none, or has ended (its files are
     /// then dropped, and its pid is read afresh).
     fn kept_io(&mut self, r: &mut Reader, pid: i32) -> Option<(ProcKey, Result<ProcIo, IoUnavailable>)> {
-        let f = self.files.get(&pid)?;
+        let generation = self.generation;
+        let f = self.files.get_mut(&pid)?;
         let (key, fd) = (f.key?, f.io.as_ref()?);
         match r.reread(fd) {
-            Ok(b) if !b.is_empty() => Some((
-                key,
-                parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
-            )),
+            Ok(b) if !b.is_empty() => {
+                f.seen = generation;
+                Some((
+                    key,
+                    parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
+                ))
+            }
             _ => {
                 self.files.remove(&pid);
                 None
@@ -362,36 +389,30 @@ impl ProcReader {
     fn idle(&mut self, key: ProcKey, io: &ProcIo) -> Option<RawProc> {
         let generation = self.generation;
         let pid = key.pid;
-        let s = self.cache.get(&key)?;
+        let (pids, always) = (&self.pids, &self.always);
+        let s = self.cache.get_mut(&key)?;
         let st = s.stat?;
         let due = generation.saturating_sub(st.at) >= STAT_RECHECK_SAMPLES
             || (u64::from(pid.unsigned_abs()) + generation).is_multiple_of(STAT_RECHECK_SAMPLES);
-        let parent_listed = st.ppid == 0 || self.pids.binary_search(&st.ppid).is_ok();
         if self.stat_every_sample
             || due
             || s.last_io != Some(*io)
             || !matches!(st.state, 'S' | 'I')
-            || !parent_listed
-            || self.always.contains(&pid)
+            || (st.ppid != 0 && pids.binary_search(&st.ppid).is_err())
+            || always.contains(&pid)
         {
             return None;
         }
-        let (comm, cmdline, uid) = (s.comm.clone(), s.cmdline.clone(), s.uid);
-        if let Some(f) = self.files.get_mut(&pid) {
-            f.seen = generation;
-        }
-        if let Some(s) = self.cache.get_mut(&key) {
-            s.seen = generation;
-        }
+        s.seen = generation;
         Some(RawProc {
             key,
             ppid: st.ppid,
-            comm,
-            cmdline,
+            comm: s.comm.clone(),
+            cmdline: s.cmdline.clone(),
             state: st.state,
             nice: st.nice,
-            uid,
-            user: uid.and_then(|u| self.user_name(u)),
+            uid: s.uid,
+            user: s.user.clone(),
             ioprio: st.ioprio,
             cpu_ticks: st.cpu_ticks,
             blkio_ticks: st.blkio_ticks,

@@ -1,0 +1,190 @@
+//! The process part of [`Model::update`]: rows from the current sample's
+//! processes, rates against the previous ones, and the exited rows.
+
+use super::{EXITED_KEEP_S, Model, ProcRow, attribution, procdev, process};
+use crate::collect::RawSample;
+use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey, RawProc};
+use crate::model::process::ProcRates;
+use crate::model::worker::{self, Worker};
+
+impl Model {
+    /// Returns a note per process whose counters jumped beyond what is
+    /// possible (its rates are n/a for the interval, and it re-baselines).
+    /// The current sample's processes move into the rows (each process's
+    /// raw data is kept once: the previous rows are the baseline of the next
+    /// update).
+    pub(super) fn update_procs(
+        &mut self,
+        prev: Option<&RawSample>,
+        cur: &mut RawSample,
+        dt_s: Option<f64>,
+    ) -> Vec<String> {
+        let mut jumps = Vec::new();
+        // IO% is known only when delay accounting was on at both samples
+        // (no sysctl: a kernel before 5.14, where it is on by default).
+        let delayacct = prev.is_some_and(|p| p.delayacct != Some(false)) && cur.delayacct != Some(false);
+        // The previous sample's processes: in the previous rows after a full
+        // update (exited rows are not listed ones), else still in `prev`.
+        let old_rows = std::mem::take(&mut self.procs);
+        let old: PidMap<ProcKey, &RawProc> = match prev {
+            Some(_) if self.prev_procs_in_rows => old_rows
+                .iter()
+                .filter(|r| !r.exited)
+                .map(|r| (r.raw.key, &r.raw))
+                .collect(),
+            Some(p) => p.procs.procs.iter().map(|r| (r.key, r)).collect(),
+            None => PidMap::default(),
+        };
+        let files: PidMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
+            cur.fds.procs.iter().map(|f| (f.key, f.fds.as_slice())).collect();
+        let prev_listed: PidSet<ProcKey> = old.keys().copied().collect();
+        let interval = self.attribution.update(
+            prev.filter(|_| dt_s.is_some()).map(|p| attribution::Prev {
+                listed: &prev_listed,
+                boot_ns: p.boot_ns,
+            }),
+            &cur.procs,
+            &cur.exits.records,
+            cur.exits.active,
+            self.clk_tck,
+        );
+        drop(prev_listed);
+        let procs = std::mem::take(&mut cur.procs.procs);
+        let mut rows = Vec::with_capacity(procs.len() + self.exited_rows.len());
+        for p in procs {
+            let mut rates = match (old.get(&p.key), dt_s) {
+                (Some(o), Some(dt)) => process::proc_rates(o, &p, dt, self.clk_tck, delayacct),
+                _ => None,
+            };
+            if let (Some(Ok(before)), Ok(now), Some(dt)) = (old.get(&p.key).map(|o| &o.io), &p.io, dt_s)
+                && process::implausible_jump(before, now, dt)
+            {
+                jumps.push(format!(
+                    "pid {} ({}): /proc/{}/io jumped beyond 100 TB/s in {dt:.2} s: re-baselined",
+                    p.key.pid, p.comm, p.key.pid
+                ));
+            }
+            let fds = files.get(&p.key).copied();
+            // A file with data (an empty lock file open for reading has
+            // nothing to read) or a block device.
+            let reads_files =
+                fds.is_some_and(|f| f.iter().any(|fd| fd.access().reads() && fd.size.is_some_and(|s| s > 0)));
+            let devices = fds.map_or_else(Vec::new, |f| {
+                procdev::devices_of(f, &cur.disks, &cur.devices, &cur.anon_mounts)
+            });
+            let worker = self.worker_of(&p);
+            let mut children_rates = None;
+            let own = interval.own.get(&p.key);
+            let since_start = match (own, &p.io) {
+                (Some(own), Ok(_)) => {
+                    let t = self.own_total.entry(p.key).or_default();
+                    *t = attribution::plus(t, own);
+                    Some(*t)
+                }
+                (None, Ok(io)) => {
+                    let first = *self.first_io.entry(p.key).or_insert(*io);
+                    Some(attribution::minus(io, &first))
+                }
+                _ => None,
+            };
+            if let (Some(own), Some(dt), Ok(now)) = (own, dt_s, &p.io) {
+                // The process-wide delta: against the previous sample, or
+                // from zero for a process born since.
+                let whole = match old.get(&p.key).map(|o| &o.io) {
+                    Some(Ok(before)) => Some(attribution::minus(now, before)),
+                    None if interval.born.contains(&p.key) => Some(*now),
+                    _ => None,
+                };
+                if let Some(whole) = whole {
+                    let mut r = attribution::own_rates(rates, own, dt);
+                    if rates.is_none() {
+                        r.io_wait_pct = None;
+                    }
+                    rates = Some(r);
+                    if !cur.exits.active {
+                        let arrived = attribution::minus(&whole, own);
+                        children_rates = process::io_rates(&ProcIo::default(), &arrived, dt).map(Box::new);
+                    }
+                }
+            }
+            // A page-cache share only for a reader of files.
+            if !reads_files && let Some(r) = rates.as_mut() {
+                r.cache_share = None;
+            }
+            rows.push(ProcRow {
+                raw: p,
+                rates,
+                since_start,
+                devices,
+                reads_files,
+                worker,
+                exited: false,
+                children_rates,
+            });
+        }
+        drop(old);
+        drop(old_rows);
+        self.update_exited(&interval.exited, &rows, cur.mono_ns, dt_s);
+        let live: PidSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();
+        self.first_io.retain(|k, _| live.contains(k));
+        self.loop_workers.retain(|k, _| live.contains(k));
+        self.own_total.retain(|k, _| live.contains(k));
+        rows.extend(self.exited_rows.iter().map(|(r, _)| r.clone()));
+        self.proc_history.update(&rows);
+        self.procs = rows;
+        jumps
+    }
+
+    /// A kernel worker's role; a kworker that served a loop device keeps
+    /// that label while its comm names another workqueue.
+    fn worker_of(&mut self, p: &RawProc) -> Option<Worker> {
+        let kthread = p.key.pid == 2 || p.ppid == 2;
+        match worker::classify(&p.comm, kthread)? {
+            Worker::Loop(dev) => {
+                self.loop_workers.insert(p.key, dev.clone());
+                Some(Worker::Loop(dev))
+            }
+            Worker::Kworker => Some(
+                self.loop_workers
+                    .get(&p.key)
+                    .map_or(Worker::Kworker, |d| Worker::Loop(d.clone())),
+            ),
+        }
+    }
+
+    /// Rows for processes that exited: their I/O over the part of the
+    /// interval they lived, then zero for [`EXITED_KEEP_S`].
+    fn update_exited(&mut self, exited: &[attribution::Exited], live: &[ProcRow], mono_ns: u64, dt_s: Option<f64>) {
+        let keep_ns = (EXITED_KEEP_S * 1e9) as u64;
+        self.exited_rows.retain(|(_, at)| mono_ns.saturating_sub(*at) < keep_ns);
+        for (row, _) in &mut self.exited_rows {
+            row.rates = Some(ProcRates::default());
+        }
+        let Some(dt) = dt_s else { return };
+        for e in exited {
+            let mut raw = RawProc::example(e.key.pid, e.key.start_time, &e.comm);
+            raw.ppid = e.ppid;
+            raw.uid = Some(e.uid);
+            // The same uid's name as a listed process has it.
+            raw.user = live
+                .iter()
+                .find(|r| r.raw.uid == Some(e.uid))
+                .and_then(|r| r.raw.user.clone());
+            raw.state = 'X';
+            raw.io = Ok(e.own);
+            let rates = process::io_rates(&ProcIo::default(), &e.own, dt);
+            // Totals: what was shown while it was listed, and its last part.
+            let total = attribution::plus(&self.own_total.get(&e.key).copied().unwrap_or_default(), &e.own);
+            self.exited_rows.retain(|(r, _)| r.raw.key != e.key);
+            self.exited_rows.push((
+                ProcRow {
+                    rates,
+                    since_start: Some(total),
+                    exited: true,
+                    ..ProcRow::example(raw)
+                },
+                mono_ns,
+            ));
+        }
+    }
+}
