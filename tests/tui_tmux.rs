@@ -203,21 +203,25 @@ fn sort_filter_help_escape_and_quit() {
     assert!(s.contains(&format!("[/{m}]")), "{s}");
     // No row other than the two marked ones (in the processes pane: a
     // transfers pane may show above it, e.g. another iolens reading tracefs).
-    let rows: Vec<&str> = s
-        .lines()
-        .skip_while(|l| !l.contains(" Processes "))
-        .skip_while(|l| !l.contains("COMMAND"))
-        .skip(1)
-        .take_while(|l| !l.starts_with('└'))
-        .filter(|l| l.trim_matches(|c| c == '│' || c == ' ').len() > 1)
-        .collect();
-    assert_eq!(rows.len(), 2, "{rows:?}");
+    // The processes pane's rows only: a transfers pane above it (another
+    // test's pv or dd) has a COMMAND header and PIDs of its own.
+    let process_rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .skip_while(|l| !l.contains(" Processes "))
+            .skip_while(|l| !l.contains("COMMAND"))
+            .skip(1)
+            .take_while(|l| !l.starts_with('└'))
+            .filter(|l| l.trim_matches(|c| c == '│' || c == ' ').len() > 1)
+            .map(str::to_string)
+            .collect()
+    };
+    let rows = process_rows(&s);
+    assert_eq!(rows.len(), 2, "{rows:?}\n{s}");
     // Sort by PID (three steps back from disk reads: prio, user, pid),
     // ascending, then reversed.
     let pids = |s: &str| -> Vec<i32> {
-        s.lines()
-            .skip_while(|l| !l.contains("COMMAND"))
-            .skip(1)
+        process_rows(s)
+            .iter()
             .filter_map(|l| l.trim_start_matches('│').split_whitespace().next()?.parse().ok())
             .collect()
     };
