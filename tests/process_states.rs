@@ -333,3 +333,83 @@ fn a_reparented_idle_process_shows_its_new_parent_at_once() {
     assert_eq!(after.len(), 1, "the sleep vanished");
     assert_ne!(after[0].1, sh_pid, "still shown under its dead parent: {after:?}");
 }
+
+/// A python3 process whose `thread` (the main one, or a worker while the
+/// main thread waits in `join`) writes 1 MiB to /dev/null for every line on
+/// its stdin, then prints "done".
+fn writer_on_demand(in_worker: bool) -> Option<std::process::Child> {
+    let body = "import sys\ndef work():\n    for _ in sys.stdin:\n        open('/dev/null', 'wb').write(b'x' * (1 << 20))\n        print('done', flush=True)\n";
+    let run = if in_worker {
+        "import threading\nt = threading.Thread(target=work)\nt.start()\nt.join()\n"
+    } else {
+        "work()\n"
+    };
+    Command::new("python3")
+        .args(["-c", &format!("{body}{run}")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()
+}
+
+/// Its threads' count, once it has `n` (python starting up).
+fn wait_threads(pid: i32, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) != n {
+        assert!(Instant::now() < deadline, "pid {pid} never had {n} threads");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The counters of an idle process are not re-read while its schedstat
+/// stands still; the first write after that is seen in the very next
+/// sample, whichever thread does it.
+fn writes_are_seen_in_the_next_sample(in_worker: bool) {
+    use std::io::{BufRead, Write};
+    let Some(mut child) = writer_on_demand(in_worker) else {
+        return skip("python3 not installed");
+    };
+    let pid = child.id() as i32;
+    wait_threads(pid, if in_worker { 2 } else { 1 });
+    std::thread::sleep(Duration::from_millis(300));
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    let read = |pr: &mut ProcReader, r: &mut Reader| {
+        let snap = pr.read_all(r).expect("listing /proc");
+        let p = snap
+            .procs
+            .into_iter()
+            .find(|p| p.key.pid == pid)
+            .expect("the writer is listed");
+        (p.io.expect("its io").wchar, pr.io_age(p.key).expect("read"))
+    };
+    let idle: Vec<(u64, u64)> = (0..4).map(|_| read(&mut pr, &mut r)).collect();
+    if !in_worker && std::fs::read(format!("/proc/{pid}/schedstat")).is_ok_and(|b| b != b"0 0 0\n") {
+        // Single-threaded and asleep: its io file is left alone.
+        assert!(idle.iter().skip(2).all(|s| s.1 > 0), "{idle:?}");
+    }
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    for round in 0..3 {
+        let before = read(&mut pr, &mut r).0;
+        writeln!(stdin, "go").unwrap();
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "done\n");
+        let (after, age) = read(&mut pr, &mut r);
+        assert_eq!(age, 0, "round {round}");
+        assert!(after >= before + (1 << 20), "round {round}: wchar {before} -> {after}");
+    }
+    drop(stdin);
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_single_threaded_writer_is_seen_in_the_next_sample() {
+    writes_are_seen_in_the_next_sample(false);
+}
+
+#[test]
+fn a_worker_thread_writing_while_the_main_thread_sleeps_is_seen_in_the_next_sample() {
+    writes_are_seen_in_the_next_sample(true);
+}

@@ -106,6 +106,31 @@ pub struct ProcIo {
     pub cancelled_write_bytes: u64,
 }
 
+/// `/proc/<pid>/schedstat` of a process's main thread: time on a CPU (ns),
+/// time waiting for one (ns), and how many times it was switched in.
+/// Every time the thread runs it is switched in first, so while the three
+/// stand still it has not run since they were read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedStat {
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    pub switches: u64,
+}
+
+/// Parse `/proc/<pid>/schedstat`; `None` when malformed, or "0 0 0": what
+/// kernels before 5.14 print while scheduler statistics are off (no thread
+/// that ever ran was switched in 0 times).
+pub fn parse_schedstat(buf: &[u8]) -> Option<SchedStat> {
+    let mut f = buf.trim_ascii().split(|c| *c == b' ');
+    let mut next = || parse_u64(f.next()?);
+    let s = SchedStat {
+        run_ns: next()?,
+        wait_ns: next()?,
+        switches: next()?,
+    };
+    (s.switches > 0).then_some(s)
+}
+
 /// Parse `/proc/<pid>/io`; `None` when a field is missing or malformed.
 pub fn parse_io(buf: &[u8]) -> Option<ProcIo> {
     parse_io_in_order(buf).or_else(|| parse_io_any_order(buf))
@@ -349,6 +374,22 @@ mod tests {
         let shuffled = lines.join(&b'\n');
         assert_eq!(parse_io_in_order(&shuffled), None);
         assert_eq!(parse_io(&shuffled), Some(fast));
+    }
+
+    #[test]
+    fn schedstat_file_and_scheduler_statistics_off() {
+        assert_eq!(
+            parse_schedstat(&fixture("proc-pid/schedstat")),
+            Some(SchedStat {
+                run_ns: 218_578_584,
+                wait_ns: 23_428_895,
+                switches: 1189,
+            })
+        );
+        assert_eq!(parse_schedstat(b"0 0 0\n"), None);
+        assert_eq!(parse_schedstat(b"12 3\n"), None);
+        assert_eq!(parse_schedstat(b"12 x 3\n"), None);
+        assert_eq!(parse_schedstat(b""), None);
     }
 
     #[test]

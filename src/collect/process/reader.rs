@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{
     CMDLINE_CAP, CMDLINE_CUT, IoPrio, IoUnavailable, PidMap, PidStat, ProcIo, ProcKey, ProcSnapshot, RawProc,
-    ioprio_get, parse_io, parse_stat,
+    SchedStat, ioprio_get, parse_io, parse_schedstat, parse_stat,
 };
 use crate::collect::Reader;
 use crate::collect::threads::{ThreadIo, read_threads};
@@ -25,6 +25,8 @@ struct Static {
     /// The process's counters at the previous read: the threads are read
     /// again only when they moved.
     last_io: Option<ProcIo>,
+    /// The sample (generation) its io file was last read in.
+    io_at: u64,
     /// What its stat (and I/O priority) said when last read.
     stat: Option<StatRead>,
 }
@@ -40,6 +42,8 @@ struct StatRead {
     num_threads: u64,
     blkio_ticks: Option<u64>,
     ioprio: Option<IoPrio>,
+    /// The main thread's schedstat, read just before this stat.
+    sched: Option<SchedStat>,
     /// The sample (generation) it was read in.
     at: u64,
 }
@@ -48,34 +52,46 @@ struct StatRead {
 /// often (in samples; spread over the pids).
 pub const STAT_RECHECK_SAMPLES: u64 = 5;
 
-/// `/proc/<pid>/stat` and `io` kept open between samples (live system only).
+/// `/proc/<pid>/stat`, `schedstat` and `io` kept open between samples
+/// (live system only).
 #[derive(Debug)]
 struct PidFiles {
     stat: OwnedFd,
+    /// `None` on a kernel without scheduler statistics.
+    sched: Option<OwnedFd>,
+    /// Kept while every listed process can keep three files.
     io: Option<OwnedFd>,
     seen: u64,
     /// The process the kept files belong to (they never follow a reused pid).
     key: Option<ProcKey>,
 }
 
-/// At most this many processes keep their stat and io files open (and
-/// fewer when RLIMIT_NOFILE's hard limit is lower: see `keep_budget`). Each
-/// kept file costs a descriptor and about 4 KiB of kernel memory (its
-/// seq_file buffer, kept while the file is open), so 10,000 processes hold
-/// 20,000 descriptors and ~80 MiB of kernel memory; processes beyond the
-/// budget have their files opened, read and closed every sample, which
+/// At most this many processes keep their stat and schedstat files open
+/// (and fewer when RLIMIT_NOFILE's hard limit is lower: see `keep_fds`);
+/// their io file too while every listed process can keep three. Each kept
+/// file costs a descriptor and about 4 KiB of kernel memory (its seq_file
+/// buffer, kept while the file is open), so 10,000 processes hold 20,000
+/// to 30,000 descriptors and ~80-120 MiB of kernel memory; processes beyond
+/// the budget have their files opened, read and closed every sample, which
 /// costs about twice the CPU per process.
 pub const KEEP_FILES_MAX: usize = 32_768;
 
 /// Reads processes, caching per-process facts that do not change.
 ///
-/// On the live system each process's `stat` and `io` files are kept open
-/// and re-read with `pread` from offset 0 every sample (the kernel
-/// regenerates them), which saves an open and a close per file per sample:
-/// about half the kernel time of a sample. A kept file of a process that
-/// has ended reads as ESRCH, even when its pid has been reused, so the pid
-/// is then opened afresh. Not done under a captured tree (`--root`), where files can be
-/// replaced under a kept descriptor.
+/// On the live system each process's `stat`, `schedstat` and `io` files are
+/// kept open and re-read with `pread` from offset 0 (the kernel regenerates
+/// them), which saves an open and a close per file per sample: about half
+/// the kernel time of a sample. A kept file of a process that has ended
+/// reads as ESRCH, even when its pid has been reused, so the pid is then
+/// opened afresh. Not done under a captured tree (`--root`), where files
+/// can be replaced under a kept descriptor.
+///
+/// A kept single-threaded process whose `schedstat` did not change since
+/// its last stat read has not run since then: its I/O counters cannot have
+/// moved (the kernel counts I/O to the task that does it, when it does it),
+/// so its `io` is not read (`schedstat` costs the kernel half as much). A
+/// process with several threads has its `io` read every sample: the
+/// schedstat is its main thread's only.
 ///
 /// A kept process whose I/O counters did not move since its last read, that
 /// was sleeping (`S` or `I`) then, and whose parent is still listed, is not
@@ -96,24 +112,26 @@ pub struct ProcReader {
     /// getdents64 buffer of the /proc listing.
     dents: Vec<u8>,
     files: PidMap<i32, PidFiles>,
-    /// How many processes may keep files open (from RLIMIT_NOFILE).
-    keep_budget: Option<usize>,
+    /// How many descriptors kept files may use (from RLIMIT_NOFILE).
+    keep_fds: Option<usize>,
+    /// Every listed process can keep its io file too (this sample).
+    keep_io: bool,
     /// Read every process's stat every sample (delay accounting on).
     pub stat_every_sample: bool,
     /// Processes whose stat is read every sample (watched ones).
     pub always: Vec<i32>,
 }
 
-/// How many processes may keep two files open: raises RLIMIT_NOFILE to
-/// what [`KEEP_FILES_MAX`] needs, both limits when allowed (root has
-/// CAP_SYS_RESOURCE: only iolens's own limit changes), else the soft one up
-/// to the hard one (as Go programs do by default), and leaves 512
-/// descriptors for everything else.
-fn keep_budget() -> usize {
+/// How many descriptors kept files may use: raises RLIMIT_NOFILE to what
+/// [`KEEP_FILES_MAX`] processes with three files need, both limits when
+/// allowed (root has CAP_SYS_RESOURCE: only iolens's own limit changes),
+/// else the soft one up to the hard one (as Go programs do by default), and
+/// leaves 512 descriptors for everything else.
+fn keep_fds() -> usize {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let lim = getrlimit(Resource::Nofile);
     let (cur, max) = (lim.current.unwrap_or(u64::MAX), lim.maximum);
-    let need = 2 * KEEP_FILES_MAX as u64 + 1024;
+    let need = 3 * KEEP_FILES_MAX as u64 + 1024;
     let set = |current: u64, maximum: Option<u64>| {
         setrlimit(
             Resource::Nofile,
@@ -132,8 +150,7 @@ fn keep_budget() -> usize {
         let want = max.unwrap_or(u64::MAX).min(need);
         if cur < want && set(want, max) { want } else { cur }
     };
-    let fds = usize::try_from(cur).unwrap_or(usize::MAX).saturating_sub(512);
-    (fds / 2).min(KEEP_FILES_MAX)
+    usize::try_from(cur).unwrap_or(usize::MAX).saturating_sub(512)
 }
 
 fn classify(e: &io::Error) -> IoUnavailable {
@@ -166,6 +183,12 @@ impl ProcReader {
     pub fn stat_age(&self, key: ProcKey) -> Option<u64> {
         let st = self.cache.get(&key)?.stat?;
         Some(self.generation.saturating_sub(st.at))
+    }
+
+    /// Samples since the io file of a process was last read (0: this
+    /// sample); `None` for a process not read.
+    pub fn io_age(&self, key: ProcKey) -> Option<u64> {
+        Some(self.generation.saturating_sub(self.cache.get(&key)?.io_at))
     }
 
     /// Forget the user table so the next unknown uid reloads it.
@@ -202,6 +225,15 @@ impl ProcReader {
             error,
         })?;
         self.generation += 1;
+        if r.is_live() {
+            let fds = *self.keep_fds.get_or_insert_with(keep_fds);
+            let keep_io = self.pids.len().saturating_mul(3) <= fds;
+            if self.keep_io && !keep_io {
+                // Too many processes now: their io files make room.
+                self.files.values_mut().for_each(|f| f.io = None);
+            }
+            self.keep_io = keep_io;
+        }
         let mut snap = ProcSnapshot {
             procs: Vec::with_capacity(self.pids.len()),
             ..Default::default()
@@ -224,18 +256,25 @@ impl ProcReader {
     pub fn read_one(&mut self, r: &mut Reader, pid: i32) -> Result<RawProc, IoUnavailable> {
         let live = r.is_live();
         let generation = self.generation;
-        let kept = if live { self.kept_io(r, pid) } else { None };
-        if let Some((key, Ok(io))) = &kept
-            && let Some(p) = self.idle(*key, io)
+        let kept = if live { self.kept_counters(r, pid) } else { None };
+        if let Some(k) = &kept
+            && k.io_read
+            && let Some(s) = self.cache.get_mut(&k.key)
+        {
+            s.io_at = generation;
+        }
+        if let Some(k) = &kept
+            && let Some(Ok(io)) = &k.io
+            && let Some(p) = self.idle(k.key, io)
         {
             return Ok(p);
         }
-        let stat = match self.read_stat(r, pid, live) {
-            Ok(()) => {
-                parse_stat(r.last()).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/stat: malformed")))?
-            }
+        let sched = match self.read_stat(r, pid, live, kept.as_ref().and_then(|k| k.sched)) {
+            Ok(sched) => sched,
             Err(e) => return Err(classify(&e)),
         };
+        let stat =
+            parse_stat(r.last()).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/stat: malformed")))?;
         let key = ProcKey {
             pid,
             start_time: stat.start_time,
@@ -243,11 +282,17 @@ impl ProcReader {
         if let Some(f) = self.files.get_mut(&pid) {
             f.key = Some(key);
         }
-        let io = match kept.filter(|(k, _)| *k == key) {
-            Some((_, io)) => io,
-            None => self.read_io_parsed(r, pid),
+        let (io, io_read) = match kept
+            .filter(|k| k.key == key)
+            .and_then(|k| k.io.map(|io| (io, k.io_read)))
+        {
+            Some(io) => io,
+            None => (self.read_io_parsed(r, pid), true),
         };
         let (comm, cmdline, uid, user) = self.statics(r, key, &stat, generation);
+        if io_read && let Some(s) = self.cache.get_mut(&key) {
+            s.io_at = generation;
+        }
         let ioprio = if live { ioprio_get(pid) } else { None };
         let threads = self.threads_if_moved(r, key, &io);
         if let Some(s) = self.cache.get_mut(&key) {
@@ -259,6 +304,7 @@ impl ProcReader {
                 num_threads: stat.num_threads,
                 blkio_ticks: stat.blkio_ticks,
                 ioprio,
+                sched,
                 at: generation,
             });
         }
@@ -330,6 +376,7 @@ impl ProcReader {
                     user: None,
                     seen: generation,
                     last_io: None,
+                    io_at: generation,
                     stat: None,
                 };
                 let out = (s.comm.clone(), s.cmdline.clone(), s.uid);
@@ -361,21 +408,53 @@ impl ProcReader {
         }
     }
 
-    /// The io file of a process whose files are kept, read through its
-    /// descriptor: `None` when it has none, or has ended (its files are
-    /// then dropped, and its pid is read afresh).
-    fn kept_io(&mut self, r: &mut Reader, pid: i32) -> Option<(ProcKey, Result<ProcIo, IoUnavailable>)> {
+    /// The counters of a process whose files are kept, through its
+    /// descriptors: `None` when it has none, or has ended (its files are
+    /// then dropped, and its pid is read afresh). Its io is not read when
+    /// it has not run since its last stat read (see [`ProcReader`]).
+    fn kept_counters(&mut self, r: &mut Reader, pid: i32) -> Option<Kept> {
         let generation = self.generation;
         let f = self.files.get_mut(&pid)?;
-        let (key, fd) = (f.key?, f.io.as_ref()?);
+        let key = f.key?;
+        let sched = match &f.sched {
+            Some(fd) => match r.reread(fd) {
+                Ok(b) if !b.is_empty() => parse_schedstat(b),
+                _ => {
+                    self.files.remove(&pid);
+                    return None;
+                }
+            },
+            None => None,
+        };
+        f.seen = generation;
+        if let Some(s) = self.cache.get(&key)
+            && let (Some(st), Some(io)) = (s.stat, s.last_io)
+            && sched.is_some()
+            && st.sched == sched
+            && st.num_threads == 1
+        {
+            return Some(Kept {
+                key,
+                sched,
+                io: Some(Ok(io)),
+                io_read: false,
+            });
+        }
+        let Some(fd) = f.io.as_ref() else {
+            return Some(Kept {
+                key,
+                sched,
+                io: None,
+                io_read: false,
+            });
+        };
         match r.reread(fd) {
-            Ok(b) if !b.is_empty() => {
-                f.seen = generation;
-                Some((
-                    key,
-                    parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
-                ))
-            }
+            Ok(b) if !b.is_empty() => Some(Kept {
+                key,
+                sched,
+                io: Some(parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed")))),
+                io_read: true,
+            }),
             _ => {
                 self.files.remove(&pid);
                 None
@@ -426,14 +505,22 @@ impl ProcReader {
 
 impl ProcReader {
     /// Read `/proc/<pid>/stat` into the reader's buffer, through a kept
-    /// descriptor when there is one; on the live system, keep a newly
-    /// opened one (within the budget).
-    fn read_stat(&mut self, r: &mut Reader, pid: i32, live: bool) -> io::Result<()> {
+    /// descriptor when there is one (`sched`: its schedstat, read just
+    /// before); on the live system, keep newly opened ones (within the
+    /// budget), reading the schedstat first. Returns the schedstat read
+    /// before the stat.
+    fn read_stat(
+        &mut self,
+        r: &mut Reader,
+        pid: i32,
+        live: bool,
+        sched: Option<SchedStat>,
+    ) -> io::Result<Option<SchedStat>> {
         if let Some(f) = self.files.get_mut(&pid) {
             match r.reread(&f.stat) {
                 Ok(b) if !b.is_empty() => {
                     f.seen = self.generation;
-                    return Ok(());
+                    return Ok(sched);
                 }
                 // Ended (ESRCH), maybe with its pid reused: open afresh.
                 _ => {
@@ -441,20 +528,32 @@ impl ProcReader {
                 }
             }
         }
+        let keep = live && 2 * self.files.len() + 2 <= *self.keep_fds.get_or_insert_with(keep_fds);
+        let keep = keep && self.files.len() < KEEP_FILES_MAX;
+        let sched_fd = if keep {
+            r.open_pid_file(pid, "schedstat").ok()
+        } else {
+            None
+        };
+        let sched = match &sched_fd {
+            Some(fd) => r.reread(fd).ok().and_then(parse_schedstat),
+            None => None,
+        };
         let fd = r.open_pid_file(pid, "stat")?;
         r.reread(&fd)?;
-        if live && self.files.len() < *self.keep_budget.get_or_insert_with(keep_budget) {
+        if keep {
             self.files.insert(
                 pid,
                 PidFiles {
                     stat: fd,
+                    sched: sched_fd,
                     io: None,
                     seen: self.generation,
                     key: None,
                 },
             );
         }
-        Ok(())
+        Ok(sched)
     }
 
     /// Read `/proc/<pid>/io` into the reader's buffer, keeping its
@@ -466,11 +565,24 @@ impl ProcReader {
         }
         let fd = r.open_pid_file(pid, "io")?;
         r.reread(&fd)?;
-        if let Some(f) = kept {
+        if let Some(f) = kept
+            && self.keep_io
+        {
             f.io = Some(fd);
         }
         Ok(())
     }
+}
+
+/// What the kept files of a process said this sample.
+struct Kept {
+    key: ProcKey,
+    sched: Option<SchedStat>,
+    /// `None`: not read (its io file is not kept); else read, or the last
+    /// read's counters of a process that has not run since.
+    io: Option<Result<ProcIo, IoUnavailable>>,
+    /// `io` was read this sample.
+    io_read: bool,
 }
 
 /// `/proc/<pid>/cmdline`: NUL-separated arguments, joined with spaces; cut
