@@ -305,10 +305,11 @@ fn an_idle_process_stat_is_reused_for_at_most_the_recheck_period() {
     child.wait().unwrap();
 }
 
-#[test]
-fn a_reparented_idle_process_shows_its_new_parent_at_once() {
-    // sh starts a sleep in the background, prints its pid and waits; killing
-    // sh re-parents the sleep (to init or a subreaper) without waking it.
+/// sh starts a sleep in the background, prints its pid and waits; killing
+/// sh re-parents the sleep (to init or a subreaper) without waking it.
+/// `forks`: what the reader is told of the kernel's fork count (a fixed
+/// value: /proc is not listed again, and sh is still in the last listing).
+fn reparented_idle_process_shows_its_new_parent_at_once(forks: Option<u64>) {
     let mut sh = Command::new("sh")
         .args(["-c", "sleep 30 & echo $!; wait"])
         .stdout(Stdio::piped())
@@ -324,6 +325,7 @@ fn a_reparented_idle_process_shows_its_new_parent_at_once() {
     std::thread::sleep(Duration::from_millis(200));
     let mut r = Reader::new("/");
     let mut pr = ProcReader::new();
+    pr.forks = forks;
     let before = samples_of(&mut pr, &mut r, pid, 3);
     assert!(before.iter().all(|s| s.1 == sh_pid), "{before:?}");
     sh.kill().unwrap();
@@ -332,6 +334,54 @@ fn a_reparented_idle_process_shows_its_new_parent_at_once() {
     let _ = Command::new("kill").arg(pid.to_string()).status();
     assert_eq!(after.len(), 1, "the sleep vanished");
     assert_ne!(after[0].1, sh_pid, "still shown under its dead parent: {after:?}");
+}
+
+#[test]
+fn a_reparented_idle_process_shows_its_new_parent_at_once() {
+    reparented_idle_process_shows_its_new_parent_at_once(None);
+}
+
+#[test]
+fn a_reparented_idle_process_shows_its_new_parent_at_once_without_a_new_listing() {
+    reparented_idle_process_shows_its_new_parent_at_once(Some(7));
+}
+
+#[test]
+fn proc_is_listed_again_only_when_the_fork_count_moved() {
+    use iolens::collect::process::LIST_EVERY_SAMPLES;
+    let listed = |pr: &mut ProcReader, r: &mut Reader, pid: u32| {
+        let snap = pr.read_all(r).expect("listing /proc");
+        snap.procs.iter().any(|p| p.key.pid == pid as i32)
+    };
+    let mut old = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    pr.forks = Some(100);
+    assert!(listed(&mut pr, &mut r, old.id()));
+    // A process created while the count (as told) stands still is not
+    // listed; one that ended drops out at once.
+    let mut new = Command::new("sleep").arg("30").spawn().unwrap();
+    old.kill().unwrap();
+    old.wait().unwrap();
+    assert!(
+        !listed(&mut pr, &mut r, new.id()),
+        "listed again though no fork was counted"
+    );
+    assert!(!listed(&mut pr, &mut r, old.id()), "an ended process is still listed");
+    // The count moved: listed.
+    pr.forks = Some(101);
+    assert!(listed(&mut pr, &mut r, new.id()));
+    // Unchanged for LIST_EVERY_SAMPLES samples: listed again anyway.
+    let mut newer = Command::new("sleep").arg("30").spawn().unwrap();
+    let seen = (0..LIST_EVERY_SAMPLES)
+        .map(|_| listed(&mut pr, &mut r, newer.id()))
+        .collect::<Vec<_>>();
+    assert_eq!(seen.iter().filter(|s| **s).count(), 1, "{seen:?}");
+    assert!(seen[seen.len() - 1], "{seen:?}");
+    for c in [&mut new, &mut newer] {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
 }
 
 /// A python3 process whose `thread` (the main one, or a worker while the

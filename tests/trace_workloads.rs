@@ -110,7 +110,9 @@ fn read_stat(dev: &str) -> Option<(u64, u64)> {
 
 /// One workload's results.
 struct Run {
-    /// The 1-second intervals, first and last left out.
+    /// The 1-second intervals, first and last left out, and any more
+    /// before fio's first read or after its last (none by the device's own
+    /// count: fio is slow to start on a loaded machine).
     kept: Vec<TraceInterval>,
     /// fio's JSON output.
     fio: serde_json::Value,
@@ -146,6 +148,8 @@ fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
         .expect("fio runs");
     let mut fio = Fio(child);
     let mut intervals = Vec::new();
+    // The device's reads (its stat) when each interval ended.
+    let mut reads_at = vec![before.map(|s| s.0)];
     let mut next = Instant::now() + Duration::from_secs(1);
     loop {
         tracer.poll(&mut out);
@@ -154,6 +158,7 @@ fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
         out.clear();
         if Instant::now() >= next {
             intervals.push(tracker.take_interval());
+            reads_at.push(read_stat(dev).map(|s| s.0));
             next += Duration::from_secs(1);
         }
         if let Ok(Some(_)) = fio.0.try_wait() {
@@ -178,8 +183,23 @@ fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
     }
     let fio = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
     let n = intervals.len();
-    let kept = if n > 2 {
-        intervals[1..n - 1].to_vec()
+    // Intervals with no read at the device, by its own count.
+    let idle = |i: usize| matches!((reads_at.get(i), reads_at.get(i + 1)), (Some(Some(a)), Some(Some(b))) if a == b);
+    let (mut first, mut end) = (1, n.saturating_sub(1));
+    while first < end && idle(first) {
+        first += 1;
+    }
+    while end > first && idle(end - 1) {
+        end -= 1;
+    }
+    if first > 1 || end + 1 < n {
+        eprintln!(
+            "left out {} more interval(s) without a read at the device",
+            first - 1 + n.saturating_sub(1) - end
+        );
+    }
+    let kept = if first < end {
+        intervals[first..end].to_vec()
     } else {
         Vec::new()
     };

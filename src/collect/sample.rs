@@ -245,6 +245,7 @@ impl Collector {
         let delayacct = delayacct::read_state(&mut self.reader);
         self.procs.stat_every_sample = delayacct != Some(false);
         self.procs.always.clone_from(&self.fds.watch.pids);
+        self.procs.forks = cpu.and_then(|c| c.forks);
         let mut procs = match self.scope {
             ProcScope::All => self.procs.read_all(&mut self.reader).unwrap_or_else(|e| {
                 errors.push(e.to_string());

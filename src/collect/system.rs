@@ -26,6 +26,10 @@ pub struct CpuTimes {
     pub steal: u64,
     /// Processes blocked on I/O right now (`procs_blocked`).
     pub procs_blocked: Option<u32>,
+    /// Processes and threads created since boot (`processes`): not
+    /// recorded, only the live process reader uses it.
+    #[serde(skip)]
+    pub forks: Option<u64>,
 }
 
 impl CpuTimes {
@@ -51,6 +55,7 @@ impl CpuTimes {
 pub fn parse_cpu(buf: &[u8]) -> Result<CpuTimes, String> {
     let mut cpu = None;
     let mut blocked = None;
+    let mut forks = None;
     for line in buf.split(|&c| c == b'\n') {
         let mut f = line.split(|c| c.is_ascii_whitespace()).filter(|f| !f.is_empty());
         match f.next() {
@@ -71,14 +76,17 @@ pub fn parse_cpu(buf: &[u8]) -> Result<CpuTimes, String> {
                     softirq: opt(6),
                     steal: opt(7),
                     procs_blocked: None,
+                    forks: None,
                 });
             }
             Some(b"procs_blocked") => blocked = f.next().and_then(parse_u64).and_then(|v| u32::try_from(v).ok()),
+            Some(b"processes") => forks = f.next().and_then(parse_u64),
             _ => {}
         }
     }
     let mut cpu = cpu.ok_or("no cpu line")?;
     cpu.procs_blocked = blocked;
+    cpu.forks = forks;
     Ok(cpu)
 }
 
@@ -256,6 +264,7 @@ mod tests {
         let cpu = cpu.unwrap();
         assert_eq!((cpu.user, cpu.iowait, cpu.steal), (10_132_153, 25_623, 11));
         assert_eq!(cpu.procs_blocked, Some(2));
+        assert_eq!(cpu.forks, Some(2915));
         assert_eq!(
             cpu.total(),
             10_132_153 + 290 + 3_084_202 + 94_381_237 + 25_623 + 25_282 + 11

@@ -18,7 +18,7 @@ use super::threads::ThreadIo;
 use super::{parse_i64, parse_u64};
 
 mod reader;
-pub use reader::{KEEP_FILES_MAX, ProcReader, STAT_RECHECK_SAMPLES};
+pub use reader::{KEEP_FILES_MAX, LIST_EVERY_SAMPLES, ProcReader, STAT_RECHECK_SAMPLES};
 
 /// A process is identified by (pid, start time): a reused pid is a new process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

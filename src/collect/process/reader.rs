@@ -66,6 +66,10 @@ struct PidFiles {
     key: Option<ProcKey>,
 }
 
+/// /proc is listed again at least this often (in samples), even when no
+/// process was created.
+pub const LIST_EVERY_SAMPLES: u64 = 30;
+
 /// At most this many processes keep their stat and schedstat files open
 /// (and fewer when RLIMIT_NOFILE's hard limit is lower: see `keep_fds`);
 /// their io file too while every listed process can keep three. Each kept
@@ -92,6 +96,12 @@ pub const KEEP_FILES_MAX: usize = 32_768;
 /// so its `io` is not read (`schedstat` costs the kernel half as much). A
 /// process with several threads has its `io` read every sample: the
 /// schedstat is its main thread's only.
+///
+/// /proc is listed only when a process or thread was created since the
+/// last listing (the kernel's count of forks, `/proc/stat` "processes",
+/// moved: set in [`ProcReader::forks`] before each read), and at least
+/// every [`LIST_EVERY_SAMPLES`]; otherwise the processes are those of the
+/// last listing, less the ones that have ended since.
 ///
 /// A kept process whose I/O counters did not move since its last read, that
 /// was sleeping (`S` or `I`) then, and whose parent is still listed, is not
@@ -120,6 +130,13 @@ pub struct ProcReader {
     pub stat_every_sample: bool,
     /// Processes whose stat is read every sample (watched ones).
     pub always: Vec<i32>,
+    /// The kernel's count of forks since boot, read just before
+    /// [`ProcReader::read_all`] (`None`: unknown, /proc is listed).
+    pub forks: Option<u64>,
+    /// `forks` when /proc was last listed, and the sample it was in.
+    listed: Option<(u64, u64)>,
+    /// Pids of this sample that had ended (reused buffer).
+    ended: Vec<i32>,
 }
 
 /// How many descriptors kept files may use: raises RLIMIT_NOFILE to what
@@ -220,11 +237,20 @@ impl ProcReader {
 
     /// Read every process visible under the root.
     pub fn read_all(&mut self, r: &mut Reader) -> Result<ProcSnapshot, crate::collect::ReadError> {
-        self.list_pids(r).map_err(|error| crate::collect::ReadError {
-            path: r.path("/proc"),
-            error,
-        })?;
         self.generation += 1;
+        let same = match (self.listed, self.forks) {
+            (Some((at_forks, at)), Some(forks)) => {
+                r.is_live() && forks == at_forks && self.generation - at < LIST_EVERY_SAMPLES
+            }
+            _ => false,
+        };
+        if !same {
+            self.list_pids(r).map_err(|error| crate::collect::ReadError {
+                path: r.path("/proc"),
+                error,
+            })?;
+            self.listed = self.forks.map(|f| (f, self.generation));
+        }
         if r.is_live() {
             let fds = *self.keep_fds.get_or_insert_with(keep_fds);
             let keep_io = self.pids.len().saturating_mul(3) <= fds;
@@ -239,12 +265,31 @@ impl ProcReader {
             ..Default::default()
         };
         // By index: `read_one` looks parents up in `self.pids`.
+        self.ended.clear();
         for i in 0..self.pids.len() {
             match self.read_one(r, self.pids[i]) {
                 Ok(p) => snap.procs.push(p),
-                Err(IoUnavailable::Exited) => snap.exited += 1,
+                Err(IoUnavailable::Exited) => {
+                    snap.exited += 1;
+                    self.ended.push(self.pids[i]);
+                }
                 Err(_) => snap.hidden += 1,
             }
+        }
+        if !self.ended.is_empty() {
+            let ended = std::mem::take(&mut self.ended);
+            self.pids.retain(|p| ended.binary_search(p).is_err());
+            // Re-parented by an exit this sample, while the listing still
+            // had the parent: read its stat now.
+            for p in &mut snap.procs {
+                if ended.binary_search(&p.ppid).is_ok()
+                    && self.stat_age(p.key).is_some_and(|a| a > 0)
+                    && let Ok(fresh) = self.read(r, p.key.pid, true)
+                {
+                    *p = fresh;
+                }
+            }
+            self.ended = ended;
         }
         let generation = self.generation;
         self.cache.retain(|_, s| s.seen == generation);
@@ -254,6 +299,11 @@ impl ProcReader {
 
     /// Read one process. `Err` when its stat could not be read.
     pub fn read_one(&mut self, r: &mut Reader, pid: i32) -> Result<RawProc, IoUnavailable> {
+        self.read(r, pid, false)
+    }
+
+    /// Read one process; `full`: its stat even when idle.
+    fn read(&mut self, r: &mut Reader, pid: i32, full: bool) -> Result<RawProc, IoUnavailable> {
         let live = r.is_live();
         let generation = self.generation;
         let kept = if live { self.kept_counters(r, pid) } else { None };
@@ -264,6 +314,7 @@ impl ProcReader {
             s.io_at = generation;
         }
         if let Some(k) = &kept
+            && !full
             && let Some(Ok(io)) = &k.io
             && let Some(p) = self.idle(k.key, io)
         {
