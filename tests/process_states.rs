@@ -299,6 +299,10 @@ fn an_idle_process_stat_is_reused_for_at_most_the_recheck_period() {
     let seen = samples_of(&mut pr, &mut r, pid, n);
     let first_t = seen.iter().position(|s| s.0 == 'T').expect("never seen stopped");
     assert!(first_t < STAT_RECHECK_SAMPLES as usize, "{seen:?}");
+    // It ran to stop: where its schedstat tells so, seen at once.
+    if std::fs::read(format!("/proc/{pid}/schedstat")).is_ok_and(|b| b != b"0 0 0\n") {
+        assert_eq!(first_t, 0, "{seen:?}");
+    }
     assert!(seen[first_t..].iter().all(|s| s.0 == 'T' && s.2 == 0), "{seen:?}");
     kill("-CONT");
     child.kill().unwrap();
@@ -462,4 +466,42 @@ fn a_single_threaded_writer_is_seen_in_the_next_sample() {
 #[test]
 fn a_worker_thread_writing_while_the_main_thread_sleeps_is_seen_in_the_next_sample() {
     writes_are_seen_in_the_next_sample(true);
+}
+
+#[test]
+fn nice_and_io_priority_set_by_another_process_show_within_the_recheck_period() {
+    use iolens::collect::process::{IoClass, STAT_RECHECK_SAMPLES};
+    if !Command::new("ionice")
+        .arg("-h")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return skip("ionice not installed");
+    }
+    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    let mut r = Reader::new("/");
+    let mut pr = ProcReader::new();
+    let read = |pr: &mut ProcReader, r: &mut Reader| {
+        let snap = pr.read_all(r).expect("listing /proc");
+        let p = snap
+            .procs
+            .into_iter()
+            .find(|p| p.key.pid == pid)
+            .expect("the sleep is listed");
+        (p.nice, p.ioprio.map(|i| i.class))
+    };
+    // Idle long enough that its stat is no longer read every sample.
+    for _ in 0..2 * STAT_RECHECK_SAMPLES {
+        assert_eq!(read(&mut pr, &mut r).0, 0);
+    }
+    // Neither wakes the sleep.
+    let set = |cmd: &str, args: &[&str]| assert!(Command::new(cmd).args(args).status().unwrap().success(), "{cmd}");
+    set("renice", &["-n", "7", "-p", &pid.to_string()]);
+    set("ionice", &["-c", "3", "-p", &pid.to_string()]);
+    let seen: Vec<_> = (0..STAT_RECHECK_SAMPLES).map(|_| read(&mut pr, &mut r)).collect();
+    assert_eq!(seen.last(), Some(&(7, Some(IoClass::Idle))), "{seen:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

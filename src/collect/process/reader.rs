@@ -104,7 +104,8 @@ pub const KEEP_FILES_MAX: usize = 32_768;
 /// last listing, less the ones that have ended since.
 ///
 /// A kept process whose I/O counters did not move since its last read, that
-/// was sleeping (`S` or `I`) then, and whose parent is still listed, is not
+/// was sleeping (`S` or `I`) then, that has not run since (by its
+/// schedstat, where there is one), and whose parent is still listed, is not
 /// asked for its stat (two thirds of the kernel's cost per process): its
 /// state, CPU ticks, nice, thread count and I/O priority are those of its
 /// last read, which is at most [`STAT_RECHECK_SAMPLES`] samples old. A
@@ -316,7 +317,7 @@ impl ProcReader {
         if let Some(k) = &kept
             && !full
             && let Some(Ok(io)) = &k.io
-            && let Some(p) = self.idle(k.key, io)
+            && let Some(p) = self.idle(k.key, io, k.still)
         {
             return Ok(p);
         }
@@ -478,10 +479,12 @@ impl ProcReader {
             None => None,
         };
         f.seen = generation;
-        if let Some(s) = self.cache.get(&key)
-            && let (Some(st), Some(io)) = (s.stat, s.last_io)
-            && sched.is_some()
-            && st.sched == sched
+        let last = self.cache.get(&key).and_then(|s| Some((s.stat?, s.last_io)));
+        let still = match (last, sched) {
+            (Some((st, _)), Some(now)) if st.sched.is_some() => Some(st.sched == Some(now)),
+            _ => None,
+        };
+        if let (Some(true), Some((st, Some(io)))) = (still, last)
             && st.num_threads == 1
         {
             return Some(Kept {
@@ -489,6 +492,7 @@ impl ProcReader {
                 sched,
                 io: Some(Ok(io)),
                 io_read: false,
+                still,
             });
         }
         let Some(fd) = f.io.as_ref() else {
@@ -497,6 +501,7 @@ impl ProcReader {
                 sched,
                 io: None,
                 io_read: false,
+                still,
             });
         };
         match r.reread(fd) {
@@ -505,6 +510,7 @@ impl ProcReader {
                 sched,
                 io: Some(parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed")))),
                 io_read: true,
+                still,
             }),
             _ => {
                 self.files.remove(&pid);
@@ -516,22 +522,35 @@ impl ProcReader {
     /// The process from what was last read of it, when it is idle: its
     /// counters `io` are those of its last read, and its stat need not be
     /// read again (see [`ProcReader`]).
-    fn idle(&mut self, key: ProcKey, io: &ProcIo) -> Option<RawProc> {
+    /// `still`: whether it has run since its stat was read. One that ran
+    /// is not idle; one that has not, when its stat is due again, is asked
+    /// only for what another process can change without it running (its
+    /// nice and I/O priority), with two system calls.
+    fn idle(&mut self, key: ProcKey, io: &ProcIo, still: Option<bool>) -> Option<RawProc> {
         let generation = self.generation;
         let pid = key.pid;
         let (pids, always) = (&self.pids, &self.always);
         let s = self.cache.get_mut(&key)?;
-        let st = s.stat?;
+        let mut st = s.stat?;
         let due = generation.saturating_sub(st.at) >= STAT_RECHECK_SAMPLES
             || (u64::from(pid.unsigned_abs()) + generation).is_multiple_of(STAT_RECHECK_SAMPLES);
         if self.stat_every_sample
-            || due
+            || still == Some(false)
+            || (due && still.is_none())
             || s.last_io != Some(*io)
             || !matches!(st.state, 'S' | 'I')
             || (st.ppid != 0 && pids.binary_search(&st.ppid).is_err())
             || always.contains(&pid)
         {
             return None;
+        }
+        if due {
+            let nice = rustix::process::Pid::from_raw(pid).map(|p| rustix::process::getpriority_process(Some(p)));
+            let Some(Ok(nice)) = nice else { return None };
+            st.nice = i64::from(nice);
+            st.ioprio = ioprio_get(pid);
+            st.at = generation;
+            s.stat = Some(st);
         }
         s.seen = generation;
         Some(RawProc {
@@ -634,6 +653,9 @@ struct Kept {
     io: Option<Result<ProcIo, IoUnavailable>>,
     /// `io` was read this sample.
     io_read: bool,
+    /// It has not run since its stat was read (`Some(false)`: it has;
+    /// `None`: not known).
+    still: Option<bool>,
 }
 
 /// `/proc/<pid>/cmdline`: NUL-separated arguments, joined with spaces; cut
