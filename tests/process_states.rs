@@ -260,6 +260,15 @@ fn kept_stat_file_of_an_ended_process_reads_as_esrch() {
     assert_eq!(err.raw_os_error(), Some(libc::ESRCH), "{err}");
 }
 
+/// Read every process once and return `pid`'s.
+fn sample_of(pr: &mut ProcReader, r: &mut Reader, pid: i32) -> iolens::collect::process::RawProc {
+    let snap = pr.read_all(r).expect("listing /proc");
+    snap.procs
+        .into_iter()
+        .find(|p| p.key.pid == pid)
+        .unwrap_or_else(|| panic!("pid {pid} is not listed"))
+}
+
 /// Read every process `n` times and return what was read of `pid` each
 /// time, with the age of its stat.
 fn samples_of(pr: &mut ProcReader, r: &mut Reader, pid: i32, n: usize) -> Vec<(char, i32, u64)> {
@@ -429,12 +438,7 @@ fn writes_are_seen_in_the_next_sample(in_worker: bool) {
     let mut r = Reader::new("/");
     let mut pr = ProcReader::new();
     let read = |pr: &mut ProcReader, r: &mut Reader| {
-        let snap = pr.read_all(r).expect("listing /proc");
-        let p = snap
-            .procs
-            .into_iter()
-            .find(|p| p.key.pid == pid)
-            .expect("the writer is listed");
+        let p = sample_of(pr, r, pid);
         (p.io.expect("its io").wchar, pr.io_age(p.key).expect("read"))
     };
     let idle: Vec<(u64, u64)> = (0..4).map(|_| read(&mut pr, &mut r)).collect();
@@ -484,12 +488,7 @@ fn nice_and_io_priority_set_by_another_process_show_within_the_recheck_period() 
     let mut r = Reader::new("/");
     let mut pr = ProcReader::new();
     let read = |pr: &mut ProcReader, r: &mut Reader| {
-        let snap = pr.read_all(r).expect("listing /proc");
-        let p = snap
-            .procs
-            .into_iter()
-            .find(|p| p.key.pid == pid)
-            .expect("the sleep is listed");
+        let p = sample_of(pr, r, pid);
         (p.nice, p.ioprio.map(|i| i.class))
     };
     // Idle long enough that its stat is no longer read every sample.
