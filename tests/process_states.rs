@@ -322,7 +322,11 @@ fn an_idle_process_stat_is_reused_for_at_most_the_recheck_period() {
 /// sh re-parents the sleep (to init or a subreaper) without waking it.
 /// `forks`: what the reader is told of the kernel's fork count (a fixed
 /// value: /proc is not listed again, and sh is still in the last listing).
-fn reparented_idle_process_shows_its_new_parent_at_once(forks: Option<u64>) {
+/// `due`: whether the sample after the exit is one where the sleep's stat
+/// is due again (its pid plus the sample number a multiple of
+/// `STAT_RECHECK_SAMPLES`): then only its priorities would be asked for.
+fn reparented_idle_process_shows_its_new_parent_at_once(forks: Option<u64>, due: bool) {
+    use iolens::collect::process::STAT_RECHECK_SAMPLES as R;
     let mut sh = Command::new("sh")
         .args(["-c", "sleep 30 & echo $!; wait"])
         .stdout(Stdio::piped())
@@ -339,7 +343,10 @@ fn reparented_idle_process_shows_its_new_parent_at_once(forks: Option<u64>) {
     let mut r = Reader::new("/");
     let mut pr = ProcReader::new();
     pr.forks = forks;
-    let before = samples_of(&mut pr, &mut r, pid, 3);
+    // Samples 1..=n before the exit, n+1 after it.
+    let due_after = |n: u64| (pid as u64 + n + 1).is_multiple_of(R);
+    let n = (2..2 + R).find(|n| due_after(*n) == due).unwrap_or(3);
+    let before = samples_of(&mut pr, &mut r, pid, n as usize);
     assert!(before.iter().all(|s| s.1 == sh_pid), "{before:?}");
     sh.kill().unwrap();
     sh.wait().unwrap();
@@ -351,12 +358,13 @@ fn reparented_idle_process_shows_its_new_parent_at_once(forks: Option<u64>) {
 
 #[test]
 fn a_reparented_idle_process_shows_its_new_parent_at_once() {
-    reparented_idle_process_shows_its_new_parent_at_once(None);
+    reparented_idle_process_shows_its_new_parent_at_once(None, false);
 }
 
 #[test]
 fn a_reparented_idle_process_shows_its_new_parent_at_once_without_a_new_listing() {
-    reparented_idle_process_shows_its_new_parent_at_once(Some(7));
+    reparented_idle_process_shows_its_new_parent_at_once(Some(7), false);
+    reparented_idle_process_shows_its_new_parent_at_once(Some(7), true);
 }
 
 #[test]

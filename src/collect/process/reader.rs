@@ -281,10 +281,11 @@ impl ProcReader {
             let ended = std::mem::take(&mut self.ended);
             self.pids.retain(|p| ended.binary_search(p).is_err());
             // Re-parented by an exit this sample, while the listing still
-            // had the parent: read its stat now.
+            // had the parent: read its stat now (what was given may come
+            // from before the exit, even where its age is 0: a due idle
+            // process is asked only for its priorities).
             for p in &mut snap.procs {
                 if ended.binary_search(&p.ppid).is_ok()
-                    && self.stat_age(p.key).is_some_and(|a| a > 0)
                     && let Ok(fresh) = self.read(r, p.key.pid, true)
                 {
                     *p = fresh;
