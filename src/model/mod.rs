@@ -279,6 +279,7 @@ impl Model {
             self.mono_ns = cur.mono_ns;
             self.wall_ns = cur.wall_ns;
             self.progress.update(&cur.fds, cur.mono_ns);
+            cur.fds = Default::default();
             self.prev = Some(cur);
             self.prev_procs_in_rows = false;
             return;
@@ -299,6 +300,9 @@ impl Model {
         self.update_totals(dt_s);
         self.delayacct = cur.delayacct;
         self.progress.update(&cur.fds, cur.mono_ns);
+        // The open files are in the transfers now: the baseline needs none
+        // (a full scan's are most of a sample's memory).
+        cur.fds = Default::default();
         self.update_cgroups(prev.as_ref(), &cur, dt_s);
         self.cpu = match (prev.as_ref().and_then(|p| p.cpu.as_ref()), cur.cpu.as_ref()) {
             (Some(p), Some(c)) => cpu_pct(p, c),

@@ -129,6 +129,8 @@ impl Model {
         self.first_io.retain(|k, _| live.contains(k));
         self.loop_workers.retain(|k, _| live.contains(k));
         self.own_total.retain(|k, _| live.contains(k));
+        // Exact: a doubled vector of rows was a sample's peak of memory.
+        rows.reserve_exact(self.exited_rows.len());
         rows.extend(self.exited_rows.iter().map(|(r, _)| r.clone()));
         self.proc_history.update(&rows);
         self.procs = rows;

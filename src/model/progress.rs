@@ -183,7 +183,12 @@ struct EntryState {
     moved_ever: bool,
     /// Moved, positional, or a file with data of a watched process.
     visible: bool,
-    last: Transfer,
+    /// Seen last with a link text, opened for reading (a file read, should
+    /// it close).
+    read_path: bool,
+    /// What is shown of it: only for a visible entry (most entries are a
+    /// full scan's idle files, kept for one sample as a baseline).
+    last: Option<Box<Transfer>>,
     /// The update that last saw it (see [`Tracker::round`]).
     round: u64,
 }
@@ -312,7 +317,10 @@ impl Tracker {
         let prev_jobs = std::mem::take(&mut self.jobs);
         self.round += 1;
         let round = self.round;
-        self.entries.reserve(snap.procs.iter().map(|p| p.fds.len()).sum());
+        // Room for this snapshot's fds: most are tracked already (the
+        // ones not seen again are dropped below).
+        let fds: usize = snap.procs.iter().map(|p| p.fds.len()).sum();
+        self.entries.reserve(fds.saturating_sub(self.entries.len()));
         for p in &snap.procs {
             let pt = self.procs.entry(p.key).or_default();
             pt.comm.clone_from(&p.comm);
@@ -351,7 +359,6 @@ impl Tracker {
                 // No link text: never read into nor moved, not a transfer
                 // (yet); tracked, not shown. The scanner reads it once it moves.
                 let has_path = f.path.is_some();
-                let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
                 let st = self.entries.entry(key).or_insert_with(|| EntryState {
                     // Room for one: most entries are of a full scan's idle files.
                     window: VecDeque::with_capacity(1),
@@ -359,7 +366,8 @@ impl Tracker {
                     moved_ns: now_ns,
                     moved_ever: false,
                     visible: false,
-                    last: blank(key, f, path.clone()),
+                    read_path: false,
+                    last: None,
                     round: 0,
                 });
                 if st.round == round {
@@ -394,14 +402,23 @@ impl Tracker {
                 // reads many in turn (tar, rsync: it finished one already).
                 let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !many;
                 st.visible |= has_path && !tiny && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
+                st.read_path = has_path && f.access().reads();
+                if !st.visible {
+                    continue;
+                }
                 let (label, percent, rate_bps, eta_s) = classify(f, st, positional, proc_rate, now_ns);
-                st.last = Transfer {
+                let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
+                let t = Transfer {
                     percent,
                     rate_bps,
                     eta_s,
                     label,
                     ..blank(key, f, path)
                 };
+                match &mut st.last {
+                    Some(last) => **last = t,
+                    None => st.last = Some(Box::new(t)),
+                }
             }
         }
         // Entries that were not seen again: closed, reused, or their process
@@ -414,8 +431,7 @@ impl Tracker {
             }
             let pk = key.proc_key();
             // Seen with a path (read into, or in a process doing I/O), then closed.
-            if !st.last.path.is_empty()
-                && st.last.access.reads()
+            if st.read_path
                 && (scanned.contains(&pk) || snap.exited.contains(&pk))
                 && let Some(pt) = procs.get_mut(&pk)
             {
@@ -428,16 +444,19 @@ impl Tracker {
             self.entries.shrink_to_fit();
         }
         // Build jobs from visible open entries.
-        let mut by_proc: HashMap<ProcKey, Vec<&EntryState>> = HashMap::new();
-        for st in self.entries.values().filter(|e| e.visible) {
-            by_proc.entry(st.last.key.proc_key()).or_default().push(st);
+        let mut by_proc: HashMap<ProcKey, Vec<(&EntryState, &Transfer)>> = HashMap::new();
+        for st in self.entries.values() {
+            if let Some(last) = st.last.as_deref() {
+                by_proc.entry(last.key.proc_key()).or_default().push((st, last));
+            }
         }
         let mut jobs = Vec::new();
         for (pk, mut sts) in by_proc {
             // Main: the read side, most recently moving, then the largest.
             sts.sort_by(|a, b| {
-                let rank = |e: &EntryState| (e.last.access != Access::Read, e.still, std::cmp::Reverse(e.last.size));
-                rank(a).cmp(&rank(b)).then(a.last.key.fd.cmp(&b.last.key.fd))
+                let rank =
+                    |(e, t): &(&EntryState, &Transfer)| (t.access != Access::Read, e.still, std::cmp::Reverse(t.size));
+                rank(a).cmp(&rank(b)).then(a.1.key.fd.cmp(&b.1.key.fd))
             });
             let pt = self.procs.get(&pk).cloned().unwrap_or_default();
             let (read_bps, write_bps) = proc_rates(&pt.window);
@@ -447,13 +466,13 @@ impl Tracker {
             // Other files only when they move (or do positional I/O).
             let others = rest
                 .iter()
-                .filter(|e| e.moved_ever || e.last.label == Label::Positional)
-                .map(|e| e.last.clone())
+                .filter(|(e, t)| e.moved_ever || t.label == Label::Positional)
+                .map(|(_, t)| (*t).clone())
                 .collect();
             jobs.push(Job {
                 proc: pk,
                 comm: pt.comm.clone(),
-                main: first.last.clone(),
+                main: first.1.clone(),
                 others,
                 files_done: pt.files_done,
                 read_bps,
@@ -587,6 +606,34 @@ mod tests {
             remote: false,
             path: Some(Arc::from(&b"/data/f"[..])),
         }
+    }
+
+    /// A full scan of idle processes: each fd is kept one sample as a
+    /// baseline, in a table that does not grow when the same fds come again
+    /// (it had room for twice as many), and nothing shown is built for it.
+    #[test]
+    fn a_full_scan_of_idle_files_keeps_small_baselines() {
+        let idle = || FdSnapshot {
+            procs: (0..1000)
+                .map(|pid| FdProc {
+                    key: ProcKey { pid, start_time: 9 },
+                    comm: "sleep".into(),
+                    io: Some(ProcIo::default()),
+                    reason: ScanReason::Full,
+                    fds: vec![fd(3, 0, 0, 10, pid as u64)],
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let mut t = Tracker::default();
+        t.update(&idle(), S);
+        let room = t.entries.capacity();
+        t.update(&idle(), 2 * S);
+        assert_eq!(t.entries.len(), 1000);
+        assert_eq!(t.entries.capacity(), room);
+        assert!(room < 2000, "{room}");
+        assert!(t.entries.values().all(|e| e.last.is_none()));
+        assert!(t.jobs.is_empty());
     }
 
     fn snap(pid: i32, rchar: u64, wchar: u64, fds: Vec<RawFd>) -> FdSnapshot {
