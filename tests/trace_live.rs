@@ -104,6 +104,13 @@ fn tracer_sees_every_request_and_cleans_up() {
             .unwrap()
             .contains("[mono]")
     );
+    // The size planned for is the one the kernel gave (it rounds up to
+    // whole sub-buffers), at least the one asked for.
+    let asked = iolens::collect::trace::instance::buffer_kb(std::fs::read_dir(dir.join("per_cpu")).unwrap().count());
+    let given = std::fs::read_to_string(dir.join("buffer_size_kb")).unwrap();
+    println!("buffer_size_kb: asked {asked}, given {}", given.trim());
+    assert_eq!(tracer.instance.buffer_kb.to_string(), given.trim());
+    assert!(tracer.instance.buffer_kb >= asked);
     let mut dd = Command::new("dd")
         .args([
             &format!("if={}", lo.0),

@@ -28,6 +28,16 @@ pub fn buffer_kb(cpus: usize) -> u64 {
     (32 * 1024 / cpus.max(1) as u64).clamp(256, 2048)
 }
 
+/// The per-CPU size `buffer_size_kb` reads as: "2111", or "7 (expanded:
+/// 1408)" while the buffer is not allocated yet (the size it will have).
+fn given_kb(text: &str) -> Option<u64> {
+    let text = text.split_once("expanded:").map_or(text, |(_, n)| n);
+    text.split(|c: char| !c.is_ascii_digit())
+        .find(|t| !t.is_empty())?
+        .parse()
+        .ok()
+}
+
 /// Sub-buffer ("page") size in KiB where the kernel lets it be set
 /// (`buffer_subbuf_size_kb`, Linux 6.8 and later): one read of
 /// `trace_pipe_raw` returns one sub-buffer, so 64 KiB instead of the
@@ -222,6 +232,12 @@ impl Instance {
             write_file(&subbuf, &SUBBUF_KB.to_string())?;
         }
         write_file(&d.join("buffer_size_kb"), &self.buffer_kb.to_string())?;
+        // The kernel rounds the size up to whole sub-buffers, each of which
+        // keeps a header (2048 asked is 2111 given with 64 KiB ones): what
+        // it gave is what is planned for and said.
+        if let Some(kb) = given_kb(&super::read_small(&d.join("buffer_size_kb"))?) {
+            self.buffer_kb = kb;
+        }
         write_file(&d.join("trace_clock"), "mono")?;
         write_file(&d.join("options/record-tgid"), "1")?;
         for &(name, fallback, kind) in EVENTS {
@@ -304,6 +320,14 @@ mod tests {
             }
         );
         assert_eq!(CpuStats::parse(t).lost(), 15);
+    }
+
+    #[test]
+    fn buffer_size_as_the_kernel_gives_it() {
+        assert_eq!(given_kb("2111\n"), Some(2111));
+        assert_eq!(given_kb("7 (expanded: 1408)\n"), Some(1408));
+        assert_eq!(given_kb(""), None);
+        assert_eq!(given_kb("x\n"), None);
     }
 
     #[test]
