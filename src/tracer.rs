@@ -58,11 +58,13 @@ impl Tracing {
         self.handle.is_some()
     }
 
-    /// Close the interval and hand it to the views.
+    /// Close the interval and hand it to the views: the buffers are read
+    /// first, so it ends now rather than at the tracer's last poll.
     pub fn take(&self) -> TraceView {
-        if !self.active() {
+        let Some(h) = &self.handle else {
             return TraceView::off(self.reason.clone().unwrap_or_default());
-        }
+        };
+        h.flush();
         let mut t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
         let interval = t.take_interval();
         let log: Vec<_> = t.log().copied().collect();

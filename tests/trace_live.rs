@@ -49,6 +49,28 @@ impl Drop for Loop {
     }
 }
 
+/// The tests that start a tracer run one at a time (one checks that
+/// tracefs is unmounted again when it mounted it).
+fn one_tracer_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `dd` reads `count` 4 KiB blocks of `dev` with direct I/O.
+fn dd_direct(dev: &str, count: u32) -> std::process::Child {
+    Command::new("dd")
+        .args([
+            &format!("if={dev}"),
+            "of=/dev/null",
+            "bs=4k",
+            &format!("count={count}"),
+            "iflag=direct",
+            "status=none",
+        ])
+        .spawn()
+        .unwrap()
+}
+
 fn skip_reason() -> Option<String> {
     if !iolens::sys::is_root() {
         return Some("not root".into());
@@ -76,6 +98,7 @@ fn tracer_sees_every_request_and_cleans_up() {
         eprintln!("skipped: {r}");
         return;
     }
+    let _one = one_tracer_at_a_time();
     let lo = match Loop::attach(16) {
         Ok(l) => l,
         Err(e) => {
@@ -111,17 +134,7 @@ fn tracer_sees_every_request_and_cleans_up() {
     println!("buffer_size_kb: asked {asked}, given {}", given.trim());
     assert_eq!(tracer.instance.buffer_kb.to_string(), given.trim());
     assert!(tracer.instance.buffer_kb >= asked);
-    let mut dd = Command::new("dd")
-        .args([
-            &format!("if={}", lo.0),
-            "of=/dev/null",
-            "bs=4k",
-            "count=64",
-            "iflag=direct",
-            "status=none",
-        ])
-        .spawn()
-        .unwrap();
+    let mut dd = dd_direct(&lo.0, 64);
     let dd_pid = dd.id() as i32;
     assert!(dd.wait().unwrap().success());
     let mut all = Vec::new();
@@ -223,4 +236,42 @@ fn without_tracing_the_estimate_is_marked() {
     assert_eq!(dev["rates"]["pattern_basis"], "estimate");
     assert!(dev["rates"]["seq_share"].is_null());
     assert!(dev["latency"].is_null());
+}
+
+/// A sample's interval ends when it is taken, not at the tracer's last
+/// poll (up to 100 ms earlier while idle): requests done just before the
+/// take are in it, and none are left for the next one.
+#[test]
+fn an_interval_taken_right_after_requests_has_them_all() {
+    if let Some(r) = skip_reason() {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let _one = one_tracer_at_a_time();
+    let lo = match Loop::attach(8) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let (major, minor) = lo.dev();
+    let tracing = iolens::tracer::Tracing::start(None);
+    assert!(tracing.active(), "tracing did not start as root");
+    // Idle first, so the tracer polls at its slowest.
+    std::thread::sleep(Duration::from_millis(400));
+    drop(tracing.take());
+    let mut seen = Vec::new();
+    for round in 0..5 {
+        assert!(dd_direct(&lo.0, 32).wait().unwrap().success());
+        // Past the merge's hold-back of 2 ms, well inside one poll.
+        std::thread::sleep(Duration::from_millis(5));
+        let issued = |t: &iolens::model::trace::view::TraceView| t.device(major, minor).map_or(0, |d| d.issued);
+        let now = issued(&tracing.take());
+        std::thread::sleep(Duration::from_millis(300));
+        let late = issued(&tracing.take());
+        println!("round {round}: 32 reads, {now} in the interval taken 5 ms after, {late} in the next");
+        seen.push((now, late));
+    }
+    assert!(seen.iter().all(|s| *s == (32, 0)), "{seen:?}");
 }
