@@ -71,6 +71,23 @@ fn dd_direct(dev: &str, count: u32) -> std::process::Child {
         .unwrap()
 }
 
+/// The turn to start a tracer and a loop device of `mb` MiB, or `None`
+/// (the reason printed) where that cannot be done.
+fn tracer_and_loop(mb: u64) -> Option<(std::sync::MutexGuard<'static, ()>, Loop)> {
+    if let Some(r) = skip_reason() {
+        eprintln!("skipped: {r}");
+        return None;
+    }
+    let one = one_tracer_at_a_time();
+    match Loop::attach(mb) {
+        Ok(l) => Some((one, l)),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
 fn skip_reason() -> Option<String> {
     if !iolens::sys::is_root() {
         return Some("not root".into());
@@ -94,18 +111,7 @@ fn wait_for(tracer: &mut Tracer, all: &mut Vec<BlockEvent>, mut done: impl FnMut
 
 #[test]
 fn tracer_sees_every_request_and_cleans_up() {
-    if let Some(r) = skip_reason() {
-        eprintln!("skipped: {r}");
-        return;
-    }
-    let _one = one_tracer_at_a_time();
-    let lo = match Loop::attach(16) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    };
+    let Some((_one, lo)) = tracer_and_loop(16) else { return };
     let (major, minor) = lo.dev();
     // A stale instance of a pid that cannot exist is removed at start.
     let pre = find_tracefs();
@@ -243,18 +249,7 @@ fn without_tracing_the_estimate_is_marked() {
 /// take are in it, and none are left for the next one.
 #[test]
 fn an_interval_taken_right_after_requests_has_them_all() {
-    if let Some(r) = skip_reason() {
-        eprintln!("skipped: {r}");
-        return;
-    }
-    let _one = one_tracer_at_a_time();
-    let lo = match Loop::attach(8) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    };
+    let Some((_one, lo)) = tracer_and_loop(8) else { return };
     let (major, minor) = lo.dev();
     let tracing = iolens::tracer::Tracing::start(None);
     assert!(tracing.active(), "tracing did not start as root");
