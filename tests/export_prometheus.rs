@@ -17,11 +17,19 @@ use tools::need;
 
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 
-/// Kills and reaps a child on every path.
+/// Stops and reaps a child on every path: SIGTERM first, so that iolens
+/// removes its tracefs instance (and the mount it made), then SIGKILL
+/// after 5 s.
 struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
+        // SAFETY: kill(2) on the pid of a child not yet reaped.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let t0 = std::time::Instant::now();
+        while matches!(self.0.try_wait(), Ok(None)) && t0.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

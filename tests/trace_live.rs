@@ -6,7 +6,7 @@
 //! any of that is unavailable.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use iolens::collect::trace::block::{BlockEvent, Kind};
@@ -269,4 +269,50 @@ fn an_interval_taken_right_after_requests_has_them_all() {
         seen.push((now, late));
     }
     assert!(seen.iter().all(|s| *s == (32, 0)), "{seen:?}");
+}
+
+/// tracefs that iolens mounted is unmounted by the last iolens using it:
+/// not while another one still traces, and then by that one.
+#[test]
+fn the_last_iolens_out_unmounts_tracefs() {
+    if let Some(r) = skip_reason() {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let _one = one_tracer_at_a_time();
+    if find_tracefs().is_some() {
+        eprintln!("skipped: tracefs is mounted already (a mount iolens did not make is never unmounted)");
+        return;
+    }
+    let run = |count: &str| {
+        Command::new(env!("CARGO_BIN_EXE_iolens"))
+            .args(["--json", "--count", count, "--interval", "0.5"])
+            .env("IOLENS_CONFIG", "/dev/null")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let t0 = Instant::now();
+        while !done() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "{what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut first = run("8");
+    until("the first iolens did not mount tracefs", &|| find_tracefs().is_some());
+    let mut second = run("12");
+    let dir = find_tracefs()
+        .unwrap()
+        .join("instances")
+        .join(format!("{PREFIX}{}", second.id()));
+    until("the second iolens made no instance", &|| dir.is_dir());
+    assert!(
+        first.try_wait().unwrap().is_none(),
+        "the first iolens ended too soon for the test"
+    );
+    assert!(first.wait().unwrap().success());
+    assert!(find_tracefs().is_some(), "tracefs unmounted under a running iolens");
+    assert!(second.wait().unwrap().success());
+    assert!(find_tracefs().is_none(), "tracefs left mounted by the last iolens");
 }

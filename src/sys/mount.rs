@@ -5,9 +5,10 @@ use std::path::Path;
 
 use rustix::mount::{MountFlags, UnmountFlags};
 
-/// Mount a pseudo filesystem of type `fstype` (no backing device) at `dir`.
-pub fn mount_pseudo(fstype: &str, dir: &Path) -> io::Result<()> {
-    rustix::mount::mount("nodev", dir, fstype, MountFlags::empty(), None).map_err(io::Error::from)
+/// Mount a pseudo filesystem of type `fstype` (no backing device) at `dir`;
+/// `source` is the name `/proc/mounts` shows for it.
+pub fn mount_pseudo(source: &str, fstype: &str, dir: &Path) -> io::Result<()> {
+    rustix::mount::mount(source, dir, fstype, MountFlags::empty(), None).map_err(io::Error::from)
 }
 
 /// Unmount `dir` (fails with EBUSY while it is in use).

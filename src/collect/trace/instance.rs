@@ -56,50 +56,59 @@ fn write_file(path: &Path, value: &str) -> Result<(), String> {
         .map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
 }
 
+/// The source name of the tracefs mounts iolens makes: `/proc/mounts`
+/// tells them from an admin's (whose source is `tracefs` or `nodev`).
+pub const MOUNT_SOURCE: &str = "iolens";
+
 /// The mount point of tracefs from `/proc/self/mounts` (or debugfs's
 /// `tracing` directory), if mounted.
 pub fn find_tracefs() -> Option<PathBuf> {
+    tracefs_mount().map(|(dir, _)| dir)
+}
+
+/// The tracefs mount point, and whether an iolens mounted it (by its
+/// source name).
+fn tracefs_mount() -> Option<(PathBuf, bool)> {
     let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
     let mut debugfs = None;
     for line in mounts.lines() {
         let mut it = line.split_whitespace();
-        let (_, Some(dir), Some(fstype)) = (it.next(), it.next(), it.next()) else {
+        let (Some(source), Some(dir), Some(fstype)) = (it.next(), it.next(), it.next()) else {
             continue;
         };
         if fstype == "tracefs" {
-            return Some(PathBuf::from(dir.replace("\\040", " ")));
+            return Some((PathBuf::from(dir.replace("\\040", " ")), source == MOUNT_SOURCE));
         }
         if fstype == "debugfs" {
             debugfs = Some(PathBuf::from(dir).join("tracing"));
         }
     }
-    debugfs.filter(|d| d.join("instances").is_dir())
+    debugfs.filter(|d| d.join("instances").is_dir()).map(|d| (d, false))
 }
 
 fn tracefs_supported() -> bool {
     fs::read_to_string("/proc/filesystems").is_ok_and(|s| s.lines().any(|l| l.trim_end().ends_with("tracefs")))
 }
 
-/// A tracefs mount, unmounted on drop when iolens made it.
+/// A tracefs mount. One that an iolens made (this one or another, running
+/// at the same time or killed) is unmounted on drop by the last iolens
+/// using it: when no running iolens has an instance in it any more.
 #[derive(Debug)]
 pub struct Mount {
     pub dir: PathBuf,
-    mounted_here: bool,
+    by_iolens: bool,
 }
 
 impl Mount {
     /// Find tracefs, mounting it at [`TRACEFS`] when needed.
     pub fn get() -> Result<Mount, Unavailable> {
-        if let Some(dir) = find_tracefs() {
-            return Ok(Mount {
-                dir,
-                mounted_here: false,
-            });
+        if let Some((dir, by_iolens)) = tracefs_mount() {
+            return Ok(Mount { dir, by_iolens });
         }
         if !tracefs_supported() {
             return Err("this kernel has no tracefs (CONFIG_TRACING off)".into());
         }
-        crate::sys::mount::mount_pseudo("tracefs", Path::new(TRACEFS)).map_err(|e| {
+        crate::sys::mount::mount_pseudo(MOUNT_SOURCE, "tracefs", Path::new(TRACEFS)).map_err(|e| {
             let lockdown = fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
             if lockdown.contains("[confidentiality]") {
                 format!("mounting tracefs at {TRACEFS}: {e} (kernel lockdown: confidentiality)")
@@ -109,14 +118,19 @@ impl Mount {
         })?;
         Ok(Mount {
             dir: PathBuf::from(TRACEFS),
-            mounted_here: true,
+            by_iolens: true,
         })
     }
 }
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        if self.mounted_here {
+        if !self.by_iolens {
+            return;
+        }
+        // This iolens's own instance is gone by now (see `Tracer`).
+        let own = std::process::id() as i32;
+        if !list(&self.dir).iter().any(|(_, pid)| *pid != own && alive(*pid)) {
             // Busy when someone else started using it meanwhile: leave it.
             let _ = crate::sys::mount::unmount(&self.dir);
         }
