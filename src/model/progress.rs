@@ -181,13 +181,13 @@ struct EntryState {
     moved_ns: u64,
     /// Moved at least once while tracked.
     moved_ever: bool,
-    /// Moved, positional, or a file with data of a watched process.
-    visible: bool,
     /// Seen last with a link text, opened for reading (a file read, should
     /// it close).
     read_path: bool,
-    /// What is shown of it: only for a visible entry (most entries are a
-    /// full scan's idle files, kept for one sample as a baseline).
+    /// What is shown of it, once it is visible (it moved, did positional
+    /// I/O, or is a file with data of a watched process) and from then on;
+    /// `None` for the others (most are a full scan's idle files, kept for
+    /// one sample as a baseline).
     last: Option<Box<Transfer>>,
     /// The update that last saw it (see [`Tracker::round`]).
     round: u64,
@@ -365,7 +365,6 @@ impl Tracker {
                     still: 0,
                     moved_ns: now_ns,
                     moved_ever: false,
-                    visible: false,
                     read_path: false,
                     last: None,
                     round: 0,
@@ -401,9 +400,10 @@ impl Tracker {
                 // Small files are not transfers, except for a process that
                 // reads many in turn (tar, rsync: it finished one already).
                 let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !many;
-                st.visible |= has_path && !tiny && (moved || positional || (shown && f.size.is_some_and(|s| s > 0)));
+                let visible = st.last.is_some()
+                    || (has_path && !tiny && (moved || positional || (shown && f.size.is_some_and(|s| s > 0))));
                 st.read_path = has_path && f.access().reads();
-                if !st.visible {
+                if !visible {
                     continue;
                 }
                 let (label, percent, rate_bps, eta_s) = classify(f, st, positional, proc_rate, now_ns);
