@@ -8,6 +8,8 @@ use clap::Parser;
 use iolens::cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // Before any thread starts (see the function).
+    iolens::sys::malloc::one_arena();
     let cli = Cli::parse();
     if let Err(e) = iolens::collect::check_root(&cli.root) {
         eprintln!("iolens: {e}");

@@ -303,6 +303,32 @@ fn rebaseline_after_a_pause_never_averages_over_the_pause() {
     assert_eq!(row(&m, "sda").rates.as_ref().unwrap().read.ios_per_s, 300.0);
 }
 
+#[test]
+fn process_rates_after_a_rebaseline_are_against_the_baseline_sample() {
+    let mut m = model();
+    // Listed in no particular pid order: the baselines are looked up by key.
+    let at = |a: u64, b: u64| vec![proc(700, 1, a, 0, 1), proc(650, 1, b, 0, 1)];
+    m.update(proc_sample(10, at(0, 0)));
+    m.update(proc_sample(11, at(1000, 4000)));
+    let rchar = |m: &Model, pid: i32| {
+        let p = m.procs.iter().find(|p| p.raw.key.pid == pid).expect("listed");
+        p.rates.map(|r| r.rchar_bps)
+    };
+    assert_eq!((rchar(&m, 700), rchar(&m, 650)), (Some(1000.0), Some(4000.0)));
+    // Paused 100 s; on resume the sample is only the baseline.
+    m.rebaseline();
+    m.update(proc_sample(111, at(901_000, 504_000)));
+    // The next rates cover 111..113 s alone, for both processes.
+    m.update(proc_sample(113, at(903_000, 510_000)));
+    assert_eq!((rchar(&m, 700), rchar(&m, 650)), (Some(1000.0), Some(3000.0)));
+    // A pid reused (another start time) across updates is never a delta.
+    m.update(proc_sample(
+        114,
+        vec![proc(700, 2, 10, 0, 1), proc(650, 1, 513_000, 0, 1)],
+    ));
+    assert_eq!((rchar(&m, 700), rchar(&m, 650)), (None, Some(3000.0)));
+}
+
 /// A reader of `io` bytes through syscalls (`disk` of them from storage),
 /// `cancelled` bytes of writes cancelled, main-thread block delay `ticks`.
 fn reader(pid: i32, comm: &str, rchar: u64, disk: u64, cancelled: u64, ticks: u64) -> RawProc {

@@ -307,7 +307,7 @@ pub struct Context<'a> {
     /// cgroups on 10,000 devices must not search per counter).
     pub devices: &'a HashMap<DevId, DevName>,
     /// Rates of each process by pid (`None`: present but no rates this interval).
-    pub procs: &'a HashMap<i32, Option<ProcRates>>,
+    pub procs: &'a HashMap<i32, Option<&'a ProcRates>>,
 }
 
 impl CgroupTracker {
@@ -508,7 +508,7 @@ pub fn effective_limits(hier: Option<Hierarchy>, by_path: &LimitsByPath<'_>, cg:
     out
 }
 
-fn proc_sum(pids: &[i32], procs: &HashMap<i32, Option<ProcRates>>) -> ProcSum {
+fn proc_sum(pids: &[i32], procs: &HashMap<i32, Option<&ProcRates>>) -> ProcSum {
     let mut s = ProcSum::default();
     for pid in pids {
         let Some(r) = procs.get(pid) else { continue };

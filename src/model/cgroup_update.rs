@@ -43,12 +43,13 @@ impl Model {
             .collect();
         // Kernel workers (a loop device's backing I/O) do I/O for others:
         // left out of the sums, like the process totals.
-        let procs: HashMap<i32, Option<ProcRates>> = self
-            .procs
-            .iter()
-            .filter(|p| p.worker.is_none())
-            .map(|p| (p.raw.key.pid, p.rates))
-            .collect();
+        let mut procs: HashMap<i32, Option<&ProcRates>> = HashMap::with_capacity(self.procs.len());
+        procs.extend(
+            self.procs
+                .iter()
+                .filter(|p| p.worker.is_none())
+                .map(|p| (p.raw.key.pid, p.rates.as_ref())),
+        );
         let cx = cgroup::Context {
             now_ns: cur.mono_ns,
             dt_s,

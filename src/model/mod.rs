@@ -227,11 +227,11 @@ pub struct Model {
     own_total: PidMap<ProcKey, ProcIo>,
     /// Exited rows still shown, with the monotonic time they exited at.
     exited_rows: Vec<(ProcRow, u64)>,
-    /// The previous sample; after a full update its processes are moved
-    /// into the rows (`procs`), each process's raw data is kept once.
+    /// The previous sample, without its processes: they are in the rows
+    /// (`procs`) and their counters in `baselines`.
     prev: Option<RawSample>,
-    /// The previous sample's processes are in `procs` (not in `prev`).
-    prev_procs_in_rows: bool,
+    /// The previous sample's processes' counters, sorted by key.
+    baselines: Vec<process::Baseline>,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
     first_io: PidMap<ProcKey, ProcIo>,
@@ -253,8 +253,8 @@ impl Model {
         }
     }
 
-    /// The raw sample the current numbers end at (after a full update its
-    /// processes are in [`Model::procs`], not in the sample).
+    /// The raw sample the current numbers end at (without its processes:
+    /// they are in [`Model::procs`]).
     pub fn last_sample(&self) -> Option<&RawSample> {
         self.prev.as_ref()
     }
@@ -280,8 +280,10 @@ impl Model {
             self.wall_ns = cur.wall_ns;
             self.progress.update(&cur.fds, cur.mono_ns);
             cur.fds = Default::default();
+            self.baselines = cur.procs.procs.iter().map(process::Baseline::of).collect();
+            self.baselines.sort_unstable_by_key(|b| b.key);
+            cur.procs.procs = Vec::new();
             self.prev = Some(cur);
-            self.prev_procs_in_rows = false;
             return;
         }
         let prev = self.prev.take();
@@ -318,7 +320,6 @@ impl Model {
         self.errors = cur.errors.clone();
         self.errors.extend(jumps);
         self.prev = Some(cur);
-        self.prev_procs_in_rows = true;
     }
 
     /// Fold in the tracer's interval (taken right after [`Model::update`]):

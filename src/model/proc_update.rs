@@ -4,15 +4,14 @@
 use super::{EXITED_KEEP_S, Model, ProcRow, attribution, procdev, process};
 use crate::collect::RawSample;
 use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey, RawProc};
-use crate::model::process::ProcRates;
+use crate::model::process::{Baseline, ProcRates};
 use crate::model::worker::{self, Worker};
 
 impl Model {
     /// Returns a note per process whose counters jumped beyond what is
     /// possible (its rates are n/a for the interval, and it re-baselines).
-    /// The current sample's processes move into the rows (each process's
-    /// raw data is kept once: the previous rows are the baseline of the next
-    /// update).
+    /// The current sample's processes move into the rows, and their
+    /// counters into the baselines of the next update.
     pub(super) fn update_procs(
         &mut self,
         prev: Option<&RawSample>,
@@ -23,21 +22,17 @@ impl Model {
         // IO% is known only when delay accounting was on at both samples
         // (no sysctl: a kernel before 5.14, where it is on by default).
         let delayacct = prev.is_some_and(|p| p.delayacct != Some(false)) && cur.delayacct != Some(false);
-        // The previous sample's processes: in the previous rows after a full
-        // update (exited rows are not listed ones), else still in `prev`.
-        let old_rows = std::mem::take(&mut self.procs);
-        let old: PidMap<ProcKey, &RawProc> = match prev {
-            Some(_) if self.prev_procs_in_rows => old_rows
-                .iter()
-                .filter(|r| !r.exited)
-                .map(|r| (r.raw.key, &r.raw))
-                .collect(),
-            Some(p) => p.procs.procs.iter().map(|r| (r.key, r)).collect(),
-            None => PidMap::default(),
-        };
+        // The previous rows go before the new ones are made: the baselines
+        // are all that the rates need of them.
+        drop(std::mem::take(&mut self.procs));
+        let mut old = std::mem::take(&mut self.baselines);
+        if prev.is_none() {
+            old.clear();
+        }
+        let before = |key: &ProcKey| old.binary_search_by_key(key, |b| b.key).ok().map(|i| &old[i]);
         let files: PidMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
             cur.fds.procs.iter().map(|f| (f.key, f.fds.as_slice())).collect();
-        let prev_listed: PidSet<ProcKey> = old.keys().copied().collect();
+        let prev_listed: PidSet<ProcKey> = old.iter().map(|b| b.key).collect();
         let interval = self.attribution.update(
             prev.filter(|_| dt_s.is_some()).map(|p| attribution::Prev {
                 listed: &prev_listed,
@@ -51,13 +46,15 @@ impl Model {
         drop(prev_listed);
         let procs = std::mem::take(&mut cur.procs.procs);
         let mut rows = Vec::with_capacity(procs.len() + self.exited_rows.len());
+        let mut baselines = Vec::with_capacity(procs.len());
         for p in procs {
-            let mut rates = match (old.get(&p.key), dt_s) {
+            baselines.push(Baseline::of(&p));
+            let mut rates = match (before(&p.key), dt_s) {
                 (Some(o), Some(dt)) => process::proc_rates(o, &p, dt, self.clk_tck, delayacct),
                 _ => None,
             };
-            if let (Some(Ok(before)), Ok(now), Some(dt)) = (old.get(&p.key).map(|o| &o.io), &p.io, dt_s)
-                && process::implausible_jump(before, now, dt)
+            if let (Some(Some(was)), Ok(now), Some(dt)) = (before(&p.key).map(|o| &o.io), &p.io, dt_s)
+                && process::implausible_jump(was, now, dt)
             {
                 jumps.push(format!(
                     "pid {} ({}): /proc/{}/io jumped beyond 100 TB/s in {dt:.2} s: re-baselined",
@@ -90,8 +87,8 @@ impl Model {
             if let (Some(own), Some(dt), Ok(now)) = (own, dt_s, &p.io) {
                 // The process-wide delta: against the previous sample, or
                 // from zero for a process born since.
-                let whole = match old.get(&p.key).map(|o| &o.io) {
-                    Some(Ok(before)) => Some(attribution::minus(now, before)),
+                let whole = match before(&p.key).map(|o| &o.io) {
+                    Some(Some(was)) => Some(attribution::minus(now, was)),
                     None if interval.born.contains(&p.key) => Some(*now),
                     _ => None,
                 };
@@ -123,7 +120,9 @@ impl Model {
             });
         }
         drop(old);
-        drop(old_rows);
+        // In pid order as read; sorted for the next update's lookups.
+        baselines.sort_unstable_by_key(|b| b.key);
+        self.baselines = baselines;
         self.update_exited(&interval.exited, &rows, cur.mono_ns, dt_s);
         let live: PidSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();
         self.first_io.retain(|k, _| live.contains(k));

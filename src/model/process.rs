@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::counters::delta64;
-use crate::collect::process::{ProcIo, RawProc};
+use crate::collect::process::{ProcIo, ProcKey, RawProc};
 
 /// Δrchar below this is too little to say how much came from the page cache.
 pub const CACHE_SHARE_MIN_BYTES: u64 = 64 * 1024;
@@ -103,15 +103,52 @@ pub fn implausible_jump(prev: &ProcIo, cur: &ProcIo, dt_s: f64) -> bool {
     dt_s > 0.0 && (bytes.iter().any(|b| *b > MAX_PLAUSIBLE_BPS) || calls.iter().any(|c| *c > MAX_PLAUSIBLE_SYSCALLS))
 }
 
-/// Rates between two samples of the same process. `None` when they are not
-/// the same process (pid reuse: another start time), or either side's
+/// What a process's next rates are taken against: its counters and block
+/// I/O delays at its previous read. A row holds far more; keeping these
+/// alone between updates, the model never holds two samples' rows at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    pub key: ProcKey,
+    /// `None` when its io could not be read.
+    pub io: Option<ProcIo>,
+    delays: Delays,
+}
+
+/// Block I/O delay ticks of a process's threads at one read.
+#[derive(Debug, Clone, PartialEq)]
+enum Delays {
+    /// Not read, or a multi-threaded process without per-thread values.
+    Unknown,
+    /// A single-threaded process: its stat's field 42.
+    Main(u64),
+    /// (tid, ticks) of every thread, sorted by tid.
+    Threads(Box<[(i32, u64)]>),
+}
+
+impl Baseline {
+    pub fn of(p: &RawProc) -> Self {
+        let delays = match (p.num_threads, p.blkio_ticks, &p.thread_blkio) {
+            (1, Some(t), _) => Delays::Main(t),
+            (1, None, _) | (_, _, None) => Delays::Unknown,
+            (_, _, Some(t)) => Delays::Threads(t.as_slice().into()),
+        };
+        Baseline {
+            key: p.key,
+            io: p.io.as_ref().ok().copied(),
+            delays,
+        }
+    }
+}
+
+/// Rates of a process against its previous read. `None` when that was
+/// another process (pid reuse: another start time), or either side's
 /// counters are unavailable. `delayacct`: block I/O delay was accounted at
 /// both samples (else IO% is unknown, whatever the frozen values say).
-pub fn proc_rates(prev: &RawProc, cur: &RawProc, dt_s: f64, ticks_per_s: f64, delayacct: bool) -> Option<ProcRates> {
+pub fn proc_rates(prev: &Baseline, cur: &RawProc, dt_s: f64, ticks_per_s: f64, delayacct: bool) -> Option<ProcRates> {
     if prev.key != cur.key {
         return None;
     }
-    let (Ok(p), Ok(c)) = (&prev.io, &cur.io) else {
+    let (Some(p), Ok(c)) = (&prev.io, &cur.io) else {
         return None;
     };
     let mut r = io_rates(p, c, dt_s)?;
@@ -129,22 +166,30 @@ pub fn proc_rates(prev: &RawProc, cur: &RawProc, dt_s: f64, ticks_per_s: f64, de
 /// thread started within the interval counting from 0 (the delay of a
 /// thread that ended within the interval is lost). `None` when it cannot
 /// be known.
-pub fn blkio_delta(prev: &RawProc, cur: &RawProc) -> Option<u64> {
-    let single = |p: &RawProc| -> Option<Vec<(i32, u64)>> {
-        if p.num_threads == 1 {
-            Some(vec![(p.key.pid, p.blkio_ticks?)])
-        } else {
-            p.thread_blkio.clone()
+pub fn blkio_delta(prev: &Baseline, cur: &RawProc) -> Option<u64> {
+    let main_before;
+    let before: &[(i32, u64)] = match &prev.delays {
+        Delays::Unknown => return None,
+        Delays::Main(t) => {
+            main_before = [(prev.key.pid, *t)];
+            &main_before
         }
+        Delays::Threads(t) => t,
     };
-    let (a, b) = (single(prev)?, single(cur)?);
+    let main_now;
+    let now: &[(i32, u64)] = if cur.num_threads == 1 {
+        main_now = [(cur.key.pid, cur.blkio_ticks?)];
+        &main_now
+    } else {
+        cur.thread_blkio.as_deref()?
+    };
     let mut sum = 0u64;
-    for (tid, t) in &b {
-        let before = match a.binary_search_by_key(tid, |(id, _)| *id) {
-            Ok(i) => a[i].1,
+    for (tid, t) in now {
+        let was = match before.binary_search_by_key(tid, |(id, _)| *id) {
+            Ok(i) => before[i].1,
             Err(_) => 0,
         };
-        sum = sum.saturating_add(t.saturating_sub(before));
+        sum = sum.saturating_add(t.saturating_sub(was));
     }
     Some(sum)
 }
@@ -235,7 +280,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, true), None);
+        assert_eq!(proc_rates(&Baseline::of(&a), &b, 1.0, 100.0, true), None);
         let c = proc(
             42,
             1000,
@@ -244,7 +289,10 @@ mod tests {
                 ..Default::default()
             },
         );
-        assert_eq!(proc_rates(&a, &c, 1.0, 100.0, true).unwrap().rchar_bps, 1_000_000.0);
+        assert_eq!(
+            proc_rates(&Baseline::of(&a), &c, 1.0, 100.0, true).unwrap().rchar_bps,
+            1_000_000.0
+        );
     }
 
     #[test]
@@ -252,7 +300,7 @@ mod tests {
         let a = proc(42, 1000, ProcIo::default());
         let mut b = a.clone();
         b.io = Err(IoUnavailable::PermissionDenied);
-        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, true), None);
+        assert_eq!(proc_rates(&Baseline::of(&a), &b, 1.0, 100.0, true), None);
     }
 
     #[test]
@@ -260,12 +308,23 @@ mod tests {
         let a = proc(1, 1, ProcIo::default());
         let mut b = a.clone();
         b.blkio_ticks = Some(50);
-        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, true).unwrap().io_wait_pct, Some(50.0));
+        assert_eq!(
+            proc_rates(&Baseline::of(&a), &b, 1.0, 100.0, true).unwrap().io_wait_pct,
+            Some(50.0)
+        );
         // Accounting off: unknown, whatever the (frozen) values say.
-        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, false).unwrap().io_wait_pct, None);
+        assert_eq!(
+            proc_rates(&Baseline::of(&a), &b, 1.0, 100.0, false)
+                .unwrap()
+                .io_wait_pct,
+            None
+        );
         // Rounded up to a tick beyond the interval: capped at 100.
         b.blkio_ticks = Some(104);
-        assert_eq!(proc_rates(&a, &b, 1.0, 100.0, true).unwrap().io_wait_pct, Some(100.0));
+        assert_eq!(
+            proc_rates(&Baseline::of(&a), &b, 1.0, 100.0, true).unwrap().io_wait_pct,
+            Some(100.0)
+        );
     }
 
     #[test]
@@ -277,17 +336,23 @@ mod tests {
         // Without per-thread values a multi-threaded process's IO% is unknown:
         // field 42 is the main thread's alone.
         b.blkio_ticks = Some(5);
-        assert_eq!(proc_rates(&a, &b, 2.0, 100.0, true).unwrap().io_wait_pct, None);
+        assert_eq!(
+            proc_rates(&Baseline::of(&a), &b, 2.0, 100.0, true).unwrap().io_wait_pct,
+            None
+        );
         // Thread 11 waited 60 ticks, 12 ended (lost), 13 is new with 20.
         a.thread_blkio = Some(vec![(10, 0), (11, 40), (12, 7)]);
         b.thread_blkio = Some(vec![(10, 5), (11, 100), (13, 20)]);
-        assert_eq!(blkio_delta(&a, &b), Some(85));
-        assert_eq!(proc_rates(&a, &b, 2.0, 100.0, true).unwrap().io_wait_pct, Some(42.5));
+        assert_eq!(blkio_delta(&Baseline::of(&a), &b), Some(85));
+        assert_eq!(
+            proc_rates(&Baseline::of(&a), &b, 2.0, 100.0, true).unwrap().io_wait_pct,
+            Some(42.5)
+        );
         // A process that was single-threaded at the start: its main thread
         // is the only one to subtract.
         let mut c = proc(10, 1, ProcIo::default());
         c.blkio_ticks = Some(3);
-        assert_eq!(blkio_delta(&c, &b), Some(2 + 100 + 20));
+        assert_eq!(blkio_delta(&Baseline::of(&c), &b), Some(2 + 100 + 20));
         // Several threads each waiting the whole interval: above 100.
         assert_eq!(io_wait_pct(200, 2, 100.0, 1.0), 200.0);
         assert_eq!(io_wait_pct(250, 2, 100.0, 1.0), 200.0);

@@ -18,6 +18,7 @@ pub mod blkdev;
 pub mod dirent;
 pub mod fiemap;
 pub mod ioprio;
+pub mod malloc;
 pub mod mount;
 pub mod signal;
 pub mod uring;
