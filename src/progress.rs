@@ -260,6 +260,10 @@ pub fn transfer_line(t: &Transfer) -> String {
         Label::Growing => format!("writing {pos} (size grows with it), {rate}"),
         Label::Truncated => format!("pos {pos} beyond size {size}: file truncated under the reader"),
         Label::Remote => format!("at {pos}, {}, {rate}", crate::model::progress::REMOTE),
+        _ if t.shown_percent().1 => format!(
+            "~100% (last seen at {}: {pos} / {size}, its rate reached the end before it was gone)",
+            format::pct(t.percent)
+        ),
         _ => format!(
             "{} ({pos} / {size}) {rate}, eta {}",
             format::pct(t.percent),

@@ -318,6 +318,9 @@ fn jobs() -> Vec<iolens::model::progress::Job> {
             0.0,
             Label::Done { complete: false },
         ),
+        // Last seen at 85.3 %, and its rate reached the end before it was
+        // seen gone.
+        example_job(102, "pv", b"/data/y", 853, 1000, 0.0, Label::Done { complete: true }),
     ];
     sort_jobs(&mut jobs);
     jobs

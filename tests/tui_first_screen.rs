@@ -220,6 +220,9 @@ fn pv_transfers_read_done_and_ended_at() {
         l.contains("done") || l.contains("ended")
     });
     assert!(row.contains("done") && !row.contains("ended"), "{row}\n{}", t.screen());
+    // Its end seen, or reached by its rate after it was last seen (then
+    // marked as an estimate): never a short percent next to "done".
+    assert!(row.contains("100.0%") || row.contains("~100%"), "{row}");
     println!("finished pv: {row}");
     drop(pv_done);
     // Kill the other one at about half way (by iolens's own percent).

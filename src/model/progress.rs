@@ -98,6 +98,17 @@ pub enum Label {
 }
 
 impl Transfer {
+    /// The percent to show, and whether it is an estimate: a transfer
+    /// found done whose last seen position was short of the end, but which
+    /// its rate took to the end before it was seen gone, shows 100 as an
+    /// estimate (its last seen percent is still in `percent`).
+    pub fn shown_percent(&self) -> (Option<f64>, bool) {
+        match (self.label, self.percent) {
+            (Label::Done { complete: true }, Some(p)) if p < 100.0 => (Some(100.0), true),
+            (_, p) => (p, false),
+        }
+    }
+
     /// The label as text, with the percent where a transfer ended short:
     /// "ended at 50%".
     pub fn label_text(&self) -> String {
@@ -774,6 +785,9 @@ mod tests {
         t.update(&gone, 3 * S);
         assert_eq!(t.jobs[0].main.label, Label::Done { complete: true });
         assert_eq!(t.jobs[0].main.label_text(), "done");
+        // Shown as 100 %, marked as an estimate; the last seen 80 % is kept.
+        assert_eq!(t.jobs[0].main.shown_percent(), (Some(100.0), true));
+        assert_eq!(t.jobs[0].main.percent, Some(80.0));
         // The same killed at 40% (last seen at 1 MB of 2.5 MB): ended at 40%.
         let mut t = Tracker::default();
         for i in 0..2u64 {

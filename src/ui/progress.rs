@@ -59,15 +59,17 @@ const NARROW: u16 = 110;
 fn row(j: &Job, narrow: bool) -> Row<'static> {
     let m = &j.main;
     let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
+    let (percent, estimated) = m.shown_percent();
     let pct = match m.label {
         Label::Positional | Label::Growing | Label::Truncated | Label::Remote => format::NA.to_string(),
-        _ => format::pct(m.percent),
+        _ if estimated => "~100%".into(),
+        _ => format::pct(percent),
     };
     let bar_text = match m.label {
         Label::Growing => format!("{:<bar_w$}", format!("{} written", format::decimal(m.pos as f64))),
         Label::Remote => format!("{:<bar_w$}", format!("{} at", format::decimal(m.pos as f64))),
         Label::Positional | Label::Truncated => bar(None, bar_w),
-        _ => bar(m.percent, bar_w),
+        _ => bar(percent, bar_w),
     };
     let style = if j.is_done() {
         Style::default().add_modifier(Modifier::DIM)
@@ -219,10 +221,30 @@ mod tests {
                 0.0,
                 Label::Done { complete: true },
             ),
+            // Last seen at 85.3 %; its rate reached the end before it was
+            // seen gone: done, ~100 %.
+            job(
+                4700,
+                "pv",
+                b"/srv/a.tar",
+                853,
+                1000,
+                0.0,
+                Label::Done { complete: true },
+            ),
+            job(
+                4800,
+                "pv",
+                b"/srv/b.tar",
+                480,
+                1000,
+                0.0,
+                Label::Done { complete: false },
+            ),
         ];
         crate::model::progress::sort_jobs(&mut jobs);
         model.progress.jobs = jobs;
-        let mut term = Terminal::new(TestBackend::new(130, 10)).unwrap();
+        let mut term = Terminal::new(TestBackend::new(130, 12)).unwrap();
         term.draw(|f| render(f, f.area(), &model)).unwrap();
         insta::with_settings!({ prepend_module_to_snapshot => false }, {
             insta::assert_snapshot!("progress_pane", term.backend());
