@@ -282,11 +282,11 @@ fn total_matches_the_kernel(r: &Run, dev: Dev) -> Result<(), String> {
         ));
     }
     // The kernel's clock starts at the request's allocation, before
-    // `block_io_start`: ours may be lower, never higher. How much lower is
-    // not fully explained: about 3 µs on an idle day, but up to 8 µs
-    // (74.7 against 82.8 µs, 65.4 against 73.0) in some runs on a day the
-    // VM's host was busier, while `block_getrq` (the allocation) came
-    // 0.35 µs on average before `block_io_start` in a traced run that day.
+    // `block_io_start`, and stops after the bios are completed, after
+    // `block_rq_complete` (0.33 and 1.6 µs on average:
+    // benches/trace_endpoints.sh): ours may be lower, never higher. Up to
+    // 8 µs below (74.7 against 82.8 µs, 65.4 against 73.0) in some runs on
+    // a day the VM's host was busier is not explained.
     if ours_us > kernel_us * 1.05 || ours_us < kernel_us * 0.95 - ALLOC_GAP_US {
         return Err(format!(
             "read total mean {ours_us:.1} µs, kernel r_await {kernel_us:.1} µs"
