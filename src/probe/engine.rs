@@ -203,6 +203,10 @@ fn uring(
     })
 }
 
+/// Set in the pool's count of measured reads when a depth's window closes:
+/// a read that completes after it is neither counted nor recorded.
+const CLOSED: u64 = 1 << 63;
+
 fn pool(
     t: &Target,
     qd: u32,
@@ -232,9 +236,10 @@ fn pool(
             target::read_exact_at(t, buf, off)?;
             let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
             seen.fetch_add(1, Ordering::Relaxed);
-            if measuring.load(Ordering::Relaxed) {
+            // Counted and recorded together, unless the window closed
+            // first (one atomic orders both against the close).
+            if measuring.load(Ordering::Relaxed) && measured.fetch_add(1, Ordering::Relaxed) & CLOSED == 0 {
                 hist.record(ns);
-                measured.fetch_add(1, Ordering::Relaxed);
             }
         }
         if let Ok(mut m) = merged.lock() {
@@ -275,7 +280,7 @@ fn pool(
             std::thread::sleep(Duration::from_millis(5));
             let now = Instant::now();
             if stop.load(Ordering::Relaxed) {
-                break (Stop::Cancelled, 0.0, 0);
+                break (Stop::Cancelled, 0.0, measured.fetch_or(CLOSED, Ordering::Relaxed));
             }
             if window.is_none() && seen.load(Ordering::Relaxed) >= warmup(qd) {
                 window = Some(now);
@@ -288,8 +293,11 @@ fn pool(
                 .or((now.duration_since(began) >= limits.max_time).then_some(Stop::TimeCap));
             if let Some(s) = s {
                 measuring.store(false, Ordering::Relaxed);
+                // Reads counted up to here are in the histograms, and no
+                // later one is: the count is exactly what was recorded.
+                let counted = measured.fetch_or(CLOSED, Ordering::Relaxed);
                 stop.store(true, Ordering::Relaxed);
-                break (s, elapsed.as_secs_f64(), n);
+                break (s, elapsed.as_secs_f64(), counted);
             }
             if throttle.due() {
                 let secs = elapsed.as_secs_f64();
@@ -307,10 +315,9 @@ fn pool(
     let hist = merged
         .into_inner()
         .map_err(|_| anyhow::anyhow!("a read thread panicked"))?;
-    // A read that completed between the stop decision and the flag being
-    // seen may be in the histogram; IOPS use the count at the decision.
+    debug_assert_eq!(counted, hist.count());
     Ok(DepthRun {
-        completions: counted.min(hist.count()),
+        completions: hist.count(),
         hist,
         secs,
         issued: issued.load(Ordering::Relaxed),
