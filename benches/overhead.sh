@@ -63,8 +63,13 @@ if [ -z "${IOLENS_BIN:-}" ]; then
     cargo build --release --quiet --bin iolens --example floor
     IOLENS_BIN=target/release/iolens
 fi
+# Beside the iolens binary when it was built in a target directory; else
+# built here.
 FLOOR_BIN=${FLOOR_BIN:-$(dirname "$IOLENS_BIN")/examples/floor}
-[ -x "$FLOOR_BIN" ] || cargo build --release --quiet --example floor
+if [ ! -x "$FLOOR_BIN" ]; then
+    cargo build --release --quiet --example floor
+    FLOOR_BIN=target/release/examples/floor
+fi
 
 D=$(mktemp -d /tmp/iolens-overhead.XXXXXX)
 HOLD=()
