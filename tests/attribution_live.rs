@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[path = "common/tools.rs"]
-mod tools;
-use tools::{have, is_root};
+#[path = "common/live.rs"]
+mod live;
+use live::tools::{have, is_root};
+use live::{Attach, Loop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 const SYSCTL: &str = "/proc/sys/kernel/task_delayacct";
@@ -107,49 +108,20 @@ fn sysctl_now() -> String {
     std::fs::read_to_string(SYSCTL).unwrap_or_default().trim().to_string()
 }
 
-/// A loop device with direct I/O over a file in /var/tmp (on the disk, not
-/// tmpfs); detached on drop.
-struct Loop {
-    dev: String,
-    _file: tempfile::NamedTempFile,
-}
-
-impl Loop {
-    /// Over `mib` MiB of written (non-zero) data, or sparse.
-    fn attach(mib: usize, written: bool) -> Result<Loop, String> {
-        if !is_root() || !have("losetup") {
-            return Err("needs root and losetup for a loop device".into());
+/// A writable loop device with direct I/O over `mib` MiB of written
+/// (non-zero) data, or sparse.
+fn attach(mib: usize, written: bool) -> Result<Loop, String> {
+    let fill = |file: &tempfile::NamedTempFile| {
+        if !written {
+            return file.as_file().set_len((mib as u64) << 20);
         }
-        let mut file = tempfile::NamedTempFile::new_in("/var/tmp").map_err(|e| e.to_string())?;
-        if written {
-            let chunk = vec![0xa5u8; 1 << 20];
-            for _ in 0..mib {
-                file.write_all(&chunk).map_err(|e| e.to_string())?;
-            }
-            file.as_file().sync_all().map_err(|e| e.to_string())?;
-        } else {
-            file.as_file().set_len((mib as u64) << 20).map_err(|e| e.to_string())?;
+        let chunk = vec![0xa5u8; 1 << 20];
+        for _ in 0..mib {
+            file.as_file().write_all(&chunk)?;
         }
-        let out = Command::new("losetup")
-            .args(["-f", "--show", "--direct-io=on"])
-            .arg(file.path())
-            .output()
-            .map_err(|e| format!("losetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok(Loop { dev, _file: file })
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
-    }
+        file.as_file().sync_all()
+    };
+    Loop::over_new_file(fill, Attach::DIRECT)
 }
 
 /// A mounted filesystem; unmounted on drop (before its loop device is
@@ -343,7 +315,7 @@ fn io_wait_is_na_with_delay_accounting_off_and_measured_with_it_on() {
     // On: a dd reading a loop device with direct I/O in 1 MiB requests
     // waits for much of each interval (about 40% on the 2-vCPU development
     // VM while other builds ran; its 1.5 GiB last 3-6 s there).
-    let lo = match Loop::attach(1536, true) {
+    let lo = match attach(1536, true) {
         Ok(l) => l,
         Err(e) => return skip(&format!("the delay-accounting-on part: {e}")),
     };
@@ -429,7 +401,7 @@ fn check_cancelled(nobody: bool) -> Result<(), String> {
     if !have("mkfs.ext4") || !have("python3") {
         return Err("needs mkfs.ext4 and python3".into());
     }
-    let lo = Loop::attach(256, false)?;
+    let lo = attach(256, false)?;
     let mkfs = Command::new("mkfs.ext4")
         .args(["-q", "-F", &lo.dev])
         .output()
@@ -617,7 +589,7 @@ fn devices_of_open_files_and_the_processes_of_a_device() {
     if !is_root() || !have("mkfs.ext4") || !have("python3") {
         return skip("needs root, mkfs.ext4 and python3");
     }
-    let lo = match Loop::attach(64, false) {
+    let lo = match attach(64, false) {
         Ok(l) => l,
         Err(e) => return skip(&e),
     };

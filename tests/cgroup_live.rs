@@ -13,9 +13,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-#[path = "common/tools.rs"]
-mod tools;
-use tools::need;
+#[path = "common/live.rs"]
+mod live;
+use live::tools::{self, need};
+use live::{Attach, Loop};
 
 #[path = "common/tmux.rs"]
 mod tmux;
@@ -33,14 +34,6 @@ impl Drop for Kid {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-struct Loop(String);
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.0]).status();
     }
 }
 
@@ -90,18 +83,9 @@ fn make_cgroup(tag: &str) -> Option<Cgroup> {
 }
 
 fn attach(file: &Path) -> Option<Loop> {
-    let out = Command::new("losetup")
-        .args(["-f", "--show", "--direct-io=on", file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        eprintln!(
-            "skipped: losetup failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        return None;
-    }
-    Some(Loop(String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    Loop::over_file(file, Attach::DIRECT)
+        .map_err(|e| eprintln!("skipped: {e}"))
+        .ok()
 }
 
 fn sparse_file(dir: &Path, size: u64) -> PathBuf {
@@ -111,15 +95,9 @@ fn sparse_file(dir: &Path, size: u64) -> PathBuf {
     p
 }
 
-fn name(l: &Loop) -> &str {
-    l.0.trim_start_matches("/dev/")
-}
-
 fn majmin(l: &Loop) -> String {
-    std::fs::read_to_string(format!("/sys/block/{}/dev", name(l)))
-        .unwrap()
-        .trim()
-        .to_string()
+    let (major, minor) = l.numbers().expect("the loop device in sysfs");
+    format!("{major}:{minor}")
 }
 
 /// True when the device has lines in the root's throttle counters: a limit
@@ -194,17 +172,17 @@ fn throttled_cgroup_is_at_its_limit() {
     let Some(cg) = make_cgroup("thr") else { return };
     let dev = majmin(&lo);
     std::fs::write(cg.0.join("blkio.throttle.read_bps_device"), format!("{dev} {LIMIT}")).unwrap();
-    let _dd = spawn_in(&cg, &format!("dd if={} of=/dev/null iflag=direct bs=64k", lo.0));
+    let _dd = spawn_in(&cg, &format!("dd if={} of=/dev/null iflag=direct bs=64k", lo.dev));
     std::thread::sleep(Duration::from_secs(2));
-    let (v, truth) = iolens_json(5, name(&lo));
-    eprintln!("diskstats {}: {truth:.0} B/s", name(&lo));
+    let (v, truth) = iolens_json(5, lo.name());
+    eprintln!("diskstats {}: {truth:.0} B/s", lo.name());
     let r = row(&v, &cg);
     let d = r["devices"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|d| d["device"] == name(&lo))
-        .unwrap_or_else(|| panic!("no {} in {r}", name(&lo)));
+        .find(|d| d["device"] == lo.name())
+        .unwrap_or_else(|| panic!("no {} in {r}", lo.name()));
     let rate = d["rates"]["read_bps"].as_f64().unwrap();
     eprintln!(
         "cgroup {}: {rate:.0} B/s on {} (kernel), row {} from {}, at_limit {}",
@@ -220,7 +198,7 @@ fn throttled_cgroup_is_at_its_limit() {
     let total = r["rates"]["read_bps"].as_f64().unwrap();
     assert!(within(total, LIMIT as f64, 0.10), "row total {total}");
     assert_eq!(r["processes"]["count"], 1);
-    dashboard_marks_it(&cg, name(&lo));
+    dashboard_marks_it(&cg, lo.name());
 }
 
 /// The dashboard in tmux: `C` opens the cgroups pane, the throttled
@@ -299,9 +277,9 @@ fn never_limited_device_is_listed_from_processes() {
         }
     };
     let Some(cg) = make_cgroup("free") else { return };
-    let _reader = spawn_in(&cg, &format!("python3 {HELPER} read {} 20000000", lo.0));
+    let _reader = spawn_in(&cg, &format!("python3 {HELPER} read {} 20000000", lo.dev));
     std::thread::sleep(Duration::from_secs(2));
-    let (v, truth) = iolens_json(5, name(&lo));
+    let (v, truth) = iolens_json(5, lo.name());
     let counted: Vec<String> = v["cgroups_info"]["counted_devices"]
         .as_array()
         .map(|a| a.iter().map(|d| d.as_str().unwrap_or("").to_string()).collect())
@@ -310,7 +288,7 @@ fn never_limited_device_is_listed_from_processes() {
         eprintln!("skipped: a whole disk has v1 throttle counters ({counted:?}): rows are not from processes");
         return;
     }
-    assert!(!counted.contains(&name(&lo).to_string()), "{counted:?}");
+    assert!(!counted.contains(&lo.name().to_string()), "{counted:?}");
     let r = row(&v, &cg);
     let total = r["rates"]["read_bps"].as_f64().unwrap();
     eprintln!(

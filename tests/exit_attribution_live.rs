@@ -9,28 +9,33 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-#[path = "common/tools.rs"]
-mod tools;
-use tools::{is_root, need};
+#[path = "common/live.rs"]
+mod live;
+use live::tools::{is_root, need};
+use live::{Attach, Loop};
 
 const MIB: f64 = 1_048_576.0;
 
-/// A loop device with direct I/O over a sparse file; detached (and the
-/// node's mode restored) on drop.
-struct Loop {
-    dev: String,
+/// A loop device with direct I/O over a sparse file; its node's mode
+/// restored on drop (a test lets others read it), then detached.
+struct Node {
+    lo: Loop,
     mode: u32,
-    _dir: tempfile::TempDir,
 }
 
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = std::fs::set_permissions(&self.dev, std::fs::Permissions::from_mode(self.mode));
-        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+impl Node {
+    fn dev(&self) -> &str {
+        &self.lo.dev
     }
 }
 
-fn loop_device(size: u64) -> Option<Loop> {
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = std::fs::set_permissions(self.dev(), std::fs::Permissions::from_mode(self.mode));
+    }
+}
+
+fn loop_device(size: u64) -> Option<Node> {
     if !is_root() {
         eprintln!("skipped: a loop device needs root");
         return None;
@@ -38,24 +43,15 @@ fn loop_device(size: u64) -> Option<Loop> {
     if !need("losetup") || !need("python3") || !need("dd") {
         return None;
     }
-    let dir = tempfile::tempdir().ok()?;
-    let file = dir.path().join("data");
-    std::fs::File::create(&file).ok()?.set_len(size).ok()?;
-    let out = Command::new("losetup")
-        .args(["-f", "--show", "--direct-io=on"])
-        .arg(&file)
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!(
-            "skipped: losetup failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        return None;
-    }
-    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let mode = std::fs::metadata(&dev).ok()?.permissions().mode() & 0o7777;
-    Some(Loop { dev, mode, _dir: dir })
+    let lo = match Loop::over_new_file(|f| f.as_file().set_len(size), Attach::DIRECT) {
+        Ok(lo) => lo,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return None;
+        }
+    };
+    let mode = std::fs::metadata(&lo.dev).ok()?.permissions().mode() & 0o7777;
+    Some(Node { lo, mode })
 }
 
 /// Read sectors of a block device from /proc/diskstats, in bytes.
@@ -180,7 +176,7 @@ fn parent_and_child(nobody: bool) {
         // Let nobody read the device (the mode is restored on drop), after
         // udev is done with it (it may set the mode again on its event).
         let _ = Command::new("udevadm").arg("settle").status();
-        std::fs::set_permissions(&lo.dev, std::fs::Permissions::from_mode(lo.mode | 0o004)).unwrap();
+        std::fs::set_permissions(lo.dev(), std::fs::Permissions::from_mode(lo.mode | 0o004)).unwrap();
         let py = PathBuf::from("/usr/bin/python3");
         warm("/usr/bin/python3", "os, subprocess, sys, time");
         (as_nobody(&binary_for_nobody(bin_dir.path())), as_nobody(&py))
@@ -188,7 +184,7 @@ fn parent_and_child(nobody: bool) {
         warm("python3", "os, subprocess, sys, time");
         (Command::new(env!("CARGO_BIN_EXE_iolens")), Command::new("python3"))
     };
-    workload.args(["-c", PARENT, &lo.dev]);
+    workload.args(["-c", PARENT, lo.dev()]);
     let (intervals, printed) = run(iolens, workload, 14);
     let ids: Vec<i64> = printed.split_whitespace().map(|s| s.parse().unwrap()).collect();
     let (parent, child) = (ids[0], ids[1]);
@@ -275,7 +271,7 @@ fn exited_worker_threads_bytes_stay_on_the_process_once() {
     let Some(lo) = loop_device(128 << 20) else { return };
     warm("python3", "mmap, os, sys, threading, time");
     let mut workload = Command::new("python3");
-    workload.args(["-c", WORKER, &lo.dev]);
+    workload.args(["-c", WORKER, lo.dev()]);
     let (intervals, printed) = run(Command::new(env!("CARGO_BIN_EXE_iolens")), workload, 9);
     let pid: i64 = printed.trim().parse().unwrap();
     let sum: f64 = intervals
@@ -310,11 +306,11 @@ echo $i
 #[test]
 fn short_lived_dd_runs_account_for_the_devices_reads() {
     let Some(lo) = loop_device(64 << 20) else { return };
-    let before = device_read_bytes(&lo.dev);
+    let before = device_read_bytes(lo.dev());
     let mut workload = Command::new("sh");
-    workload.args(["-c", DD_LOOP, "sh", &lo.dev]);
+    workload.args(["-c", DD_LOOP, "sh", lo.dev()]);
     let (intervals, printed) = run(Command::new(env!("CARGO_BIN_EXE_iolens")), workload, 18);
-    let device = (device_read_bytes(&lo.dev) - before) as f64;
+    let device = (device_read_bytes(lo.dev()) - before) as f64;
     let dd: f64 = intervals
         .iter()
         .map(|iv| read_bytes(iv, |p| p["comm"] == "dd", "rates"))

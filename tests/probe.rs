@@ -16,9 +16,10 @@ use iolens::probe::{
     self, CacheMode, CancelToken, Class, Depth, ProbeConfig, ProbeMsg, ProbeResult, Status, Stop, Tests,
 };
 
-#[path = "common/tools.rs"]
-mod tools;
-use tools::is_root;
+#[path = "common/live.rs"]
+mod live;
+use live::tools::is_root;
+use live::{Attach, Loop};
 
 fn have(tool: &str) -> bool {
     Command::new(tool)
@@ -37,8 +38,8 @@ fn random_file(dir: &Path, name: &str, mib: u64) -> PathBuf {
     path
 }
 
-/// A read-only loop device, detached on drop.
-struct LoopDev(PathBuf);
+/// A read-only loop device: its path, and the device (detached on drop).
+struct LoopDev(PathBuf, #[allow(dead_code)] Loop);
 
 impl LoopDev {
     fn attach(file: &Path, direct: bool) -> Result<Self, String> {
@@ -46,31 +47,13 @@ impl LoopDev {
     }
 
     fn attach_with(file: &Path, direct: bool, partscan: bool) -> Result<Self, String> {
-        if !is_root() {
-            return Err("not root: cannot attach a loop device".into());
-        }
-        let mut cmd = Command::new("losetup");
-        cmd.args(["-f", "--show", "-r"]);
-        if direct {
-            cmd.arg("--direct-io=on");
-        }
-        if partscan {
-            cmd.arg("-P");
-        }
-        let out = cmd.arg(file).output().map_err(|e| format!("losetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(LoopDev(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())))
-    }
-}
-
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+        let how = Attach {
+            direct,
+            partscan,
+            ..Attach::READ_ONLY_DIRECT
+        };
+        let lo = Loop::over_file(file, how)?;
+        Ok(LoopDev(PathBuf::from(&lo.dev), lo))
     }
 }
 
@@ -1085,19 +1068,17 @@ fn align_on_a_4k_sector_loop_device_says_shifted_reads_are_impossible() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = random_file(dir.path(), "4k.img", 16);
-    let out = Command::new("losetup")
-        .args(["-f", "--show", "-r", "--direct-io=on", "-b", "4096"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        eprintln!(
-            "skipped (4 KiB part): losetup -b 4096: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return;
-    }
-    let dev = LoopDev(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    let how = Attach {
+        sector_size: Some(4096),
+        ..Attach::READ_ONLY_DIRECT
+    };
+    let dev = match Loop::over_file(&file, how) {
+        Ok(lo) => LoopDev(PathBuf::from(&lo.dev), lo),
+        Err(e) => {
+            eprintln!("skipped (4 KiB part): {e}");
+            return;
+        }
+    };
     let r = run(&small(&dev.0, Tests::Align)).unwrap();
     let a = r.alignment.as_ref().unwrap();
     assert_eq!(a.logical_block_size, Some(4096));

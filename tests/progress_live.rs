@@ -12,9 +12,10 @@ use iolens::collect::fdinfo::{FdScanner, FdSnapshot, FdTarget, ProcLister, ScanP
 use iolens::collect::{Reader, monotonic_ns};
 use iolens::model::progress::{Job, Label, Tracker};
 
-#[path = "common/tools.rs"]
-mod tools;
-use tools::need;
+#[path = "common/live.rs"]
+mod live;
+use live::tools::need;
+use live::{Attach, Loop};
 
 const HELPER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/ioload.py");
 const MIB: f64 = 1024.0 * 1024.0;
@@ -124,44 +125,24 @@ impl Watcher {
     }
 }
 
-/// A loop device detached when dropped.
-struct Loop(String);
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.0]).status();
-    }
-}
-
 /// A loop device over a new data file of `size` bytes in `dir`, with `pv`
 /// at hand; `None`, with the reason printed, without root or the tools.
 fn loop_device(dir: &Path, name: &str, size: u64, read_only: bool) -> Option<Loop> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !live::tools::is_root() {
         eprintln!("skipped: loop devices need root");
         return None;
     }
     if !need("losetup") || !need("pv") {
         return None;
     }
-    attach_loop(&data_file(dir, name, size), read_only)
-}
-
-fn attach_loop(file: &Path, read_only: bool) -> Option<Loop> {
-    let mut args = vec!["-f", "--show"];
-    if read_only {
-        args.push("-r");
-    }
-    args.push(file.to_str().unwrap());
-    let out = Command::new("losetup").args(&args).output().unwrap();
-    if !out.status.success() {
-        eprintln!(
-            "skipped: losetup failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        return None;
-    }
-    Some(Loop(String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    let how = Attach {
+        read_only,
+        direct: false,
+        ..Attach::DIRECT
+    };
+    Loop::over_file(&data_file(dir, name, size), how)
+        .map_err(|e| eprintln!("skipped: {e}"))
+        .ok()
 }
 
 fn sleep_s(s: f64) {
@@ -235,9 +216,9 @@ fn block_device_reader() {
     let Some(dev) = loop_device(dir.path(), "disk.img", size, true) else {
         return;
     };
-    let kid = spawn("pv", &["-q", "-L", "4m", &dev.0], Stdio::null());
+    let kid = spawn("pv", &["-q", "-L", "4m", &dev.dev], Stdio::null());
     let pid = kid.pid();
-    let fd = wait_fd(pid, Path::new(&dev.0));
+    let fd = wait_fd(pid, Path::new(&dev.dev));
     let mut w = Watcher::new(pid);
     w.sample();
     sleep_s(1.0);
@@ -493,7 +474,7 @@ fn block_device_writer_has_percent() {
     let Some(dev) = loop_device(dir.path(), "target.img", size, false) else {
         return;
     };
-    let out = std::fs::OpenOptions::new().write(true).open(&dev.0).unwrap();
+    let out = std::fs::OpenOptions::new().write(true).open(&dev.dev).unwrap();
     let kid = spawn("pv", &["-q", "-L", "4m", "/dev/zero"], Stdio::from(out));
     let mut w = Watcher::new(kid.pid());
     w.sample();

@@ -5,7 +5,6 @@
 //! when the tracer mounted it. Skipped with a reason where
 //! any of that is unavailable.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,41 +12,9 @@ use iolens::collect::trace::block::{BlockEvent, Kind};
 use iolens::collect::trace::instance::{PREFIX, find_tracefs};
 use iolens::collect::trace::reader::Tracer;
 
-struct Loop(String, PathBuf);
-
-impl Loop {
-    fn attach(mb: u64) -> Result<Loop, String> {
-        let img = std::env::temp_dir().join(format!("iolens-trace-live-{}.img", std::process::id()));
-        std::fs::File::create(&img)
-            .and_then(|f| f.set_len(mb << 20))
-            .map_err(|e| format!("creating {}: {e}", img.display()))?;
-        let out = Command::new("losetup")
-            .args(["-f", "--show", "--direct-io=on"])
-            .arg(&img)
-            .output()
-            .map_err(|e| format!("losetup: {e}"))?;
-        if !out.status.success() {
-            let _ = std::fs::remove_file(&img);
-            return Err(format!("losetup: {}", String::from_utf8_lossy(&out.stderr).trim()));
-        }
-        Ok(Loop(String::from_utf8_lossy(&out.stdout).trim().to_string(), img))
-    }
-
-    /// (major, minor) from sysfs.
-    fn dev(&self) -> (u32, u32) {
-        let name = self.0.trim_start_matches("/dev/");
-        let t = std::fs::read_to_string(format!("/sys/block/{name}/dev")).unwrap_or_default();
-        let (a, b) = t.trim().split_once(':').unwrap_or(("0", "0"));
-        (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.0]).status();
-        let _ = std::fs::remove_file(&self.1);
-    }
-}
+#[path = "common/live.rs"]
+mod live;
+use live::{Attach, Loop};
 
 /// The tests that start a tracer run one at a time (one checks that
 /// tracefs is unmounted again when it mounted it).
@@ -79,7 +46,7 @@ fn tracer_and_loop(mb: u64) -> Option<(std::sync::MutexGuard<'static, ()>, Loop)
         return None;
     }
     let one = one_tracer_at_a_time();
-    match Loop::attach(mb) {
+    match Loop::over_new_file(|f| f.as_file().set_len(mb << 20), Attach::DIRECT) {
         Ok(l) => Some((one, l)),
         Err(e) => {
             eprintln!("skipped: {e}");
@@ -112,7 +79,7 @@ fn wait_for(tracer: &mut Tracer, all: &mut Vec<BlockEvent>, mut done: impl FnMut
 #[test]
 fn tracer_sees_every_request_and_cleans_up() {
     let Some((_one, lo)) = tracer_and_loop(16) else { return };
-    let (major, minor) = lo.dev();
+    let (major, minor) = lo.numbers().expect("the loop device in sysfs");
     // A stale instance of a pid that cannot exist is removed at start.
     let pre = find_tracefs();
     let stale = pre
@@ -140,7 +107,7 @@ fn tracer_sees_every_request_and_cleans_up() {
     println!("buffer_size_kb: asked {asked}, given {}", given.trim());
     assert_eq!(tracer.instance.buffer_kb.to_string(), given.trim());
     assert!(tracer.instance.buffer_kb >= asked);
-    let mut dd = dd_direct(&lo.0, 64);
+    let mut dd = dd_direct(&lo.dev, 64);
     let dd_pid = dd.id() as i32;
     assert!(dd.wait().unwrap().success());
     let mut all = Vec::new();
@@ -250,7 +217,7 @@ fn without_tracing_the_estimate_is_marked() {
 #[test]
 fn an_interval_taken_right_after_requests_has_them_all() {
     let Some((_one, lo)) = tracer_and_loop(8) else { return };
-    let (major, minor) = lo.dev();
+    let (major, minor) = lo.numbers().expect("the loop device in sysfs");
     let tracing = iolens::tracer::Tracing::start(None);
     assert!(tracing.active(), "tracing did not start as root");
     // Idle first, so the tracer polls at its slowest.
@@ -258,7 +225,7 @@ fn an_interval_taken_right_after_requests_has_them_all() {
     drop(tracing.take());
     let mut seen = Vec::new();
     for round in 0..5 {
-        assert!(dd_direct(&lo.0, 32).wait().unwrap().success());
+        assert!(dd_direct(&lo.dev, 32).wait().unwrap().success());
         // Past the merge's hold-back of 2 ms, well inside one poll.
         std::thread::sleep(Duration::from_millis(5));
         let issued = |t: &iolens::model::trace::view::TraceView| t.device(major, minor).map_or(0, |d| d.issued);

@@ -1,5 +1,5 @@
 //! Live-test helpers: a background process group killed on drop and a
-//! read-only loop device detached on drop. Included with `#[path]`.
+//! loop device detached on drop. Included with `#[path]`.
 #![allow(dead_code)]
 
 use std::process::{Child, Command, Stdio};
@@ -31,19 +31,51 @@ impl Drop for Bg {
     }
 }
 
-/// A read-only loop device (direct I/O) over a temp file; detached on drop.
+/// How a loop device is attached.
+#[derive(Debug, Clone, Copy)]
+pub struct Attach {
+    pub read_only: bool,
+    /// `--direct-io=on`: reads reach the backing file's disk, not the
+    /// page cache.
+    pub direct: bool,
+    /// `-P`: the kernel reads its partition table.
+    pub partscan: bool,
+    /// `-b`: its logical sector size (512 when `None`).
+    pub sector_size: Option<u32>,
+}
+
+impl Attach {
+    /// Read-only with direct I/O (what a probe or a read test needs).
+    pub const READ_ONLY_DIRECT: Attach = Attach {
+        read_only: true,
+        direct: true,
+        partscan: false,
+        sector_size: None,
+    };
+    /// Writable with direct I/O (a filesystem on it, writes through it).
+    pub const DIRECT: Attach = Attach {
+        read_only: false,
+        direct: true,
+        partscan: false,
+        sector_size: None,
+    };
+}
+
+/// A loop device over a file; detached on drop, before its backing temp
+/// file (when it has one) is removed.
 pub struct Loop {
     pub dev: String,
-    _file: tempfile::NamedTempFile,
+    _file: Option<tempfile::NamedTempFile>,
 }
 
 impl Loop {
-    /// Over a sparse file of 32 MiB.
+    /// Read-only, direct I/O, over a sparse file of 32 MiB.
     pub fn attach() -> Result<Loop, String> {
         Loop::attach_with(|f| f.as_file().set_len(32 << 20))
     }
 
-    /// Over 64 MiB of random data (a probe of it reaches the device).
+    /// Read-only, direct I/O, over 64 MiB of random data (a probe of it
+    /// reaches the device).
     pub fn attach_random() -> Result<Loop, String> {
         Loop::attach_with(|f| {
             use std::io::{Read, Write};
@@ -54,7 +86,17 @@ impl Loop {
         })
     }
 
+    /// Read-only, direct I/O, over a temp file that `fill` writes.
     pub fn attach_with(fill: impl FnOnce(&tempfile::NamedTempFile) -> std::io::Result<()>) -> Result<Loop, String> {
+        Loop::over_new_file(fill, Attach::READ_ONLY_DIRECT)
+    }
+
+    /// Over a new temp file in /var/tmp (on the disk, not tmpfs) that
+    /// `fill` writes or sizes; the file goes with the device.
+    pub fn over_new_file(
+        fill: impl FnOnce(&tempfile::NamedTempFile) -> std::io::Result<()>,
+        how: Attach,
+    ) -> Result<Loop, String> {
         if !is_root() {
             return Err("not root (losetup needs it)".into());
         }
@@ -63,11 +105,31 @@ impl Loop {
         }
         let file = tempfile::NamedTempFile::new_in("/var/tmp").map_err(|e| e.to_string())?;
         fill(&file).map_err(|e| format!("filling {}: {e}", file.path().display()))?;
-        let out = Command::new("losetup")
-            .args(["-f", "--show", "-r", "--direct-io=on"])
-            .arg(file.path())
-            .output()
-            .map_err(|e| e.to_string())?;
+        let mut l = Loop::over_file(file.path(), how)?;
+        l._file = Some(file);
+        Ok(l)
+    }
+
+    /// Over an existing file, which the caller keeps and removes.
+    pub fn over_file(file: &std::path::Path, how: Attach) -> Result<Loop, String> {
+        if !is_root() {
+            return Err("not root (losetup needs it)".into());
+        }
+        let mut cmd = Command::new("losetup");
+        cmd.args(["-f", "--show"]);
+        if how.read_only {
+            cmd.arg("-r");
+        }
+        if how.direct {
+            cmd.arg("--direct-io=on");
+        }
+        if how.partscan {
+            cmd.arg("-P");
+        }
+        if let Some(b) = how.sector_size {
+            cmd.arg("-b").arg(b.to_string());
+        }
+        let out = cmd.arg(file).output().map_err(|e| format!("losetup: {e}"))?;
         if !out.status.success() {
             return Err(format!(
                 "losetup failed: {}",
@@ -75,11 +137,18 @@ impl Loop {
             ));
         }
         let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok(Loop { dev, _file: file })
+        Ok(Loop { dev, _file: None })
     }
 
     pub fn name(&self) -> &str {
         self.dev.trim_start_matches("/dev/")
+    }
+
+    /// (major, minor) from sysfs.
+    pub fn numbers(&self) -> Option<(u32, u32)> {
+        let t = std::fs::read_to_string(format!("/sys/block/{}/dev", self.name())).ok()?;
+        let (a, b) = t.trim().split_once(':')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
     }
 }
 
