@@ -512,3 +512,58 @@ fn nice_and_io_priority_set_by_another_process_show_within_the_recheck_period() 
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn with_fewer_descriptors_than_two_per_process_every_process_keeps_its_schedstat() {
+    // A budget of the listed processes plus 8: each keeps its schedstat
+    // (what tells an idle process, whose stat is then not read), 8 keep a
+    // stat file too, and nothing is kept beyond the budget.
+    let mut kids: Vec<_> = (0..3)
+        .map(|_| Command::new("sleep").arg("30").spawn().unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut r = Reader::new("/");
+    let listed = ProcReader::new().read_all(&mut r).expect("listing /proc").procs.len();
+    let budget = listed + 8;
+    let mut pr = ProcReader::new();
+    pr.set_fd_budget(budget);
+    let pids: Vec<i32> = kids.iter().map(|k| k.id() as i32).collect();
+    let mut ages = Vec::new();
+    for _ in 0..2 * iolens::collect::process::STAT_RECHECK_SAMPLES {
+        let snap = pr.read_all(&mut r).expect("listing /proc");
+        let (stat, sched, io) = pr.kept_files();
+        assert!(
+            stat + sched + io <= budget,
+            "{stat} + {sched} + {io} kept, budget {budget}"
+        );
+        // Processes started or ended since the listing above aside.
+        assert!(
+            sched + 8 >= snap.procs.len(),
+            "{sched} schedstat kept of {}",
+            snap.procs.len()
+        );
+        assert!(
+            stat <= budget.saturating_sub(snap.procs.len().min(listed)) + 8,
+            "{stat} stat kept"
+        );
+        for pid in &pids {
+            let p = snap
+                .procs
+                .iter()
+                .find(|p| p.key.pid == *pid)
+                .expect("the child is listed");
+            assert_eq!((p.state, p.ppid), ('S', std::process::id() as i32));
+            ages.push(pr.stat_age(p.key).expect("read"));
+        }
+    }
+    // The sleeping children's stat was reused (not read) while idle.
+    assert!(ages.iter().any(|a| *a > 0), "{ages:?}");
+    assert!(
+        ages.iter().all(|a| *a < iolens::collect::process::STAT_RECHECK_SAMPLES),
+        "{ages:?}"
+    );
+    for k in &mut kids {
+        let _ = k.kill();
+        let _ = k.wait();
+    }
+}

@@ -56,7 +56,9 @@ pub const STAT_RECHECK_SAMPLES: u64 = 5;
 /// (live system only).
 #[derive(Debug)]
 struct PidFiles {
-    stat: OwnedFd,
+    /// `None` while there are too few descriptors for every process to
+    /// keep two (see [`KEEP_FILES_MAX`]).
+    stat: Option<OwnedFd>,
     /// `None` on a kernel without scheduler statistics.
     sched: Option<OwnedFd>,
     /// Kept while every listed process can keep three files.
@@ -75,9 +77,12 @@ pub const LIST_EVERY_SAMPLES: u64 = 30;
 /// their io file too while every listed process can keep three. Each kept
 /// file costs a descriptor and about 4 KiB of kernel memory (its seq_file
 /// buffer, kept while the file is open), so 10,000 processes hold 20,000
-/// to 30,000 descriptors and ~80-120 MiB of kernel memory; processes beyond
-/// the budget have their files opened, read and closed every sample, which
-/// costs about twice the CPU per process.
+/// to 30,000 descriptors and ~80-120 MiB of kernel memory. With fewer
+/// descriptors than two per process, every process keeps its schedstat
+/// (what tells an idle one, whose stat and io are then not read) and the
+/// descriptors left keep stat files; processes beyond the budget have
+/// their files opened, read and closed every sample, which costs about
+/// twice the CPU per process.
 pub const KEEP_FILES_MAX: usize = 32_768;
 
 /// Reads processes, caching per-process facts that do not change.
@@ -127,6 +132,12 @@ pub struct ProcReader {
     keep_fds: Option<usize>,
     /// Every listed process can keep its io file too (this sample).
     keep_io: bool,
+    /// Kept stat files (counted at each sample's start: an entry removed
+    /// within a sample leaves it high, never low).
+    stat_kept: usize,
+    /// How many stat files may be kept this sample (`None`: every process
+    /// can keep two files).
+    stat_budget: Option<usize>,
     /// Read every process's stat every sample (delay accounting on).
     pub stat_every_sample: bool,
     /// Processes whose stat is read every sample (watched ones).
@@ -209,6 +220,22 @@ impl ProcReader {
         Some(self.generation.saturating_sub(self.cache.get(&key)?.io_at))
     }
 
+    /// Limit the descriptors that kept files may use (normally from
+    /// RLIMIT_NOFILE: see `keep_fds`).
+    pub fn set_fd_budget(&mut self, fds: usize) {
+        self.keep_fds = Some(fds);
+    }
+
+    /// Kept files now: (stat, schedstat, io).
+    pub fn kept_files(&self) -> (usize, usize, usize) {
+        let count = |f: fn(&PidFiles) -> bool| self.files.values().filter(|p| f(p)).count();
+        (
+            count(|p| p.stat.is_some()),
+            count(|p| p.sched.is_some()),
+            count(|p| p.io.is_some()),
+        )
+    }
+
     /// Forget the user table so the next unknown uid reloads it.
     pub fn reload_users(&mut self) {
         self.users_loaded = false;
@@ -260,6 +287,20 @@ impl ProcReader {
                 self.files.values_mut().for_each(|f| f.io = None);
             }
             self.keep_io = keep_io;
+            // Two per process when they fit; else a schedstat each and
+            // the rest for stat files, some of which make room.
+            let n = self.pids.len();
+            self.stat_budget = (n.saturating_mul(2) > fds).then(|| fds.saturating_sub(n));
+            self.stat_kept = 0;
+            for f in self.files.values_mut() {
+                if f.stat.is_some() {
+                    if self.stat_budget.is_none_or(|b| self.stat_kept < b) {
+                        self.stat_kept += 1;
+                    } else {
+                        f.stat = None;
+                    }
+                }
+            }
         }
         let mut snap = ProcSnapshot {
             procs: Vec::with_capacity(self.pids.len()),
@@ -587,20 +628,36 @@ impl ProcReader {
         live: bool,
         sched: Option<SchedStat>,
     ) -> io::Result<Option<SchedStat>> {
+        let stat_room = self.stat_budget.is_none_or(|b| self.stat_kept < b);
         if let Some(f) = self.files.get_mut(&pid) {
-            match r.reread(&f.stat) {
-                Ok(b) if !b.is_empty() => {
+            match &f.stat {
+                Some(fd) => match r.reread(fd) {
+                    Ok(b) if !b.is_empty() => {
+                        f.seen = self.generation;
+                        return Ok(sched);
+                    }
+                    // Ended (ESRCH), maybe with its pid reused: open afresh.
+                    _ => {
+                        self.files.remove(&pid);
+                        self.stat_kept = self.stat_kept.saturating_sub(1);
+                    }
+                },
+                // Its schedstat alone is kept (and was read just before).
+                None => {
+                    let fd = r.open_pid_file(pid, "stat")?;
+                    r.reread(&fd)?;
                     f.seen = self.generation;
+                    if stat_room {
+                        f.stat = Some(fd);
+                        self.stat_kept += 1;
+                    }
                     return Ok(sched);
-                }
-                // Ended (ESRCH), maybe with its pid reused: open afresh.
-                _ => {
-                    self.files.remove(&pid);
                 }
             }
         }
-        let keep = live && 2 * self.files.len() + 2 <= *self.keep_fds.get_or_insert_with(keep_fds);
-        let keep = keep && self.files.len() < KEEP_FILES_MAX;
+        // A schedstat and maybe a stat file, within the descriptors.
+        let fds = *self.keep_fds.get_or_insert_with(keep_fds);
+        let keep = live && self.files.len() + self.stat_kept + 2 <= fds && self.files.len() < KEEP_FILES_MAX;
         let sched_fd = if keep {
             r.open_pid_file(pid, "schedstat").ok()
         } else {
@@ -613,10 +670,12 @@ impl ProcReader {
         let fd = r.open_pid_file(pid, "stat")?;
         r.reread(&fd)?;
         if keep {
+            let stat = stat_room.then_some(fd);
+            self.stat_kept += usize::from(stat.is_some());
             self.files.insert(
                 pid,
                 PidFiles {
-                    stat: fd,
+                    stat,
                     sched: sched_fd,
                     io: None,
                     seen: self.generation,
