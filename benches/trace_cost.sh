@@ -19,6 +19,11 @@
 #   RT (default "chrt -f 10"): fio runs at real-time priority, so that other
 #   work on a busy box (compilers) does not put milliseconds of run-queue
 #   wait into its latency; iolens runs at normal priority. RT="" disables.
+#   PIN (default "taskset -c <last CPU>"): fio stays on one CPU. Unpinned,
+#   its QD1 p50 on the 2-vCPU development VM flipped between two modes
+#   from one run to the next (about 74 and 83 µs, with nothing else
+#   running: where it ran against the loop device's worker), which hid a
+#   5 % difference; pinned, 6 runs gave 71-74 µs. PIN="" disables.
 # Cleans up the loop device, the file and any iolens it started on exit.
 set -euo pipefail
 
@@ -29,6 +34,7 @@ DIR=${DIR:-/var/tmp}
 cd "$(dirname "$0")/.."
 IOLENS=${IOLENS:-target/release/iolens}
 RT=${RT-chrt -f 10}
+PIN=${PIN-taskset -c $(( $(nproc) - 1 ))}
 
 for tool in fio losetup python3; do
     command -v "$tool" >/dev/null || { echo "trace_cost: $tool is not installed" >&2; exit 2; }
@@ -70,7 +76,7 @@ stop_iolens() {
 run_fio() {
     local out=$1
     shift
-    $RT fio --name=cost --filename="$DEV" --readonly --rw=randread --bs=4k --direct=1 \
+    $PIN $RT fio --name=cost --filename="$DEV" --readonly --rw=randread --bs=4k --direct=1 \
         --randrepeat=0 --norandommap --time_based --runtime="$SECS" \
         --output-format=json "$@" >"$out"
 }
