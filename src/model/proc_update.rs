@@ -49,12 +49,13 @@ impl Model {
         let mut baselines = Vec::with_capacity(procs.len());
         for p in procs {
             baselines.push(Baseline::of(&p));
-            let mut rates = match (before(&p.key), dt_s) {
+            let was = before(&p.key);
+            let mut rates = match (was, dt_s) {
                 (Some(o), Some(dt)) => process::proc_rates(o, &p, dt, self.clk_tck, delayacct),
                 _ => None,
             };
-            if let (Some(Some(was)), Ok(now), Some(dt)) = (before(&p.key).map(|o| &o.io), &p.io, dt_s)
-                && process::implausible_jump(was, now, dt)
+            if let (Some(Some(was_io)), Ok(now), Some(dt)) = (was.map(|o| &o.io), &p.io, dt_s)
+                && process::implausible_jump(was_io, now, dt)
             {
                 jumps.push(format!(
                     "pid {} ({}): /proc/{}/io jumped beyond 100 TB/s in {dt:.2} s: re-baselined",
@@ -87,8 +88,8 @@ impl Model {
             if let (Some(own), Some(dt), Ok(now)) = (own, dt_s, &p.io) {
                 // The process-wide delta: against the previous sample, or
                 // from zero for a process born since.
-                let whole = match before(&p.key).map(|o| &o.io) {
-                    Some(Some(was)) => Some(attribution::minus(now, was)),
+                let whole = match was.map(|o| &o.io) {
+                    Some(Some(was_io)) => Some(attribution::minus(now, was_io)),
                     None if interval.born.contains(&p.key) => Some(*now),
                     _ => None,
                 };
