@@ -280,8 +280,7 @@ impl Model {
             self.wall_ns = cur.wall_ns;
             self.progress.update(&cur.fds, cur.mono_ns);
             cur.fds = Default::default();
-            self.baselines = cur.procs.procs.iter().map(process::Baseline::of).collect();
-            self.baselines.sort_unstable_by_key(|b| b.key);
+            self.baselines = process::baselines(&cur.procs.procs);
             cur.procs.procs = Vec::new();
             self.prev = Some(cur);
             return;

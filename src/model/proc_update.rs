@@ -4,7 +4,7 @@
 use super::{EXITED_KEEP_S, Model, ProcRow, attribution, procdev, process};
 use crate::collect::RawSample;
 use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey, RawProc};
-use crate::model::process::{Baseline, ProcRates};
+use crate::model::process::ProcRates;
 use crate::model::worker::{self, Worker};
 
 impl Model {
@@ -46,9 +46,8 @@ impl Model {
         drop(prev_listed);
         let procs = std::mem::take(&mut cur.procs.procs);
         let mut rows = Vec::with_capacity(procs.len() + self.exited_rows.len());
-        let mut baselines = Vec::with_capacity(procs.len());
+        let baselines = process::baselines(&procs);
         for p in procs {
-            baselines.push(Baseline::of(&p));
             let was = before(&p.key);
             let mut rates = match (was, dt_s) {
                 (Some(o), Some(dt)) => process::proc_rates(o, &p, dt, self.clk_tck, delayacct),
@@ -121,8 +120,6 @@ impl Model {
             });
         }
         drop(old);
-        // In pid order as read; sorted for the next update's lookups.
-        baselines.sort_unstable_by_key(|b| b.key);
         self.baselines = baselines;
         self.update_exited(&interval.exited, &rows, cur.mono_ns, dt_s);
         let live: PidSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();

@@ -140,6 +140,14 @@ impl Baseline {
     }
 }
 
+/// The baselines of a sample's processes, sorted by key (for lookups by
+/// binary search in the next update).
+pub fn baselines(procs: &[RawProc]) -> Vec<Baseline> {
+    let mut b: Vec<Baseline> = procs.iter().map(Baseline::of).collect();
+    b.sort_unstable_by_key(|b| b.key);
+    b
+}
+
 /// Rates of a process against its previous read. `None` when that was
 /// another process (pid reuse: another start time), or either side's
 /// counters are unavailable. `delayacct`: block I/O delay was accounted at
