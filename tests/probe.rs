@@ -38,28 +38,19 @@ fn random_file(dir: &Path, name: &str, mib: u64) -> PathBuf {
     path
 }
 
-/// A read-only loop device: its path, and the device (detached on drop).
-struct LoopDev(PathBuf, #[allow(dead_code)] Loop);
-
-impl LoopDev {
-    fn attach(file: &Path, direct: bool) -> Result<Self, String> {
-        Self::attach_with(file, direct, false)
-    }
-
-    fn attach_with(file: &Path, direct: bool, partscan: bool) -> Result<Self, String> {
-        let how = Attach {
-            direct,
-            partscan,
-            ..Attach::READ_ONLY_DIRECT
-        };
-        let lo = Loop::over_file(file, how)?;
-        Ok(LoopDev(PathBuf::from(&lo.dev), lo))
-    }
+/// A read-only loop device over `file`, detached on drop.
+fn attach_loop(file: &Path, direct: bool, partscan: bool) -> Result<Loop, String> {
+    let how = Attach {
+        direct,
+        partscan,
+        ..Attach::READ_ONLY_DIRECT
+    };
+    Loop::over_file(file, how)
 }
 
-fn loop_or_skip(dir: &Path, mib: u64, direct: bool) -> Option<LoopDev> {
+fn loop_or_skip(dir: &Path, mib: u64, direct: bool) -> Option<Loop> {
     let file = random_file(dir, "backing.img", mib);
-    match LoopDev::attach(&file, direct) {
+    match attach_loop(&file, direct, false) {
         Ok(l) => Some(l),
         Err(e) => {
             eprintln!("skipped: {e}");
@@ -86,7 +77,7 @@ fn loop_device_gives_plausible_numbers_and_matching_diskstats() {
     let Some(dev) = loop_or_skip(dir.path(), 64, true) else {
         return;
     };
-    let r = run(&small(&dev.0, Tests::Both)).unwrap();
+    let r = run(&small(dev.path(), Tests::Both)).unwrap();
     assert_eq!(r.status, Status::Completed);
     assert_eq!(r.method.cache, CacheMode::Direct);
     assert_eq!(r.method.size_bytes, 64 << 20);
@@ -141,7 +132,7 @@ fn depth_sweep_on_a_loop_device_with_both_engines() {
         return;
     };
     for pread in [false, true] {
-        let mut cfg = ProbeConfig::new(&dev.0, Tests::QueueDepth, Depth::Quick);
+        let mut cfg = ProbeConfig::new(dev.path(), Tests::QueueDepth, Depth::Quick);
         cfg.qd.depths = Some(vec![1, 2, 8]);
         cfg.qd.step = Some(Duration::from_millis(200));
         cfg.qd.force_pread = pread;
@@ -195,7 +186,7 @@ fn loop_device_without_direct_io_is_called_cache_backed() {
     let Some(dev) = loop_or_skip(dir.path(), 16, false) else {
         return;
     };
-    let mut cfg = small(&dev.0, Tests::Random);
+    let mut cfg = small(dev.path(), Tests::Random);
     cfg.max_reads = Some(500);
     let r = run(&cfg).unwrap();
     assert_eq!(r.device.as_ref().unwrap().loop_direct_io, Some(false));
@@ -411,7 +402,7 @@ fn cancellation_stops_within_200_ms() {
     let dir = tempfile::tempdir().unwrap();
     let lo = loop_or_skip(dir.path(), 64, true);
     let target = match &lo {
-        Some(l) => l.0.clone(),
+        Some(l) => l.path().to_path_buf(),
         None => random_file(dir.path(), "data.bin", 64),
     };
     let mut cases = vec![
@@ -708,7 +699,7 @@ fn idle_class_on_bfq_is_impact_limited_and_on_none_is_not() {
     let Some(dev) = loop_or_skip(dir.path(), 16, true) else {
         return;
     };
-    let name = dev.0.file_name().unwrap().to_string_lossy().into_owned();
+    let name = dev.path().file_name().unwrap().to_string_lossy().into_owned();
     let sched = PathBuf::from(format!("/sys/block/{name}/queue/scheduler"));
     for (want, limited) in [("bfq", true), ("none", false)] {
         // The loop device is this test's own: its scheduler goes with it.
@@ -716,7 +707,7 @@ fn idle_class_on_bfq_is_impact_limited_and_on_none_is_not() {
             eprintln!("skipped: cannot set the {want} scheduler on {name}");
             continue;
         }
-        let mut cfg = small(&dev.0, Tests::Random);
+        let mut cfg = small(dev.path(), Tests::Random);
         cfg.max_reads = Some(100);
         cfg.idle = true;
         let r = run(&cfg).unwrap();
@@ -743,14 +734,14 @@ fn a_partition_is_probed_and_counted_on_its_own_diskstats_line() {
         f.write_all_at(&mbr, 0).unwrap();
         f.sync_all().unwrap();
     }
-    let dev = match LoopDev::attach_with(&img, true, true) {
+    let dev = match attach_loop(&img, true, true) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("skipped: {e}");
             return;
         }
     };
-    let part = PathBuf::from(format!("{}p1", dev.0.display()));
+    let part = PathBuf::from(format!("{}p1", dev.path().display()));
     let t0 = Instant::now();
     while !part.exists() && t0.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(20));
@@ -768,7 +759,7 @@ fn a_partition_is_probed_and_counted_on_its_own_diskstats_line() {
     let r = run(&cfg).unwrap();
     assert_eq!(r.method.size_bytes, 61_440 * 512);
     let d = r.device.as_ref().unwrap();
-    let disk = dev.0.file_name().unwrap().to_str().unwrap();
+    let disk = dev.path().file_name().unwrap().to_str().unwrap();
     assert_eq!(d.name, format!("{disk}p1"));
     assert_eq!(d.disk, disk);
     let c = r.random.as_ref().unwrap().disk_check.as_ref().unwrap();
@@ -953,10 +944,10 @@ fn the_capacity_probes_open_their_target_read_only() {
         return;
     };
     for (kind, extra) in [("align", vec!["--duration", "0.5"]), ("seek", vec!["--duration", "1"])] {
-        let Some(v) = traced_read_only_on(kind, Some(&lo.0), &extra) else {
+        let Some(v) = traced_read_only_on(kind, Some(lo.path()), &extra) else {
             return;
         };
-        assert_eq!(v["method"]["target"], lo.0.display().to_string());
+        assert_eq!(v["method"]["target"], lo.path().display().to_string());
         assert!(v["verdict"]["class"].is_string(), "{kind}: {v}");
     }
 }
@@ -985,19 +976,19 @@ fn two_partitions(dir: &Path) -> PathBuf {
 fn align_on_loop_devices_with_partitions_and_4k_sectors() {
     let dir = tempfile::tempdir().unwrap();
     let img = two_partitions(dir.path());
-    let dev = match LoopDev::attach_with(&img, true, true) {
+    let dev = match attach_loop(&img, true, true) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("skipped: {e}");
             return;
         }
     };
-    let p2 = PathBuf::from(format!("{}p2", dev.0.display()));
+    let p2 = PathBuf::from(format!("{}p2", dev.path().display()));
     let t0 = Instant::now();
     while !p2.exists() && t0.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut cfg = small(&dev.0, Tests::Align);
+    let mut cfg = small(dev.path(), Tests::Align);
     cfg.duration = Some(Duration::from_secs(2));
     if !p2.exists() {
         // The disk alone: no partitions, byte 0 is aligned, shifted reads run.
@@ -1020,7 +1011,7 @@ fn align_on_loop_devices_with_partitions_and_4k_sectors() {
     cfg.duration = Some(Duration::from_secs(2));
     let r = run(&cfg).unwrap();
     let a = r.alignment.as_ref().unwrap();
-    let disk = dev.0.file_name().unwrap().to_str().unwrap();
+    let disk = dev.path().file_name().unwrap().to_str().unwrap();
     let got: Vec<(String, u64, &str)> = a
         .partitions
         .iter()
@@ -1052,7 +1043,7 @@ fn align_on_loop_devices_with_partitions_and_4k_sectors() {
     assert!(reads.p50_ratio.is_some());
     eprintln!(
         "align on {}: shifted/aligned p50 {:?}",
-        dev.0.display(),
+        dev.path().display(),
         reads.p50_ratio
     );
     // The partition alone.
@@ -1073,13 +1064,13 @@ fn align_on_a_4k_sector_loop_device_says_shifted_reads_are_impossible() {
         ..Attach::READ_ONLY_DIRECT
     };
     let dev = match Loop::over_file(&file, how) {
-        Ok(lo) => LoopDev(PathBuf::from(&lo.dev), lo),
+        Ok(lo) => lo,
         Err(e) => {
             eprintln!("skipped (4 KiB part): {e}");
             return;
         }
     };
-    let r = run(&small(&dev.0, Tests::Align)).unwrap();
+    let r = run(&small(dev.path(), Tests::Align)).unwrap();
     let a = r.alignment.as_ref().unwrap();
     assert_eq!(a.logical_block_size, Some(4096));
     assert!(a.reads.is_none());
@@ -1106,7 +1097,7 @@ fn size_sweep_on_a_loop_device() {
     let Some(lo) = loop_or_skip(dir.path(), 64, true) else {
         return;
     };
-    let mut cfg = small(&lo.0, Tests::Size);
+    let mut cfg = small(lo.path(), Tests::Size);
     cfg.duration = Some(Duration::from_secs(4));
     let r = run(&cfg).unwrap();
     let s = r.size_sweep.as_ref().unwrap();
@@ -1126,7 +1117,7 @@ fn size_sweep_on_a_loop_device() {
     assert_eq!(c.reach, Reach::Reached, "{c:?}");
     eprintln!(
         "size sweep on {}: 4 KiB {:.1} MB/s, 4 MiB {:.1} MB/s, plateau {:?}",
-        lo.0.display(),
+        lo.path().display(),
         mbs(0),
         mbs(10),
         s.plateau_bytes
@@ -1139,14 +1130,14 @@ fn seek_on_a_loop_device_finds_no_rotation() {
     let Some(lo) = loop_or_skip(dir.path(), 64, true) else {
         return;
     };
-    let mut cfg = small(&lo.0, Tests::Seek);
+    let mut cfg = small(lo.path(), Tests::Seek);
     cfg.duration = Some(Duration::from_secs(20));
     let r = run(&cfg).unwrap();
     let s = r.seek.as_ref().unwrap();
     let e = &s.estimate;
     eprintln!(
         "seek on {}: {} ({} short reads)",
-        lo.0.display(),
+        lo.path().display(),
         e.rotation.reason,
         s.short_reads
     );

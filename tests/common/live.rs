@@ -144,6 +144,10 @@ impl Loop {
         self.dev.trim_start_matches("/dev/")
     }
 
+    pub fn path(&self) -> &std::path::Path {
+        std::path::Path::new(&self.dev)
+    }
+
     /// (major, minor) from sysfs.
     pub fn numbers(&self) -> Option<(u32, u32)> {
         let t = std::fs::read_to_string(format!("/sys/block/{}/dev", self.name())).ok()?;
