@@ -78,11 +78,29 @@ pub fn catch(watch: bool) {
                     Err(_) => return,
                 }
             }
+            if let Ok(hooks) = ON_REQUEST.lock() {
+                hooks.iter().for_each(|wake| wake());
+            }
             std::thread::sleep(GRACE);
             let Some(sig) = signal::caught() else { return };
             eprintln!("{}", stuck_message(stuck_now().as_deref()));
             signal::reraise(sig);
         });
+}
+
+/// Called by the watching thread of [`catch`] when a terminating signal
+/// arrives: each wakes a thread that waits on something else (a channel)
+/// so that it sees [`requested`] at once.
+type Hook = Box<dyn Fn() + Send>;
+static ON_REQUEST: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+
+/// Have `wake` called when a terminating signal arrives (with
+/// `catch(true)`): a thread that waits for a channel then needs no short
+/// timeouts to look at [`requested`].
+pub fn on_request(wake: impl Fn() + Send + 'static) {
+    if let Ok(mut hooks) = ON_REQUEST.lock() {
+        hooks.push(Box::new(wake));
+    }
 }
 
 /// A terminating signal arrived.

@@ -119,10 +119,19 @@ pub fn run_reports(
     // The samples are taken on their own thread, so that a read that hangs
     // (a process stuck in the kernel, a dying disk) never stops the
     // reports: each one comes on time, saying that no sample came.
+    // `None` ends the wait for a sample: a terminating signal or the end
+    // of the sampler thread (which only a panic ends).
     let (tx, rx) = std::sync::mpsc::sync_channel(2);
+    let on_signal = tx.clone();
+    crate::stop::on_request(move || {
+        let _ = on_signal.try_send(None);
+    });
     std::thread::Builder::new()
         .name("iolens-sampler".into())
-        .spawn(move || sample_every(collector, start, every, tx))?;
+        .spawn(move || {
+            let _ended = Ended(tx.clone());
+            sample_every(collector, start, every, tx)
+        })?;
     let stdout = std::io::stdout();
     if let Some(table) = reports.csv.filter(|_| reports.print) {
         let mut out = stdout.lock();
@@ -150,10 +159,10 @@ pub fn run_reports(
             if crate::stop::requested() {
                 break 'reports;
             }
-            // Short waits, so that Ctrl-C is seen within 100 ms.
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left.min(Duration::from_millis(100))) {
-                Ok((tick, s)) => {
+            match rx.recv_timeout(left) {
+                Ok(None) => break 'reports,
+                Ok(Some((tick, s))) => {
                     last_ns = s.mono_ns;
                     let trace = tracing.take();
                     if let Some(r) = recorder.as_deref_mut()
@@ -237,19 +246,26 @@ pub fn tick_offset(every: Duration, k: u32) -> Duration {
 /// The batch sampler thread: a baseline sample at once, then one at every
 /// tick `start + tick_offset(k)`, sent with its tick number. A tick missed
 /// while a sample took too long is skipped, not caught up.
-fn sample_every(
-    mut collector: Collector,
-    start: Instant,
-    every: Duration,
-    tx: std::sync::mpsc::SyncSender<(u32, crate::collect::RawSample)>,
-) {
-    if tx.send((0, collector.sample())).is_err() {
+type SampleTx = std::sync::mpsc::SyncSender<Option<(u32, crate::collect::RawSample)>>;
+
+/// Says, when the sampler thread ends (by a panic, or when the reports
+/// ended), that no sample will come.
+struct Ended(SampleTx);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let _ = self.0.send(None);
+    }
+}
+
+fn sample_every(mut collector: Collector, start: Instant, every: Duration, tx: SampleTx) {
+    if tx.send(Some((0, collector.sample()))).is_err() {
         return;
     }
     let mut k = 1u32;
     loop {
         std::thread::sleep((start + tick_offset(every, k)).saturating_duration_since(Instant::now()));
-        if tx.send((k, collector.sample())).is_err() {
+        if tx.send(Some((k, collector.sample()))).is_err() {
             return;
         }
         // The tick due next: the first one not already past.

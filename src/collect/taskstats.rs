@@ -17,10 +17,10 @@
 //! The socket and the family lookup use `netlink-sys` and
 //! `netlink-packet-generic`; the taskstats payload is decoded here.
 
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use netlink_packet_core::{
     DecodeError, Emitable, NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload, NlasIterator,
@@ -33,6 +33,7 @@ use netlink_sys::{Socket, protocols::NETLINK_GENERIC};
 use serde::{Deserialize, Serialize};
 
 use super::process::ProcIo;
+use crate::sys::wake::Waker;
 
 const TASKSTATS_CMD_GET: u8 = 1;
 const TASKSTATS_CMD_NEW: u8 = 2;
@@ -227,11 +228,13 @@ pub struct ExitBatch {
     pub overflows: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     queue: Mutex<Vec<ExitRecord>>,
     overflows: AtomicU64,
     stop: AtomicBool,
+    /// Ends the thread's wait for records when it is to stop.
+    waker: Waker,
     error: Mutex<Option<String>>,
 }
 
@@ -326,13 +329,13 @@ impl ExitListener {
                 Err(e) => return Err(format!("registering for exit records: {e}")),
             }
         }
-        rustix::net::sockopt::set_socket_timeout(
-            &sock,
-            rustix::net::sockopt::Timeout::Recv,
-            Some(Duration::from_millis(200)),
-        )
-        .map_err(|e| format!("netlink timeout: {e}"))?;
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            queue: Mutex::default(),
+            overflows: AtomicU64::default(),
+            stop: AtomicBool::default(),
+            waker: Waker::new().map_err(|e| format!("taskstats thread wake-up (eventfd): {e}"))?,
+            error: Mutex::default(),
+        });
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("iolens-taskstats".into())
@@ -363,18 +366,26 @@ impl ExitListener {
 impl Drop for ExitListener {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.waker.wake();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// The listener thread: receive, decode, queue; count overflows.
+/// The listener thread: receive, decode, queue; count overflows. It
+/// sleeps until records come or it is told to stop.
 fn receive(sock: &Socket, shared: &Shared) {
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     while !shared.stop.load(Ordering::Relaxed) {
+        if let Err(e) = shared.waker.wait(&[sock.as_fd()], None) {
+            if let Ok(mut err) = shared.error.lock() {
+                *err = Some(format!("waiting for exit records: {e}"));
+            }
+            return;
+        }
         buf.clear();
-        match sock.recv(&mut buf, 0) {
+        match sock.recv(&mut buf, libc::MSG_DONTWAIT) {
             Ok(_) => {}
             Err(e) => match e.raw_os_error() {
                 Some(libc::ENOBUFS) => {
@@ -483,7 +494,7 @@ mod tests {
         child.wait_with_output().unwrap();
         let mut found = None;
         for _ in 0..50 {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(std::time::Duration::from_millis(20));
             let b = l.drain();
             assert!(b.active, "{:?}", b.why_not);
             if let Some(r) = b.records.into_iter().find(|r| r.pid == pid) {

@@ -22,6 +22,7 @@ pub mod malloc;
 pub mod mount;
 pub mod signal;
 pub mod uring;
+pub mod wake;
 
 pub use rustix::thread::CapabilitySet;
 

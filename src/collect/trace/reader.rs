@@ -1,14 +1,18 @@
 //! The live tracer: owns the tracefs instance, reads every CPU's
 //! `trace_pipe_raw` without blocking, decodes and merges the events, and
-//! counts what was lost. Runs on its own thread ([`spawn`]) so the buffer is
-//! drained every [`POLL`] whatever the sample interval (every
-//! [`POLL_IDLE`] while reads find nothing), and once more when a sample
-//! closes its interval ([`Handle::flush`]).
+//! counts what was lost. Runs on its own thread ([`spawn`]), which reads
+//! the buffers when a sample closes its interval ([`Handle::flush`]) and
+//! whenever a CPU's buffer reaches the instance's watermark
+//! (poll(2) with `buffer_percent`), so a burst is read before the buffer
+//! fills whatever the sample interval, and an idle tracer does not wake
+//! between samples. On a kernel without `buffer_percent` it reads every
+//! [`POLL`] instead ([`POLL_IDLE`] while reads find nothing).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read};
 
+use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -20,8 +24,9 @@ use super::instance::{CpuStats, Instance, Mount, remove_stale};
 use super::merge::Merger;
 use super::{DecodeStats, Decoder, read_small};
 use crate::collect::monotonic_ns;
+use crate::sys::wake::Waker;
 
-/// How often the buffers are read.
+/// How often the buffers are read without a watermark.
 pub const POLL: Duration = Duration::from_millis(50);
 /// How often they are read while reads find nothing: the wait doubles from
 /// [`POLL`] up to this, and is back to [`POLL`] at the first event. At the
@@ -30,8 +35,11 @@ pub const POLL: Duration = Duration::from_millis(50);
 pub const POLL_IDLE: Duration = Duration::from_millis(100);
 /// How long [`Handle::flush`] waits for the poll it asked for.
 const FLUSH_WAIT: Duration = Duration::from_millis(50);
-/// The per-CPU `stats` files are read every this many polls.
-const STATS_EVERY: u32 = 10;
+/// With a watermark, the longest the thread sleeps when no sample asks
+/// for the buffers (a paused or slow sampler).
+const WATERMARK_WAIT: Duration = Duration::from_secs(1);
+/// The per-CPU `stats` files are read at most this often.
+const STATS_EVERY: Duration = Duration::from_secs(1);
 /// Tasks resolved to (tgid, kernel thread) are forgotten after this many
 /// entries (a pid may be reused; the cache stays bounded).
 const TASK_CACHE: usize = 8192;
@@ -63,7 +71,7 @@ pub struct Tracer {
     buf: Vec<u8>,
     batch: Vec<BlockEvent>,
     tasks: foldhash::HashMap<i32, (i32, bool)>,
-    polls: u32,
+    stats_read_ns: u64,
     pub counters: Counters,
     pub instance: Instance,
     pub mount: Mount,
@@ -118,7 +126,7 @@ impl Tracer {
             buf: vec![0; page],
             batch: Vec::new(),
             tasks: Default::default(),
-            polls: 0,
+            stats_read_ns: 0,
             counters: Counters::default(),
             instance,
             mount,
@@ -161,15 +169,36 @@ impl Tracer {
         }
         self.resolve_tasks();
         self.merger.push(&mut self.batch, start, out);
-        self.polls += 1;
-        if self.polls.is_multiple_of(STATS_EVERY) {
+        if start.saturating_sub(self.stats_read_ns) >= STATS_EVERY.as_nanos() as u64 {
             self.read_stats();
         }
         pages
     }
 
+    /// Sleep until a CPU's buffer reaches the watermark, `waker` wakes
+    /// the thread, or the next poll is due (`idle`: the last found
+    /// nothing; `wait`: the last wait without a watermark). Returns the
+    /// wait without a watermark for the next call.
+    fn sleep(&self, waker: &Waker, pages: usize, wait: Duration) -> Duration {
+        let (fds, timeout, next): (Vec<_>, _, _) = if self.instance.watermark {
+            (
+                self.pipes.iter().map(|p| p.file.as_fd()).collect(),
+                WATERMARK_WAIT,
+                POLL,
+            )
+        } else {
+            let next = if pages == 0 { (wait * 2).min(POLL_IDLE) } else { POLL };
+            (Vec::new(), next, next)
+        };
+        if waker.wait(&fds, Some(timeout)).is_err() {
+            std::thread::sleep(POLL);
+        }
+        next
+    }
+
     /// Re-read the per-CPU `stats` files into `counters.lost`.
     pub fn read_stats(&mut self) {
+        self.stats_read_ns = monotonic_ns();
         let mut lost = 0;
         for p in &mut self.pipes {
             let path = self.instance.cpu_file(p.cpu, "stats");
@@ -296,12 +325,13 @@ impl<F: FnMut(&[BlockEvent], &Counters) + Send + 'static> Sink for F {
 }
 
 /// What the tracer thread and [`Handle::flush`] tell each other: polls
-/// asked for and done (counted), and stop; the thread sleeps on `cv`
-/// between polls, a flush waits on it for its poll.
-#[derive(Default)]
+/// asked for and done (counted), and stop. The thread sleeps on `waker`
+/// (beside the pipes) between polls; a flush wakes it and waits on `cv`
+/// for its poll.
 struct Wake {
     state: Mutex<WakeState>,
     cv: Condvar,
+    waker: Waker,
 }
 
 #[derive(Default)]
@@ -344,10 +374,15 @@ pub struct Handle {
     pub buffer_kb: u64,
 }
 
-/// Start the tracer on its own thread, feeding `sink` every [`POLL`]
-/// ([`POLL_IDLE`] while there is nothing) and at every [`Handle::flush`].
+/// Start the tracer on its own thread, feeding `sink` at every
+/// [`Handle::flush`] and whenever a buffer fills to the watermark (every
+/// [`POLL`] without one).
 pub fn spawn(mut tracer: Tracer, mut sink: impl Sink) -> io::Result<Handle> {
-    let wake = Arc::new(Wake::default());
+    let wake = Arc::new(Wake {
+        state: Mutex::default(),
+        cv: Condvar::new(),
+        waker: Waker::new()?,
+    });
     let instance_dir = tracer.instance_dir();
     let events = tracer.instance.enabled.clone();
     let buffer_kb = tracer.instance.buffer_kb;
@@ -366,12 +401,10 @@ pub fn spawn(mut tracer: Tracer, mut sink: impl Sink) -> io::Result<Handle> {
             let pages = tracer.poll(&mut out);
             sink.events(&out, &tracer.counters);
             out.clear();
-            wait = if pages == 0 { (wait * 2).min(POLL_IDLE) } else { POLL };
-            let mut s = w.lock();
-            s.done = target;
+            w.lock().done = target;
             w.cv.notify_all();
             // Until the next poll is due, a flush asks for one, or stop.
-            drop(w.wait(s, Instant::now() + wait, |s| s.stop || s.asked != target));
+            wait = tracer.sleep(&w.waker, pages, wait);
         }
         tracer.read_stats();
         tracer.poll(&mut out);
@@ -392,12 +425,12 @@ impl Handle {
     /// Have the thread read the buffers now and hand what it read to the
     /// sink, and wait for that (at most [`FLUSH_WAIT`]): an interval taken
     /// after this ends at the call, less the merge's hold-back of 2 ms,
-    /// instead of at the last poll (up to [`POLL_IDLE`] earlier).
+    /// instead of at the last poll.
     pub fn flush(&self) {
         let mut s = self.wake.lock();
         s.asked += 1;
         let ticket = s.asked;
-        self.wake.cv.notify_all();
+        self.wake.waker.wake();
         drop(
             self.wake
                 .wait(s, Instant::now() + FLUSH_WAIT, |s| s.stop || s.done >= ticket),
@@ -406,7 +439,7 @@ impl Handle {
 
     pub fn stop(&mut self) {
         self.wake.lock().stop = true;
-        self.wake.cv.notify_all();
+        self.wake.waker.wake();
         if let Some(j) = self.join.take() {
             let _ = j.join();
         }
