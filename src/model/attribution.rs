@@ -42,6 +42,8 @@ struct ThreadBase {
 struct Base {
     threads: Threads,
     seen: u64,
+    /// The sample it was made in.
+    since: u64,
 }
 
 /// A process's threads by tid, sorted: most processes have one thread,
@@ -151,13 +153,25 @@ pub fn own_rates(r: Option<ProcRates>, own: &ProcIo, dt_s: f64) -> ProcRates {
 /// The previous sample, as far as attribution needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct Prev<'a> {
-    /// The processes listed in it.
-    pub listed: &'a PidSet<ProcKey>,
+    /// The processes listed in it, sorted.
+    pub listed: &'a [ProcKey],
     /// CLOCK_BOOTTIME of the previous sample, ns.
     pub boot_ns: u64,
 }
 
 impl Attribution {
+    /// The baseline of `key`, made now when there is none, seen in this
+    /// sample.
+    fn base(&mut self, key: ProcKey) -> &mut Base {
+        let sample = self.sample;
+        let base = self.bases.entry(key).or_insert_with(|| Base {
+            since: sample,
+            ..Base::default()
+        });
+        base.seen = sample;
+        base
+    }
+
     /// Fold in one sample: the processes listed now, and the exit records
     /// received since `prev` (with `records_active` while the listener
     /// runs). Without `prev` only the baselines are taken.
@@ -172,76 +186,78 @@ impl Attribution {
         self.sample += 1;
         let sample = self.sample;
         let tick_ns = 1e9 / if clk_tck > 0.0 { clk_tck } else { 100.0 };
-        let had_base: PidSet<ProcKey> = self.bases.keys().copied().collect();
-        let listed: PidMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
-        let empty = PidSet::default();
-        let prev_listed = prev.map_or(&empty, |p| p.listed);
-        // tgid -> the process a record belongs to: listed now, listed
-        // before, or remembered (the latest start for a reused pid).
-        let mut index: PidMap<i32, ProcKey> = PidMap::default();
-        for k in self.bases.keys() {
-            let e = index.entry(k.pid).or_insert(*k);
-            if k.start_time > e.start_time {
-                *e = *k;
-            }
-        }
-        index.extend(prev_listed.iter().map(|k| (k.pid, *k)));
-        index.extend(listed.iter().map(|(p, k)| (*p, *k)));
+        let prev_listed: &[ProcKey] = prev.map_or(&[], |p| p.listed);
+        let was_listed = |key: &ProcKey| prev_listed.binary_search(key).is_ok();
         let mut out = Interval::default();
         let mut exited: PidMap<ProcKey, Exited> = PidMap::default();
-        for r in records {
-            let start_ticks = (r.start_boot_ns() as f64 / tick_ns) as u64;
-            let key = match index.get(&r.tgid) {
-                // A leader's record names its process's start: another
-                // start (beyond the reception delay) is a reused pid.
-                Some(k) if r.pid != r.tgid || k.start_time.abs_diff(start_ticks) <= 2 + (1e9 / tick_ns) as u64 => *k,
-                _ => ProcKey {
-                    pid: r.tgid,
-                    start_time: start_ticks,
-                },
-            };
-            index.insert(r.tgid, key);
-            let base = self.bases.entry(key).or_default();
-            base.seen = sample;
-            let before = base.threads.get(r.pid).map(|t| t.io).unwrap_or_default();
-            *base.threads.slot(r.pid, ThreadBase::default) = ThreadBase {
-                io: r.io,
-                seen: sample,
-                dead: true,
-            };
-            if prev.is_none() {
-                continue;
-            }
-            let d = minus(&r.io, &before);
-            let own = out.own.entry(key).or_default();
-            *own = plus(own, &d);
-            if !listed.contains_key(&r.tgid) || listed.get(&r.tgid) != Some(&key) {
-                let e = exited.entry(key).or_insert_with(|| Exited {
-                    key,
-                    comm: r.comm.clone(),
-                    ppid: r.ppid,
-                    uid: r.uid,
-                    own: ProcIo::default(),
-                });
-                if r.pid == r.tgid {
-                    e.comm = r.comm.clone();
+        if !records.is_empty() {
+            let listed: PidMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
+            // tgid -> the process a record belongs to: listed now, listed
+            // before, or remembered (the latest start for a reused pid).
+            let mut index: PidMap<i32, ProcKey> = PidMap::default();
+            for k in self.bases.keys() {
+                let e = index.entry(k.pid).or_insert(*k);
+                if k.start_time > e.start_time {
+                    *e = *k;
                 }
-                e.own = plus(&e.own, &d);
+            }
+            index.extend(prev_listed.iter().map(|k| (k.pid, *k)));
+            index.extend(listed.iter().map(|(p, k)| (*p, *k)));
+            for r in records {
+                let start_ticks = (r.start_boot_ns() as f64 / tick_ns) as u64;
+                let key = match index.get(&r.tgid) {
+                    // A leader's record names its process's start: another
+                    // start (beyond the reception delay) is a reused pid.
+                    Some(k) if r.pid != r.tgid || k.start_time.abs_diff(start_ticks) <= 2 + (1e9 / tick_ns) as u64 => {
+                        *k
+                    }
+                    _ => ProcKey {
+                        pid: r.tgid,
+                        start_time: start_ticks,
+                    },
+                };
+                index.insert(r.tgid, key);
+                let base = self.base(key);
+                let before = base.threads.get(r.pid).map(|t| t.io).unwrap_or_default();
+                *base.threads.slot(r.pid, ThreadBase::default) = ThreadBase {
+                    io: r.io,
+                    seen: sample,
+                    dead: true,
+                };
+                if prev.is_none() {
+                    continue;
+                }
+                let d = minus(&r.io, &before);
+                let own = out.own.entry(key).or_default();
+                *own = plus(own, &d);
+                if listed.get(&r.tgid) != Some(&key) {
+                    let e = exited.entry(key).or_insert_with(|| Exited {
+                        key,
+                        comm: r.comm.clone(),
+                        ppid: r.ppid,
+                        uid: r.uid,
+                        own: ProcIo::default(),
+                    });
+                    if r.pid == r.tgid {
+                        e.comm = r.comm.clone();
+                    }
+                    e.own = plus(&e.own, &d);
+                }
             }
         }
         for p in &cur.procs {
             let key = p.key;
-            let born = prev.is_some_and(|pv| {
-                !prev_listed.contains(&key) && ((key.start_time + 1) as f64 * tick_ns) as u64 > pv.boot_ns
-            });
-            let known = had_base.contains(&key);
+            let born =
+                prev.is_some_and(|pv| !was_listed(&key) && ((key.start_time + 1) as f64 * tick_ns) as u64 > pv.boot_ns);
+            // A baseline from before this sample (not one its exit
+            // records just made).
+            let known = self.bases.get(&key).is_some_and(|b| b.since < sample);
             if !known && !born {
                 // First seen, but older than the previous sample: nothing
                 // to count from. Take the baseline.
                 out.own.remove(&key);
                 if let Some(threads) = &p.threads {
-                    let base = self.bases.entry(key).or_default();
-                    base.seen = sample;
+                    let base = self.base(key);
                     for t in threads {
                         base.threads.slot(t.tid, || ThreadBase {
                             io: t.io,
@@ -255,8 +271,7 @@ impl Attribution {
             if !known && p.threads.is_none() && !out.own.contains_key(&key) {
                 continue;
             }
-            let base = self.bases.entry(key).or_default();
-            base.seen = sample;
+            let base = self.base(key);
             let mut own = out.own.get(&key).copied().unwrap_or_default();
             if let Some(threads) = &p.threads {
                 for t in threads {
@@ -347,7 +362,7 @@ mod tests {
     }
 
     /// The previous sample, taken at `ticks` after boot.
-    fn at(listed: &PidSet<ProcKey>, ticks: u64) -> Prev<'_> {
+    fn at(listed: &[ProcKey], ticks: u64) -> Prev<'_> {
         Prev {
             listed,
             boot_ns: ticks * TICK,
@@ -355,8 +370,10 @@ mod tests {
     }
 
     /// The processes listed in a sample.
-    fn keys(procs: &ProcSnapshot) -> PidSet<ProcKey> {
-        procs.procs.iter().map(|p| p.key).collect()
+    fn keys(procs: &ProcSnapshot) -> Vec<ProcKey> {
+        let mut keys: Vec<ProcKey> = procs.procs.iter().map(|p| p.key).collect();
+        keys.sort_unstable();
+        keys
     }
 
     /// Parent 100 (start 50) reaps child 200, which read 100 MiB: the

@@ -25,6 +25,7 @@ use super::process::ProcRates;
 use crate::collect::cgroup::names;
 use crate::collect::cgroup::parse::DevCounters;
 use crate::collect::cgroup::{CgroupSnapshot, RawCgroup};
+use crate::collect::process::PidMap;
 use crate::collect::system::Pressure;
 
 // The collectors' types a cgroup row is made of, named here for the views.
@@ -307,7 +308,7 @@ pub struct Context<'a> {
     /// cgroups on 10,000 devices must not search per counter).
     pub devices: &'a HashMap<DevId, DevName>,
     /// Rates of each process by pid (`None`: present but no rates this interval).
-    pub procs: &'a HashMap<i32, Option<&'a ProcRates>>,
+    pub procs: &'a PidMap<i32, Option<&'a ProcRates>>,
 }
 
 impl CgroupTracker {
@@ -508,7 +509,7 @@ pub fn effective_limits(hier: Option<Hierarchy>, by_path: &LimitsByPath<'_>, cg:
     out
 }
 
-fn proc_sum(pids: &[i32], procs: &HashMap<i32, Option<&ProcRates>>) -> ProcSum {
+fn proc_sum(pids: &[i32], procs: &PidMap<i32, Option<&ProcRates>>) -> ProcSum {
     let mut s = ProcSum::default();
     for pid in pids {
         let Some(r) = procs.get(pid) else { continue };

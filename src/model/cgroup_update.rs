@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use super::{Model, cgroup};
 use crate::collect::RawSample;
 use crate::collect::cgroup::parse::DevId;
+use crate::collect::process::PidMap;
 use crate::collect::sysblock::DeviceInfo;
 use crate::model::process::ProcRates;
 
@@ -43,7 +44,8 @@ impl Model {
             .collect();
         // Kernel workers (a loop device's backing I/O) do I/O for others:
         // left out of the sums, like the process totals.
-        let mut procs: HashMap<i32, Option<&ProcRates>> = HashMap::with_capacity(self.procs.len());
+        let mut procs: PidMap<i32, Option<&ProcRates>> = PidMap::default();
+        procs.reserve(self.procs.len());
         procs.extend(
             self.procs
                 .iter()

@@ -32,7 +32,8 @@ impl Model {
         let before = |key: &ProcKey| old.binary_search_by_key(key, |b| b.key).ok().map(|i| &old[i]);
         let files: PidMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
             cur.fds.procs.iter().map(|f| (f.key, f.fds.as_slice())).collect();
-        let prev_listed: PidSet<ProcKey> = old.iter().map(|b| b.key).collect();
+        // Sorted, as the baselines are.
+        let prev_listed: Vec<ProcKey> = old.iter().map(|b| b.key).collect();
         let interval = self.attribution.update(
             prev.filter(|_| dt_s.is_some()).map(|p| attribution::Prev {
                 listed: &prev_listed,

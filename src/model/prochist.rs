@@ -3,10 +3,9 @@
 //! kept only for processes that did I/O since iolens saw them (most
 //! processes never do: they cost nothing) and dropped with the process.
 
-use std::collections::HashMap;
-
 use super::history::Ring;
 use super::{ProcKey, ProcRow};
+use crate::collect::process::PidMap;
 
 /// Samples of history per process (2 minutes at 1 s): four rings of at
 /// most 120 values are under 4 KiB, inside the per-process memory bound.
@@ -52,7 +51,9 @@ impl ProcSeries {
 /// The series of the processes that did I/O.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProcHistory {
-    series: HashMap<ProcKey, ProcSeries>,
+    /// Each with the last update that had its process's row.
+    series: PidMap<ProcKey, (u64, ProcSeries)>,
+    updates: u64,
 }
 
 fn did_io(row: &ProcRow) -> bool {
@@ -66,21 +67,24 @@ impl ProcHistory {
     /// series at its first I/O and keeps it, one value per sample, until
     /// its row is gone.
     pub fn update(&mut self, rows: &[ProcRow]) {
-        let mut live = std::collections::HashSet::with_capacity(rows.len());
+        self.updates += 1;
+        let now = self.updates;
         for row in rows {
-            live.insert(row.raw.key);
-            if let Some(s) = self.series.get_mut(&row.raw.key) {
+            if let Some((seen, s)) = self.series.get_mut(&row.raw.key) {
+                *seen = now;
                 s.push(row);
             } else if did_io(row) {
-                self.series.entry(row.raw.key).or_default().push(row);
+                let mut s = ProcSeries::default();
+                s.push(row);
+                self.series.insert(row.raw.key, (now, s));
             }
         }
-        self.series.retain(|k, _| live.contains(k));
+        self.series.retain(|_, (seen, _)| *seen == now);
     }
 
     /// The series of process `key`; `None` while it has done no I/O.
     pub fn get(&self, key: ProcKey) -> Option<&ProcSeries> {
-        self.series.get(&key)
+        self.series.get(&key).map(|(_, s)| s)
     }
 
     /// Number of processes with a series.

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::collect::fdinfo::{Access, FdSnapshot, FdTarget, RawFd, ScanReason};
-use crate::collect::process::{ProcIo, ProcKey};
+use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey};
 
 /// Intervals the rate is smoothed over.
 pub const RATE_WINDOW: usize = 5;
@@ -215,7 +215,7 @@ struct ProcTrack {
 #[derive(Debug, Clone, Default)]
 pub struct Tracker {
     entries: HashMap<FdKey, EntryState>,
-    procs: HashMap<ProcKey, ProcTrack>,
+    procs: PidMap<ProcKey, ProcTrack>,
     /// Current jobs, sorted by ETA (unknown ETA after known, done last).
     pub jobs: Vec<Job>,
     /// Commands whose files are shown even before they move (like
@@ -434,7 +434,7 @@ impl Tracker {
         }
         // Entries that were not seen again: closed, reused, or their process
         // ended (when it was scanned or is known to have exited).
-        let scanned: std::collections::HashSet<ProcKey> = snap.procs.iter().map(|p| p.key).collect();
+        let scanned: PidSet<ProcKey> = snap.procs.iter().map(|p| p.key).collect();
         let procs = &mut self.procs;
         self.entries.retain(|key, st| {
             if st.round == round {

@@ -16,7 +16,6 @@
 //! So an idle process that is moved shows in its new cgroup within
 //! [`RECHECK_SAMPLES`] samples, and one doing I/O at once.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::parse;
@@ -26,16 +25,39 @@ use crate::collect::process::{PidMap, ProcIo, ProcKey, ProcSnapshot};
 /// An idle process's cgroup is read again at least this often (in samples).
 pub const RECHECK_SAMPLES: u64 = 30;
 
-/// A process's (v2 path, `name=systemd` path).
-pub type OtherPaths = (Option<Arc<str>>, Option<Arc<str>>);
+/// The processes of one cgroup of the row hierarchy, and what their
+/// paths in the other hierarchies have in common.
+#[derive(Debug, Default)]
+pub struct Group {
+    /// In the order of the process snapshot.
+    pub pids: Vec<i32>,
+    /// Every member is in the v2 cgroup of the same path.
+    pub v2_same_path: bool,
+    /// The `name=systemd` path every member is in, if they share one.
+    pub systemd: Option<Arc<str>>,
+}
 
-/// Per-process cgroup paths of one sample.
+impl Group {
+    fn add(&mut self, pid: i32, path: &str, p: &Placed) {
+        let v2_same = p.unified.as_deref() == Some(path);
+        if self.pids.is_empty() {
+            self.v2_same_path = v2_same;
+            self.systemd = p.systemd.clone();
+        } else {
+            self.v2_same_path &= v2_same;
+            if self.systemd != p.systemd {
+                self.systemd = None;
+            }
+        }
+        self.pids.push(pid);
+    }
+}
+
+/// The processes of each cgroup in one sample.
 #[derive(Debug, Default)]
 pub struct Members {
-    /// Row-hierarchy path → pids.
-    pub by_path: HashMap<Arc<str>, Vec<i32>>,
-    /// pid → its other paths.
-    pub other: PidMap<i32, OtherPaths>,
+    /// Row-hierarchy path → its processes.
+    pub by_path: foldhash::HashMap<Arc<str>, Group>,
 }
 
 /// A process's paths as last read.
@@ -55,7 +77,7 @@ pub struct MemberCache {
     procs: PidMap<ProcKey, Placed>,
     generation: u64,
     /// Paths seen, shared by every process in the same cgroup.
-    paths: HashMap<Vec<u8>, Arc<str>>,
+    paths: foldhash::HashMap<Vec<u8>, Arc<str>>,
     /// `/proc/<pid>/cgroup` reads in the last sample (for tests and benchmarks).
     pub reads: usize,
 }
@@ -73,8 +95,7 @@ impl MemberCache {
     ) {
         self.generation += 1;
         let generation = self.generation;
-        out.by_path.values_mut().for_each(Vec::clear);
-        out.other.clear();
+        out.by_path.values_mut().for_each(|g| g.pids.clear());
         self.reads = 0;
         let mut failed = 0usize;
         for p in &procs.procs {
@@ -115,15 +136,16 @@ impl MemberCache {
             let row = if v1 { &fresh.blkio } else { &fresh.unified };
             if let Some(path) = row {
                 match out.by_path.get_mut(path) {
-                    Some(v) => v.push(pid),
+                    Some(g) => g.add(pid, path, fresh),
                     None => {
-                        out.by_path.insert(path.clone(), vec![pid]);
+                        let mut g = Group::default();
+                        g.add(pid, path, fresh);
+                        out.by_path.insert(path.clone(), g);
                     }
                 }
             }
-            out.other.insert(pid, (fresh.unified.clone(), fresh.systemd.clone()));
         }
-        out.by_path.retain(|_, v| !v.is_empty());
+        out.by_path.retain(|_, g| !g.pids.is_empty());
         self.procs.retain(|_, c| c.seen == generation);
         // Paths no process is in any more (the map holds one reference).
         self.paths.retain(|_, a| Arc::strong_count(a) > 1);
@@ -163,8 +185,10 @@ mod tests {
         let mut notes = Vec::new();
         cache.place(&mut r, &procs, false, &mut m, &mut notes);
         assert_eq!(cache.reads, 2);
-        assert_eq!(m.by_path.get("/a.service").map(Vec::as_slice), Some(&[10][..]));
-        assert_eq!(m.other.get(&11).and_then(|(_, s)| s.as_deref()), Some("/s11"));
+        assert_eq!(m.by_path.get("/a.service").map(|g| g.pids.as_slice()), Some(&[10][..]));
+        let b = m.by_path.get("/b.service");
+        assert_eq!(b.and_then(|g| g.systemd.as_deref()), Some("/s11"));
+        assert!(b.is_some_and(|g| g.v2_same_path));
         // Both processes move; neither did I/O: still where they were read.
         tree(dir.path(), "/c.service", "/c.service");
         let mut reads = Vec::new();
@@ -177,15 +201,18 @@ mod tests {
             reads.push(cache.reads);
             if reads.len() == 1 {
                 assert_eq!(
-                    m.by_path.get("/c.service").map(Vec::as_slice),
+                    m.by_path.get("/c.service").map(|g| g.pids.as_slice()),
                     Some(&[10][..]),
                     "{reads:?}"
                 );
-                assert_eq!(m.by_path.get("/b.service").map(Vec::as_slice), Some(&[11][..]));
+                assert_eq!(m.by_path.get("/b.service").map(|g| g.pids.as_slice()), Some(&[11][..]));
             }
         }
         // Within RECHECK_SAMPLES samples each idle process was read once more.
-        assert_eq!(m.by_path.get("/c.service").map(Vec::as_slice), Some(&[10, 11][..]));
+        assert_eq!(
+            m.by_path.get("/c.service").map(|g| g.pids.as_slice()),
+            Some(&[10, 11][..])
+        );
         assert!(!m.by_path.contains_key("/a.service") && !m.by_path.contains_key("/b.service"));
         assert_eq!(reads.iter().sum::<usize>(), 1 + 2, "{reads:?}");
         // A reused pid (other start time) is a new process: read at once.
@@ -197,7 +224,7 @@ mod tests {
         std::fs::remove_file(dir.path().join("proc/11/cgroup")).unwrap();
         procs.procs[1] = RawProc::example(11, 100, "b3");
         cache.place(&mut r, &procs, false, &mut m, &mut notes);
-        assert!(!m.other.contains_key(&11));
+        assert!(!m.by_path.values().any(|g| g.pids.contains(&11)));
         assert_eq!(notes.len(), 1, "{notes:?}");
     }
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::Reader;
 use super::process::ProcSnapshot;
 use super::system::{Pressure, parse_pressure};
-use members::{MemberCache, Members};
+use members::{Group, MemberCache, Members};
 use names::CgroupKind;
 use parse::{DevCounters, DevId, Limits, V1Limit, Weight};
 
@@ -196,7 +196,8 @@ impl CgroupReader {
             let path = if rel.is_empty() { "/".to_string() } else { rel.clone() };
             let abs = PathBuf::from(&dir).join(rel.trim_start_matches('/'));
             let counters = read_counters(r, &abs, hier, &mut snap.notes);
-            let pids = members.by_path.get(path.as_str()).cloned().unwrap_or_default();
+            let group = members.by_path.get(path.as_str());
+            let pids = group.map(|g| g.pids.clone()).unwrap_or_default();
             if path == "/" && hier == Hierarchy::V1Blkio {
                 snap.counted_devices = Some(counters.iter().map(|c| c.dev).collect());
             }
@@ -210,7 +211,7 @@ impl CgroupReader {
                 pids,
                 ..Default::default()
             };
-            self.read_details(r, &abs, hier, &mut cg, &members, &mounts);
+            self.read_details(r, &abs, hier, &mut cg, group, &mounts);
             snap.cgroups.push(cg);
         }
         match hier {
@@ -231,7 +232,7 @@ impl CgroupReader {
         abs: &Path,
         hier: Hierarchy,
         cg: &mut RawCgroup,
-        members: &Members,
+        group: Option<&Group>,
         mounts: &Mounts,
     ) {
         let mut read = |name: &str| r.read_limited(abs.join(name), FILE_LIMIT).ok().map(<[u8]>::to_vec);
@@ -257,12 +258,7 @@ impl CgroupReader {
                 cg.bfq_weight = read("blkio.bfq.weight").and_then(|b| parse::parse_weight(&b));
                 // Pressure of the v2 cgroup at the same path, only when no
                 // member process is elsewhere in the v2 tree.
-                let same = cg.pids.iter().all(|p| {
-                    members
-                        .other
-                        .get(p)
-                        .is_some_and(|(u, _)| u.as_deref() == Some(&cg.path))
-                });
+                let same = group.is_none_or(|g| g.v2_same_path);
                 if let (true, Some(v2)) = (same, &mounts.v2) {
                     let p = PathBuf::from(v2)
                         .join(cg.path.trim_start_matches('/'))
@@ -271,15 +267,7 @@ impl CgroupReader {
                 }
             }
         }
-        let mut systemd = cg
-            .pids
-            .iter()
-            .map(|p| members.other.get(p).and_then(|(_, s)| s.as_ref()));
-        if let Some(Some(first)) = systemd.next()
-            && systemd.all(|s| s == Some(first))
-        {
-            cg.systemd_path = Some(first.to_string());
-        }
+        cg.systemd_path = group.and_then(|g| g.systemd.as_deref()).map(str::to_string);
         let n = names::name_of(&cg.path);
         let lookup: fn(&mut Reader, &Mounts, &str, &str) -> Option<String> = match n.kind {
             CgroupKind::Docker => |r, m, _, id| docker_name(r, m, id),
