@@ -247,8 +247,10 @@ impl Attribution {
         }
         for p in &cur.procs {
             let key = p.key;
+            // Started since the previous sample (checked first: the search
+            // is the dearer test).
             let born =
-                prev.is_some_and(|pv| !was_listed(&key) && ((key.start_time + 1) as f64 * tick_ns) as u64 > pv.boot_ns);
+                prev.is_some_and(|pv| ((key.start_time + 1) as f64 * tick_ns) as u64 > pv.boot_ns && !was_listed(&key));
             // A baseline from before this sample (not one its exit
             // records just made).
             let known = self.bases.get(&key).is_some_and(|b| b.since < sample);

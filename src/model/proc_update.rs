@@ -29,7 +29,7 @@ impl Model {
         if prev.is_none() {
             old.clear();
         }
-        let before = |key: &ProcKey| old.binary_search_by_key(key, |b| b.key).ok().map(|i| &old[i]);
+        let mut before = process::BaselineWalk::new(&old);
         let files: PidMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
             cur.fds.procs.iter().map(|f| (f.key, f.fds.as_slice())).collect();
         // Sorted, as the baselines are.
@@ -49,7 +49,7 @@ impl Model {
         let mut rows = Vec::with_capacity(procs.len() + self.exited_rows.len());
         let baselines = process::baselines(&procs);
         for p in procs {
-            let was = before(&p.key);
+            let was = before.find(&p.key);
             let mut rates = match (was, dt_s) {
                 (Some(o), Some(dt)) => process::proc_rates(o, &p, dt, self.clk_tck, delayacct),
                 _ => None,

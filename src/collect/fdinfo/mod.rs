@@ -41,7 +41,7 @@ use rustix::fs::{AtFlags, StatxFlags, statx};
 use serde::{Deserialize, Serialize};
 
 use super::mountinfo::MountTable;
-use super::process::{PidMap, PidSet, ProcIo, ProcKey, RawProc};
+use super::process::{PidMap, ProcIo, ProcKey, RawProc};
 use super::{Reader, parse_u64};
 use procdir::{CName, block_size, list_fd_numbers, open_dir, read_at, read_link_at, read_small};
 
@@ -292,6 +292,8 @@ struct ProcState {
     /// What each fd was at the last scan; emptied with its room freed when
     /// not tracked (a state is kept for every listed process).
     fds: HashMap<i32, SeenFd>,
+    /// The last scan that listed the process.
+    seen: u64,
 }
 
 /// Decides which processes to scan and reads their fds; keeps what it needs
@@ -302,8 +304,8 @@ pub struct FdScanner {
     /// When set, the next scan reads every listed process (then clears).
     pub full_next: bool,
     state: PidMap<i32, ProcState>,
-    /// The pids listed in the last scan (its room reused).
-    seen: PidSet<i32>,
+    /// Scans made.
+    scans: u64,
     buf: Vec<u8>,
     dents: Vec<u8>,
     numbers: Vec<i32>,
@@ -357,10 +359,22 @@ impl FdScanner {
             listed: procs.len() as u32,
             ..Default::default()
         };
-        let mut seen = std::mem::take(&mut self.seen);
-        seen.clear();
+        self.scans += 1;
+        let scan = self.scans;
         for p in procs {
-            seen.insert(p.key.pid);
+            // Most processes: known, not tracked, no read or write since the
+            // last sample, nothing to scan; updated in place.
+            if let Some(s) = self.state.get_mut(&p.key.pid)
+                && s.start_time == p.key.start_time
+                && s.idle.is_none()
+                && !full
+                && !matches!((s.io.as_ref(), p.io.as_ref()), (Some(a), Some(b)) if io_moved(a, b))
+                && !self.watch.matches(p.key.pid, &p.comm)
+            {
+                s.io = p.io;
+                s.seen = scan;
+                continue;
+            }
             let prev = match self.state.remove(&p.key.pid) {
                 Some(s) if s.start_time == p.key.start_time => Some(s),
                 Some(old) => {
@@ -401,8 +415,10 @@ impl FdScanner {
                 io: None,
                 idle: None,
                 fds: HashMap::new(),
+                seen: scan,
             });
             st.io = p.io;
+            st.seen = scan;
             let Some(reason) = reason else {
                 st.idle = None;
                 st.fds = HashMap::new();
@@ -450,7 +466,7 @@ impl FdScanner {
         }
         // Tracked processes missing from the listing have exited.
         self.state.retain(|pid, s| {
-            let keep = seen.contains(pid);
+            let keep = s.seen == scan;
             if !keep && s.idle.is_some() {
                 snap.exited.push(ProcKey {
                     pid: *pid,
@@ -460,7 +476,6 @@ impl FdScanner {
             keep
         });
         snap.exited.sort_unstable();
-        self.seen = seen;
         snap
     }
 
