@@ -271,6 +271,8 @@ fn reused_pid_is_a_new_process_never_a_delta() {
     // The other process is unaffected.
     let p77 = m.procs.iter().find(|p| p.raw.key.pid == 77).unwrap();
     assert_eq!(p77.rates.unwrap().rchar_bps, 4096.0);
+    // Its total counts from its first read, two updates back.
+    assert_eq!(p77.since_start.unwrap().rchar, 8192);
 
     // Even when the new process's counters are *larger* than the old one's.
     let mut m = model();

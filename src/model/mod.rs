@@ -234,7 +234,6 @@ pub struct Model {
     baselines: Vec<process::Baseline>,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
-    first_io: PidMap<ProcKey, ProcIo>,
     /// Loop device a kworker served when its comm last named one: its comm
     /// names only the workqueue it ran last.
     loop_workers: PidMap<ProcKey, String>,
@@ -280,7 +279,7 @@ impl Model {
             self.wall_ns = cur.wall_ns;
             self.progress.update(&cur.fds, cur.mono_ns);
             cur.fds = Default::default();
-            self.baselines = process::baselines(&cur.procs.procs);
+            self.baselines = process::baselines(&cur.procs.procs, &self.baselines);
             cur.procs.procs = Vec::new();
             self.prev = Some(cur);
             return;

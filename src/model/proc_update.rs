@@ -3,7 +3,7 @@
 
 use super::{EXITED_KEEP_S, Model, ProcRow, attribution, procdev, process};
 use crate::collect::RawSample;
-use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey, RawProc};
+use crate::collect::process::{PidMap, ProcIo, ProcKey, RawProc};
 use crate::model::process::ProcRates;
 use crate::model::worker::{self, Worker};
 
@@ -26,6 +26,9 @@ impl Model {
         // are all that the rates need of them.
         drop(std::mem::take(&mut self.procs));
         let mut old = std::mem::take(&mut self.baselines);
+        // Made before the rates' baselines may be dropped below: a
+        // process's first counters are kept while it is listed.
+        let baselines = process::baselines(&cur.procs.procs, &old);
         if prev.is_none() {
             old.clear();
         }
@@ -47,7 +50,7 @@ impl Model {
         drop(prev_listed);
         let procs = std::mem::take(&mut cur.procs.procs);
         let mut rows = Vec::with_capacity(procs.len() + self.exited_rows.len());
-        let baselines = process::baselines(&procs);
+        let mut firsts = process::BaselineWalk::new(&baselines);
         for p in procs {
             let was = before.find(&p.key);
             let mut rates = match (was, dt_s) {
@@ -80,7 +83,7 @@ impl Model {
                     Some(*t)
                 }
                 (None, Ok(io)) => {
-                    let first = *self.first_io.entry(p.key).or_insert(*io);
+                    let first = firsts.find(&p.key).and_then(|b| b.first).unwrap_or(*io);
                     Some(attribution::minus(io, &first))
                 }
                 _ => None,
@@ -123,10 +126,12 @@ impl Model {
         drop(old);
         self.baselines = baselines;
         self.update_exited(&interval.exited, &rows, cur.mono_ns, dt_s);
-        let live: PidSet<ProcKey> = rows.iter().map(|r| r.raw.key).collect();
-        self.first_io.retain(|k, _| live.contains(k));
-        self.loop_workers.retain(|k, _| live.contains(k));
-        self.own_total.retain(|k, _| live.contains(k));
+        // Both maps hold only processes that did I/O or served a loop
+        // device: a search of the listed ones each is cheaper than a set.
+        let listed = &self.baselines;
+        let live = |k: &ProcKey| listed.binary_search_by_key(k, |b| b.key).is_ok();
+        self.loop_workers.retain(|k, _| live(k));
+        self.own_total.retain(|k, _| live(k));
         // Exact: a doubled vector of rows was a sample's peak of memory.
         rows.reserve_exact(self.exited_rows.len());
         rows.extend(self.exited_rows.iter().map(|(r, _)| r.clone()));

@@ -111,6 +111,9 @@ pub struct Baseline {
     pub key: ProcKey,
     /// `None` when its io could not be read.
     pub io: Option<ProcIo>,
+    /// Its counters when they were first read: a row's total since iolens
+    /// saw it counts from these (kept while the process is listed).
+    pub first: Option<ProcIo>,
     delays: Delays,
 }
 
@@ -132,9 +135,11 @@ impl Baseline {
             (1, None, _) | (_, _, None) => Delays::Unknown,
             (_, _, Some(t)) => Delays::Threads(t.as_slice().into()),
         };
+        let io = p.io.as_ref().ok().copied();
         Baseline {
             key: p.key,
-            io: p.io.as_ref().ok().copied(),
+            io,
+            first: io,
             delays,
         }
     }
@@ -142,8 +147,18 @@ impl Baseline {
 
 /// The baselines of a sample's processes, sorted by key (for lookups by
 /// binary search in the next update).
-pub fn baselines(procs: &[RawProc]) -> Vec<Baseline> {
-    let mut b: Vec<Baseline> = procs.iter().map(Baseline::of).collect();
+/// Each keeps the first counters of its process in `before` (the
+/// previous baselines, sorted).
+pub fn baselines(procs: &[RawProc], before: &[Baseline]) -> Vec<Baseline> {
+    let mut walk = BaselineWalk::new(before);
+    let mut b: Vec<Baseline> = procs
+        .iter()
+        .map(|p| {
+            let mut b = Baseline::of(p);
+            b.first = walk.find(&p.key).and_then(|o| o.first).or(b.io);
+            b
+        })
+        .collect();
     b.sort_unstable_by_key(|b| b.key);
     b
 }
@@ -280,7 +295,7 @@ mod tests {
         .into_iter()
         .map(|(pid, start)| proc(pid, start, ProcIo::default()))
         .collect();
-        let sorted = baselines(&procs);
+        let sorted = baselines(&procs, &[]);
         let key = |pid, start_time| ProcKey { pid, start_time };
         let orders: [&[(i32, u64)]; 4] = [
             &[(3, 1), (4, 1), (5, 1), (5, 9), (20, 4), (30, 7), (41, 1), (50, 1)],
