@@ -1,23 +1,24 @@
 //! The live tracer: owns the tracefs instance, reads every CPU's
 //! `trace_pipe_raw` without blocking, decodes and merges the events, and
-//! counts what was lost. Runs on its own thread ([`spawn`]), which reads
-//! the buffers when a sample closes its interval ([`Handle::flush`]) and
-//! whenever a CPU's buffer reaches the instance's watermark
-//! (poll(2) with `buffer_percent`), so a burst is read before the buffer
-//! fills whatever the sample interval, and an idle tracer does not wake
-//! between samples. On a kernel without `buffer_percent` it reads every
-//! [`POLL`] instead ([`POLL_IDLE`] while reads find nothing).
+//! counts what was lost. A sample reads the buffers itself when it closes
+//! its interval ([`Handle::flush`]); between samples a thread of its own
+//! ([`spawn`]) sleeps in poll(2) until a CPU's buffer reaches the
+//! instance's watermark (`buffer_percent`), so a burst is read before the
+//! buffer fills whatever the sample interval, and an idle tracer wakes no
+//! thread at all. On a kernel without `buffer_percent` the thread reads
+//! every [`POLL`] instead ([`POLL_IDLE`] while reads find nothing).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read};
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::block::{BlockEvent, Kind};
 use super::instance::{CpuStats, Instance, Mount, remove_stale};
@@ -33,11 +34,9 @@ pub const POLL: Duration = Duration::from_millis(50);
 /// highest rate measured here (~195,000 events a second per CPU on a loop
 /// device) 100 ms of a burst fill about three quarters of a 2 MiB buffer.
 pub const POLL_IDLE: Duration = Duration::from_millis(100);
-/// How long [`Handle::flush`] waits for the poll it asked for.
-const FLUSH_WAIT: Duration = Duration::from_millis(50);
-/// With a watermark, the longest the thread sleeps when no sample asks
-/// for the buffers (a paused or slow sampler).
-const WATERMARK_WAIT: Duration = Duration::from_secs(1);
+/// With a watermark, the longest the thread sleeps when no buffer fills
+/// (samples read the buffers themselves).
+const WATERMARK_WAIT: Duration = Duration::from_secs(5);
 /// The per-CPU `stats` files are read at most this often.
 const STATS_EVERY: Duration = Duration::from_secs(1);
 /// Tasks resolved to (tgid, kernel thread) are forgotten after this many
@@ -175,25 +174,17 @@ impl Tracer {
         pages
     }
 
-    /// Sleep until a CPU's buffer reaches the watermark, `waker` wakes
-    /// the thread, or the next poll is due (`idle`: the last found
-    /// nothing; `wait`: the last wait without a watermark). Returns the
-    /// wait without a watermark for the next call.
-    fn sleep(&self, waker: &Waker, pages: usize, wait: Duration) -> Duration {
-        let (fds, timeout, next): (Vec<_>, _, _) = if self.instance.watermark {
-            (
-                self.pipes.iter().map(|p| p.file.as_fd()).collect(),
-                WATERMARK_WAIT,
-                POLL,
-            )
-        } else {
-            let next = if pages == 0 { (wait * 2).min(POLL_IDLE) } else { POLL };
-            (Vec::new(), next, next)
-        };
-        if waker.wait(&fds, Some(timeout)).is_err() {
-            std::thread::sleep(POLL);
+    /// Descriptors to poll(2) for the watermark, apart from the reads
+    /// (the same open pipes): `None` without a watermark.
+    fn watermark_fds(&self) -> io::Result<Option<Vec<OwnedFd>>> {
+        if !self.instance.watermark {
+            return Ok(None);
         }
-        next
+        self.pipes
+            .iter()
+            .map(|p| p.file.as_fd().try_clone_to_owned())
+            .collect::<io::Result<_>>()
+            .map(Some)
     }
 
     /// Re-read the per-CPU `stats` files into `counters.lost`.
@@ -324,96 +315,98 @@ impl<F: FnMut(&[BlockEvent], &Counters) + Send + 'static> Sink for F {
     }
 }
 
-/// What the tracer thread and [`Handle::flush`] tell each other: polls
-/// asked for and done (counted), and stop. The thread sleeps on `waker`
-/// (beside the pipes) between polls; a flush wakes it and waits on `cv`
-/// for its poll.
-struct Wake {
-    state: Mutex<WakeState>,
-    cv: Condvar,
+/// The tracer and where its events go: read by the thread when a buffer
+/// fills to the watermark, and by [`Handle::flush`] in the caller's thread
+/// (no wake-up of another thread per sample).
+struct Running {
+    tracer: Tracer,
+    sink: Box<dyn Sink + Send>,
+    out: Vec<BlockEvent>,
+}
+
+impl Running {
+    /// Read the buffers and hand what is in order to the sink; returns the
+    /// pages read.
+    fn poll(&mut self) -> usize {
+        let pages = self.tracer.poll(&mut self.out);
+        self.sink.events(&self.out, &self.tracer.counters);
+        self.out.clear();
+        pages
+    }
+}
+
+struct Shared {
+    /// `None` once the thread has stopped (the instance is removed).
+    running: Mutex<Option<Running>>,
+    stop: AtomicBool,
+    /// Ends the thread's sleep when it is to stop.
     waker: Waker,
 }
 
-#[derive(Default)]
-struct WakeState {
-    asked: u64,
-    done: u64,
-    stop: bool,
-}
-
-impl Wake {
-    fn lock(&self) -> MutexGuard<'_, WakeState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Wait on the condvar until `until` holds or `deadline` passes.
-    fn wait<'a>(
-        &self,
-        mut s: MutexGuard<'a, WakeState>,
-        deadline: Instant,
-        until: impl Fn(&WakeState) -> bool,
-    ) -> MutexGuard<'a, WakeState> {
-        while !until(&s) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            s = self.cv.wait_timeout(s, left).unwrap_or_else(PoisonError::into_inner).0;
-        }
-        s
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Option<Running>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// A tracer running on its own thread. Dropping the handle stops the thread
-/// and waits for it, which removes the instance.
+/// A tracer whose buffers a thread of its own reads between samples.
+/// Dropping the handle stops the thread and waits for it, which removes
+/// the instance.
 pub struct Handle {
-    wake: Arc<Wake>,
+    shared: Arc<Shared>,
     join: Option<JoinHandle<()>>,
     pub instance_dir: PathBuf,
     pub events: Vec<String>,
     pub buffer_kb: u64,
 }
 
-/// Start the tracer on its own thread, feeding `sink` at every
-/// [`Handle::flush`] and whenever a buffer fills to the watermark (every
-/// [`POLL`] without one).
-pub fn spawn(mut tracer: Tracer, mut sink: impl Sink) -> io::Result<Handle> {
-    let wake = Arc::new(Wake {
-        state: Mutex::default(),
-        cv: Condvar::new(),
-        waker: Waker::new()?,
-    });
+/// Start the tracer, feeding `sink` at every [`Handle::flush`] and, from
+/// a thread of its own, whenever a CPU's buffer fills to the watermark
+/// (every [`POLL`] without one, [`POLL_IDLE`] while reads find nothing).
+pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
     let instance_dir = tracer.instance_dir();
     let events = tracer.instance.enabled.clone();
     let buffer_kb = tracer.instance.buffer_kb;
-    let w = wake.clone();
+    let watermark = tracer.watermark_fds()?;
+    let shared = Arc::new(Shared {
+        running: Mutex::new(Some(Running {
+            tracer,
+            sink: Box::new(sink),
+            out: Vec::new(),
+        })),
+        stop: AtomicBool::new(false),
+        waker: Waker::new()?,
+    });
+    let sh = shared.clone();
     let join = std::thread::Builder::new().name("iolens-trace".into()).spawn(move || {
-        let mut out = Vec::new();
         let mut wait = POLL;
-        loop {
-            let target = {
-                let s = w.lock();
-                if s.stop {
-                    break;
-                }
-                s.asked
+        while !sh.stop.load(Ordering::Relaxed) {
+            let (fds, timeout): (Vec<_>, _) = match &watermark {
+                Some(fds) => (fds.iter().map(|f| f.as_fd()).collect(), WATERMARK_WAIT),
+                None => (Vec::new(), wait),
             };
-            let pages = tracer.poll(&mut out);
-            sink.events(&out, &tracer.counters);
-            out.clear();
-            w.lock().done = target;
-            w.cv.notify_all();
-            // Until the next poll is due, a flush asks for one, or stop.
-            wait = tracer.sleep(&w.waker, pages, wait);
+            if sh.waker.wait(&fds, Some(timeout)).is_err() {
+                std::thread::sleep(POLL);
+            }
+            if sh.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let pages = sh.lock().as_mut().map_or(0, Running::poll);
+            wait = if pages == 0 { (wait * 2).min(POLL_IDLE) } else { POLL };
         }
-        tracer.read_stats();
-        tracer.poll(&mut out);
-        tracer.merger.flush(&mut out);
-        sink.events(&out, &tracer.counters);
-        // `tracer` dropped here: instance removed, tracefs unmounted.
+        // The pipes are closed before the instance is removed.
+        drop(watermark);
+        let running = sh.lock().take();
+        if let Some(mut r) = running {
+            r.tracer.read_stats();
+            r.tracer.poll(&mut r.out);
+            r.tracer.merger.flush(&mut r.out);
+            r.sink.events(&r.out, &r.tracer.counters);
+            // `r` dropped here: instance removed, tracefs unmounted.
+        }
     })?;
     Ok(Handle {
-        wake,
+        shared,
         join: Some(join),
         instance_dir,
         events,
@@ -422,24 +415,18 @@ pub fn spawn(mut tracer: Tracer, mut sink: impl Sink) -> io::Result<Handle> {
 }
 
 impl Handle {
-    /// Have the thread read the buffers now and hand what it read to the
-    /// sink, and wait for that (at most [`FLUSH_WAIT`]): an interval taken
-    /// after this ends at the call, less the merge's hold-back of 2 ms,
-    /// instead of at the last poll.
+    /// Read the buffers now and hand what was read to the sink: an
+    /// interval taken after this ends at the call, less the merge's
+    /// hold-back of 2 ms, instead of at the last read.
     pub fn flush(&self) {
-        let mut s = self.wake.lock();
-        s.asked += 1;
-        let ticket = s.asked;
-        self.wake.waker.wake();
-        drop(
-            self.wake
-                .wait(s, Instant::now() + FLUSH_WAIT, |s| s.stop || s.done >= ticket),
-        );
+        if let Some(r) = self.shared.lock().as_mut() {
+            r.poll();
+        }
     }
 
     pub fn stop(&mut self) {
-        self.wake.lock().stop = true;
-        self.wake.waker.wake();
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.waker.wake();
         if let Some(j) = self.join.take() {
             let _ = j.join();
         }
