@@ -107,6 +107,20 @@ fn tracer_sees_every_request_and_cleans_up() {
     println!("buffer_size_kb: asked {asked}, given {}", given.trim());
     assert_eq!(tracer.instance.buffer_kb.to_string(), given.trim());
     assert!(tracer.instance.buffer_kb >= asked);
+    // The watermark a poll of the pipes sleeps until, where the kernel has it.
+    match std::fs::read_to_string(dir.join("buffer_percent")) {
+        Ok(p) => {
+            assert!(tracer.instance.watermark);
+            assert_eq!(
+                p.trim(),
+                iolens::collect::trace::instance::WATERMARK_PERCENT.to_string()
+            );
+        }
+        Err(e) => {
+            println!("no buffer_percent ({e}): the thread reads on a timer");
+            assert!(!tracer.instance.watermark);
+        }
+    }
     let mut dd = dd_direct(&lo.dev, 64);
     let dd_pid = dd.id() as i32;
     assert!(dd.wait().unwrap().success());
