@@ -320,7 +320,7 @@ impl<F: FnMut(&[BlockEvent], &Counters) + Send + 'static> Sink for F {
 /// (no wake-up of another thread per sample).
 struct Running {
     tracer: Tracer,
-    sink: Box<dyn Sink + Send>,
+    sink: Box<dyn Sink>,
     out: Vec<BlockEvent>,
 }
 
