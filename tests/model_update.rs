@@ -8,6 +8,7 @@ use iolens::collect::fdinfo::{FdProc, FdSnapshot, FdTarget, RawFd, ScanReason};
 use iolens::collect::process::{ProcIo, ProcKey, ProcSnapshot, RawProc};
 use iolens::collect::sample::HostInfo;
 use iolens::collect::sysblock::{DevKind, DeviceInfo};
+use iolens::collect::taskstats::{ExitBatch, ExitRecord};
 use iolens::model::disk::Rebaseline;
 use iolens::model::{DeviceRow, Model};
 
@@ -593,4 +594,100 @@ fn proc_row_stays_small() {
     let size = std::mem::size_of::<iolens::model::ProcRow>();
     eprintln!("size_of::<ProcRow>() = {size}");
     assert!(size <= 512, "ProcRow grew to {size} bytes");
+}
+
+/// A sample at `t_s` seconds (monotonic and boot clocks alike) of `procs`,
+/// with the exit records received since the previous one.
+fn exits_sample(t_s: u64, procs: Vec<RawProc>, records: Vec<ExitRecord>) -> RawSample {
+    RawSample {
+        boot_ns: t_s * SEC,
+        exits: ExitBatch {
+            active: true,
+            records,
+            ..Default::default()
+        },
+        ..proc_sample(t_s, procs)
+    }
+}
+
+/// Thread `pid` of process `tgid`, started at `start_s` and received at
+/// `recv_s` (boot clock, seconds), owned by `uid`, having read `rchar`.
+fn exit_record(pid: i32, tgid: i32, uid: u32, start_s: u64, recv_s: u64, rchar: u64) -> ExitRecord {
+    ExitRecord {
+        pid,
+        tgid,
+        ppid: 1,
+        uid,
+        comm: format!("short{tgid}"),
+        etime_us: (recv_s - start_s) * 1_000_000,
+        recv_boot_ns: recv_s * SEC,
+        io: ProcIo {
+            rchar,
+            ..Default::default()
+        },
+    }
+}
+
+#[test]
+fn exited_processes_get_one_row_each_named_by_their_uid_and_kept_five_seconds() {
+    let mut m = model();
+    let alice = || RawProc {
+        uid: Some(1000),
+        user: Some("alice".into()),
+        ..proc(10, 5, 0, 0, 0)
+    };
+    m.update(exits_sample(1, vec![alice()], vec![]));
+    // Two of alice's processes and one of a uid nothing listed has, all
+    // started and gone since the previous sample.
+    m.update(exits_sample(
+        2,
+        vec![alice()],
+        vec![
+            exit_record(300, 300, 1000, 1, 2, 4096),
+            exit_record(301, 301, 1000, 1, 2, 8192),
+            exit_record(302, 302, 2000, 1, 2, 1024),
+        ],
+    ));
+    let exited = |m: &Model| -> Vec<(i32, Option<String>, u64)> {
+        let mut v: Vec<_> = m
+            .procs
+            .iter()
+            .filter(|p| p.exited)
+            .map(|p| {
+                let total = p.since_start.map_or(0, |t| t.rchar);
+                (p.raw.key.pid, p.raw.user.as_deref().map(str::to_string), total)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let alice_name = Some("alice".to_string());
+    assert_eq!(
+        exited(&m),
+        vec![
+            (300, alice_name.clone(), 4096),
+            (301, alice_name.clone(), 8192),
+            (302, None, 1024)
+        ]
+    );
+    // A late record of another thread of process 300: its row is replaced
+    // (one row, the total grown), not added to.
+    m.update(exits_sample(
+        3,
+        vec![alice()],
+        vec![exit_record(305, 300, 1000, 1, 3, 2048)],
+    ));
+    assert_eq!(
+        exited(&m),
+        vec![
+            (300, alice_name.clone(), 6144),
+            (301, alice_name.clone(), 8192),
+            (302, None, 1024)
+        ]
+    );
+    // Five seconds after their last record the rows are gone.
+    m.update(exits_sample(7, vec![alice()], vec![]));
+    assert_eq!(exited(&m), vec![(300, alice_name, 6144)]);
+    m.update(exits_sample(8, vec![alice()], vec![]));
+    assert_eq!(exited(&m), vec![]);
 }

@@ -1,9 +1,11 @@
 //! The process part of [`Model::update`]: rows from the current sample's
 //! processes, rates against the previous ones, and the exited rows.
 
+use std::sync::Arc;
+
 use super::{EXITED_KEEP_S, Model, ProcRow, attribution, procdev, process};
 use crate::collect::RawSample;
-use crate::collect::process::{PidMap, ProcIo, ProcKey, RawProc};
+use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey, RawProc};
 use crate::model::process::ProcRates;
 use crate::model::worker::{self, Worker};
 
@@ -166,21 +168,45 @@ impl Model {
             row.rates = Some(ProcRates::default());
         }
         let Some(dt) = dt_s else { return };
+        if exited.is_empty() {
+            return;
+        }
+        // The same uid's name as the first listed process of that uid has
+        // (one pass over the rows, not one per exited process).
+        let mut users: PidMap<u32, Option<Arc<str>>> = PidMap::default();
+        for r in live {
+            if let Some(uid) = r.raw.uid {
+                users.entry(uid).or_insert_with(|| r.raw.user.clone());
+            }
+        }
+        // An exited process's new row replaces its earlier one: one pass
+        // over the kept rows (one per exited process made a fork storm's
+        // update quadratic).
+        // Its total then counts on from the earlier row's (records of a
+        // process's threads can come in different samples).
+        let keys: PidSet<ProcKey> = exited.iter().map(|e| e.key).collect();
+        let mut earlier: PidMap<ProcKey, ProcIo> = PidMap::default();
+        self.exited_rows.retain(|(r, _)| {
+            if !keys.contains(&r.raw.key) {
+                return true;
+            }
+            if let Some(t) = r.since_start {
+                earlier.insert(r.raw.key, t);
+            }
+            false
+        });
         for e in exited {
             let mut raw = RawProc::example(e.key.pid, e.key.start_time, &e.comm);
             raw.ppid = e.ppid;
             raw.uid = Some(e.uid);
-            // The same uid's name as a listed process has it.
-            raw.user = live
-                .iter()
-                .find(|r| r.raw.uid == Some(e.uid))
-                .and_then(|r| r.raw.user.clone());
+            raw.user = users.get(&e.uid).cloned().flatten();
             raw.state = 'X';
             raw.io = Ok(e.own);
             let rates = process::io_rates(&ProcIo::default(), &e.own, dt);
-            // Totals: what was shown while it was listed, and its last part.
-            let total = attribution::plus(&self.own_total.get(&e.key).copied().unwrap_or_default(), &e.own);
-            self.exited_rows.retain(|(r, _)| r.raw.key != e.key);
+            // Totals: what was shown while it was listed (or on its earlier
+            // exited row), and its last part.
+            let shown = earlier.get(&e.key).or_else(|| self.own_total.get(&e.key));
+            let total = attribution::plus(&shown.copied().unwrap_or_default(), &e.own);
             self.exited_rows.push((
                 ProcRow {
                     rates,
