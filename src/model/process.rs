@@ -117,23 +117,52 @@ pub struct Baseline {
     delays: Delays,
 }
 
-/// Block I/O delay ticks of a process's threads at one read.
+/// Block I/O delay ticks of a process's threads at one read (see
+/// [`thread_ticks`]), kept without an allocation for one thread.
 #[derive(Debug, Clone, PartialEq)]
 enum Delays {
-    /// Not read, or a multi-threaded process without per-thread values.
     Unknown,
-    /// A single-threaded process: its stat's field 42.
+    /// Its main thread only.
     Main(u64),
     /// (tid, ticks) of every thread, sorted by tid.
     Threads(Box<[(i32, u64)]>),
 }
 
+impl Delays {
+    /// (tid, ticks) of every thread, sorted by tid; one main thread's in
+    /// `one`. `None` when unknown.
+    fn per_thread<'a>(&'a self, pid: i32, one: &'a mut [(i32, u64); 1]) -> Option<&'a [(i32, u64)]> {
+        match self {
+            Delays::Unknown => None,
+            Delays::Main(t) => {
+                one[0] = (pid, *t);
+                Some(one)
+            }
+            Delays::Threads(t) => Some(t),
+        }
+    }
+}
+
+/// (tid, ticks) of the block I/O delay of every thread of a process at one
+/// read, sorted by tid: a single-threaded process's from field 42 of its
+/// stat (put in `one`); a multi-threaded one's only where they were read
+/// per thread (field 42 is the main thread's alone). `None` when unknown.
+fn thread_ticks<'a>(p: &'a RawProc, one: &'a mut [(i32, u64); 1]) -> Option<&'a [(i32, u64)]> {
+    if p.num_threads == 1 {
+        one[0] = (p.key.pid, p.blkio_ticks?);
+        Some(one)
+    } else {
+        p.thread_blkio.as_deref()
+    }
+}
+
 impl Baseline {
     pub fn of(p: &RawProc) -> Self {
-        let delays = match (p.num_threads, p.blkio_ticks, &p.thread_blkio) {
-            (1, Some(t), _) => Delays::Main(t),
-            (1, None, _) | (_, _, None) => Delays::Unknown,
-            (_, _, Some(t)) => Delays::Threads(t.as_slice().into()),
+        let mut one = [(0, 0)];
+        let delays = match thread_ticks(p, &mut one) {
+            None => Delays::Unknown,
+            Some(&[(tid, t)]) if tid == p.key.pid => Delays::Main(t),
+            Some(t) => Delays::Threads(t.into()),
         };
         let io = p.io.as_ref().ok().copied();
         Baseline {
@@ -145,10 +174,9 @@ impl Baseline {
     }
 }
 
-/// The baselines of a sample's processes, sorted by key (for lookups by
-/// binary search in the next update).
-/// Each keeps the first counters of its process in `before` (the
-/// previous baselines, sorted).
+/// The baselines of a sample's processes, sorted by key (for the lookups
+/// of the next update), each with the first counters its process has in
+/// `before` (the previous baselines, sorted).
 pub fn baselines(procs: &[RawProc], before: &[Baseline]) -> Vec<Baseline> {
     let mut walk = BaselineWalk::new(before);
     let mut b: Vec<Baseline> = procs
@@ -229,22 +257,9 @@ pub fn proc_rates(prev: &Baseline, cur: &RawProc, dt_s: f64, ticks_per_s: f64, d
 /// thread that ended within the interval is lost). `None` when it cannot
 /// be known.
 pub fn blkio_delta(prev: &Baseline, cur: &RawProc) -> Option<u64> {
-    let main_before;
-    let before: &[(i32, u64)] = match &prev.delays {
-        Delays::Unknown => return None,
-        Delays::Main(t) => {
-            main_before = [(prev.key.pid, *t)];
-            &main_before
-        }
-        Delays::Threads(t) => t,
-    };
-    let main_now;
-    let now: &[(i32, u64)] = if cur.num_threads == 1 {
-        main_now = [(cur.key.pid, cur.blkio_ticks?)];
-        &main_now
-    } else {
-        cur.thread_blkio.as_deref()?
-    };
+    let (mut a, mut b) = ([(0, 0)], [(0, 0)]);
+    let before = prev.delays.per_thread(prev.key.pid, &mut a)?;
+    let now = thread_ticks(cur, &mut b)?;
     let mut sum = 0u64;
     for (tid, t) in now {
         let was = match before.binary_search_by_key(tid, |(id, _)| *id) {

@@ -182,6 +182,12 @@ fn keep_fds() -> usize {
     usize::try_from(cur).unwrap_or(usize::MAX).saturating_sub(512)
 }
 
+/// Whether another stat file may be kept, with `kept` kept of `budget`
+/// (`None`: every process can keep two files).
+fn stat_room(budget: Option<usize>, kept: usize) -> bool {
+    budget.is_none_or(|b| kept < b)
+}
+
 fn classify(e: &io::Error) -> IoUnavailable {
     match e.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ESRCH) => IoUnavailable::Exited,
@@ -294,7 +300,7 @@ impl ProcReader {
             self.stat_kept = 0;
             for f in self.files.values_mut() {
                 if f.stat.is_some() {
-                    if self.stat_budget.is_none_or(|b| self.stat_kept < b) {
+                    if stat_room(self.stat_budget, self.stat_kept) {
                         self.stat_kept += 1;
                     } else {
                         f.stat = None;
@@ -628,7 +634,7 @@ impl ProcReader {
         live: bool,
         sched: Option<SchedStat>,
     ) -> io::Result<Option<SchedStat>> {
-        let stat_room = self.stat_budget.is_none_or(|b| self.stat_kept < b);
+        let stat_room = stat_room(self.stat_budget, self.stat_kept);
         if let Some(f) = self.files.get_mut(&pid) {
             match &f.stat {
                 Some(fd) => match r.reread(fd) {
