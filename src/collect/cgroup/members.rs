@@ -66,8 +66,8 @@ struct Placed {
     blkio: Option<Arc<str>>,
     unified: Option<Arc<str>>,
     systemd: Option<Arc<str>>,
-    /// The counters when the file was read.
-    io: Option<ProcIo>,
+    /// [`ProcIo::mark`] of the counters when the file was read.
+    io: Option<u64>,
     seen: u64,
 }
 
@@ -100,7 +100,7 @@ impl MemberCache {
         let mut failed = 0usize;
         for p in &procs.procs {
             let pid = p.key.pid;
-            let io = p.io.as_ref().ok().copied();
+            let io = p.io.as_ref().ok().map(ProcIo::mark);
             let due = (u64::from(pid.unsigned_abs()) + generation).is_multiple_of(RECHECK_SAMPLES);
             if self.procs.get(&p.key).is_none_or(|c| c.io != io || due) {
                 self.reads += 1;

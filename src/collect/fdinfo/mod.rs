@@ -33,7 +33,6 @@ mod lister;
 pub(crate) mod procdir;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
@@ -286,12 +285,13 @@ struct SeenFd {
 #[derive(Debug, Clone)]
 struct ProcState {
     start_time: u64,
-    io: Option<ProcIo>,
+    /// [`ProcIo::syscalls_mark`] of its counters at the last scan.
+    io: Option<u64>,
     /// Scans since the last sign of activity; `None` when not tracked.
     idle: Option<u32>,
     /// What each fd was at the last scan; emptied with its room freed when
     /// not tracked (a state is kept for every listed process).
-    fds: HashMap<i32, SeenFd>,
+    fds: PidMap<i32, SeenFd>,
     /// The last scan that listed the process.
     seen: u64,
 }
@@ -319,10 +319,6 @@ pub struct FdScanner {
     unlisted: Vec<u64>,
     /// Where the watchdog learns which process is being read.
     pub activity: std::sync::Arc<super::activity::Activity>,
-}
-
-fn io_moved(a: &ProcIo, b: &ProcIo) -> bool {
-    a.rchar != b.rchar || a.wchar != b.wchar || a.syscr != b.syscr || a.syscw != b.syscw
 }
 
 impl FdScanner {
@@ -362,16 +358,17 @@ impl FdScanner {
         self.scans += 1;
         let scan = self.scans;
         for p in procs {
+            let io = p.io.as_ref().map(ProcIo::syscalls_mark);
             // Most processes: known, not tracked, no read or write since the
             // last sample, nothing to scan; updated in place.
             if let Some(s) = self.state.get_mut(&p.key.pid)
                 && s.start_time == p.key.start_time
                 && s.idle.is_none()
                 && !full
-                && !matches!((s.io.as_ref(), p.io.as_ref()), (Some(a), Some(b)) if io_moved(a, b))
+                && !matches!((s.io, io), (Some(a), Some(b)) if a != b)
                 && !self.watch.matches(p.key.pid, &p.comm)
             {
-                s.io = p.io;
+                s.io = io;
                 s.seen = scan;
                 continue;
             }
@@ -391,8 +388,8 @@ impl FdScanner {
             };
             // Some(false): known to have made no read/write syscall since the
             // last sample; None: unknown (first sight, or no counters).
-            let moved_io = match (prev.as_ref().and_then(|s| s.io.as_ref()), p.io.as_ref()) {
-                (Some(a), Some(b)) => Some(io_moved(a, b)),
+            let moved_io = match (prev.as_ref().and_then(|s| s.io), io) {
+                (Some(a), Some(b)) => Some(a != b),
                 _ => None,
             };
             let active = moved_io == Some(true);
@@ -414,14 +411,14 @@ impl FdScanner {
                 start_time: p.key.start_time,
                 io: None,
                 idle: None,
-                fds: HashMap::new(),
+                fds: PidMap::default(),
                 seen: scan,
             });
-            st.io = p.io;
+            st.io = io;
             st.seen = scan;
             let Some(reason) = reason else {
                 st.idle = None;
-                st.fds = HashMap::new();
+                st.fds = PidMap::default();
                 self.state.insert(p.key.pid, st);
                 continue;
             };
@@ -437,7 +434,7 @@ impl FdScanner {
                         _ => None,
                     };
                     if st.idle.is_none() {
-                        st.fds = HashMap::new();
+                        st.fds = PidMap::default();
                     }
                     snap.procs.push(FdProc {
                         key: p.key,
@@ -459,7 +456,7 @@ impl FdScanner {
                         _ => {}
                     }
                     st.idle = None;
-                    st.fds = HashMap::new();
+                    st.fds = PidMap::default();
                 }
             }
             self.state.insert(p.key.pid, st);
