@@ -94,14 +94,31 @@ pub struct Exited {
 /// What one sample says about the interval that ends at it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Interval {
-    /// Own I/O of listed processes. A process is absent when it cannot be
-    /// told: no thread counters (not readable, a captured tree), or first
-    /// seen although it existed at the previous sample.
+    /// Own I/O of listed processes that did any (see [`Interval::own_of`]
+    /// for the others: most processes do none in an interval, and a map
+    /// of every one was a sample's largest passing allocation).
     pub own: PidMap<ProcKey, ProcIo>,
+    /// Listed processes whose own I/O cannot be told: no thread counters
+    /// (not readable, a captured tree), or first seen although they existed
+    /// at the previous sample.
+    pub untold: PidSet<ProcKey>,
+    /// There was no previous sample: nothing can be told.
+    pub first: bool,
     /// Listed processes born after the previous sample: their counters
     /// count from zero.
     pub born: PidSet<ProcKey>,
     pub exited: Vec<Exited>,
+}
+
+impl Interval {
+    /// The own I/O of listed process `key` over the interval; `None` when
+    /// it cannot be told.
+    pub fn own_of(&self, key: &ProcKey) -> Option<ProcIo> {
+        if self.first || self.untold.contains(key) {
+            return None;
+        }
+        Some(self.own.get(key).copied().unwrap_or_default())
+    }
 }
 
 /// Per-thread baselines carried from sample to sample.
@@ -188,7 +205,10 @@ impl Attribution {
         let tick_ns = 1e9 / if clk_tck > 0.0 { clk_tck } else { 100.0 };
         let prev_listed: &[ProcKey] = prev.map_or(&[], |p| p.listed);
         let was_listed = |key: &ProcKey| prev_listed.binary_search(key).is_ok();
-        let mut out = Interval::default();
+        let mut out = Interval {
+            first: prev.is_none(),
+            ..Interval::default()
+        };
         let mut exited: PidMap<ProcKey, Exited> = PidMap::default();
         if !records.is_empty() {
             let listed: PidMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
@@ -258,6 +278,9 @@ impl Attribution {
                 // First seen, but older than the previous sample: nothing
                 // to count from. Take the baseline.
                 out.own.remove(&key);
+                if prev.is_some() {
+                    out.untold.insert(key);
+                }
                 if let Some(threads) = &p.threads {
                     let base = self.base(key);
                     for t in threads {
@@ -271,6 +294,9 @@ impl Attribution {
                 continue;
             }
             if !known && p.threads.is_none() && !out.own.contains_key(&key) {
+                if prev.is_some() {
+                    out.untold.insert(key);
+                }
                 continue;
             }
             let base = self.base(key);
@@ -296,7 +322,11 @@ impl Attribution {
                     .retain(|t| t.seen == sample || (records_active && t.seen + VANISHED_KEEP_SAMPLES > sample));
             }
             if prev.is_some() {
-                out.own.insert(key, own);
+                if own == ProcIo::default() {
+                    out.own.remove(&key);
+                } else {
+                    out.own.insert(key, own);
+                }
                 if born {
                     out.born.insert(key);
                 }
@@ -390,7 +420,11 @@ mod tests {
             proc(100, 50, io(MIB, MIB), Some(&[(100, io(MIB, MIB))])),
             proc(200, 900, io(10 * MIB, 10 * MIB), Some(&[(200, io(10 * MIB, 10 * MIB))])),
         ]);
-        assert_eq!(a.update(None, &s1, &[], true, 100.0), Interval::default());
+        let first = Interval {
+            first: true,
+            ..Interval::default()
+        };
+        assert_eq!(a.update(None, &s1, &[], true, 100.0), first);
         // Sample 2 at tick 1100: the child read 90 MiB more, exited and was
         // reaped (the parent's counters took in its 100 MiB; its own
         // thread read 4 KiB).
@@ -456,7 +490,7 @@ mod tests {
         let p2_listed = keys(&s2);
         let p2 = at(&p2_listed, 1100);
         let i = a.update(Some(p2), &s3, &[], true, 100.0);
-        assert_eq!(i.own[&key], io(0, 0));
+        assert_eq!(i.own_of(&key), Some(io(0, 0)));
         // Sample 4: the record (64 MiB in all) arrives: the 48 MiB not yet
         // shown, nothing twice.
         let p3_listed = keys(&s3);
@@ -504,7 +538,7 @@ mod tests {
         let p2_listed = keys(&s2);
         let p2 = at(&p2_listed, 1100);
         let i = a.update(Some(p2), &s2, &[], true, 100.0);
-        assert_eq!(i.own[&key], io(0, 0));
+        assert_eq!(i.own_of(&key), Some(io(0, 0)));
     }
 
     /// A process first seen now: from zero when born after the previous
@@ -524,7 +558,7 @@ mod tests {
         let born = key(400, 1005);
         assert_eq!(i.own[&born], io(MIB, MIB));
         assert!(i.born.contains(&born));
-        assert!(!i.own.contains_key(&key(401, 500)));
+        assert_eq!(i.own_of(&key(401, 500)), None);
         // Counters not moved (threads not read): nothing, still known.
         let s3 = snap(vec![
             proc(400, 1005, io(MIB, MIB), None),
@@ -533,8 +567,8 @@ mod tests {
         let listed = keys(&s2);
         let prev = at(&listed, 1100);
         let i = a.update(Some(prev), &s3, &[], false, 100.0);
-        assert_eq!(i.own[&born], io(0, 0));
-        assert_eq!(i.own[&key(401, 500)], io(0, 0));
+        assert_eq!(i.own_of(&born), Some(io(0, 0)));
+        assert_eq!(i.own_of(&key(401, 500)), Some(io(0, 0)));
     }
 
     /// A process never given thread counters (a captured tree) is left to
@@ -547,6 +581,6 @@ mod tests {
         let listed = keys(&s);
         let prev = at(&listed, 1000);
         let i = a.update(Some(prev), &s, &[], false, 100.0);
-        assert!(i.own.is_empty());
+        assert_eq!(i.own_of(&key(100, 50)), None);
     }
 }

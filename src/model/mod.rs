@@ -223,7 +223,8 @@ pub struct Model {
     /// Exit records behind the exited rows (root).
     pub exits: ExitStatus,
     attribution: attribution::Attribution,
-    /// Own counters accumulated since iolens first could attribute them.
+    /// Own counters accumulated since iolens first could attribute them,
+    /// of the processes that did I/O since (zero for the others).
     own_total: PidMap<ProcKey, ProcIo>,
     /// Exited rows still shown, with the monotonic time they exited at.
     exited_rows: Vec<(ProcRow, u64)>,

@@ -77,8 +77,13 @@ impl Model {
             });
             let worker = self.worker_of(&p);
             let mut children_rates = None;
-            let own = interval.own.get(&p.key);
+            let own = interval.own_of(&p.key);
+            let own = own.as_ref();
             let since_start = match (own, &p.io) {
+                // A total is kept only for a process that did I/O.
+                (Some(own), Ok(_)) if *own == ProcIo::default() => {
+                    Some(self.own_total.get(&p.key).copied().unwrap_or_default())
+                }
                 (Some(own), Ok(_)) => {
                     let t = self.own_total.entry(p.key).or_default();
                     *t = attribution::plus(t, own);
