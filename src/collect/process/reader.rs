@@ -12,6 +12,21 @@ use super::{
 use crate::collect::Reader;
 use crate::collect::threads::{ThreadIo, read_threads};
 
+/// What is kept of a listed pid between samples, in one entry (one lookup
+/// for an idle process, and one key and one map's spare room per process).
+#[derive(Debug, Default)]
+struct Known {
+    /// The process its facts belong to, from its last stat read: a reused
+    /// pid has them read again (its kept files, which read as ESRCH once
+    /// their process ended, never follow it either).
+    key: Option<ProcKey>,
+    /// `None` when no file of the pid is kept.
+    files: Option<PidFiles>,
+    facts: Option<Static>,
+    /// The sample (generation) it was last read in.
+    seen: u64,
+}
+
 #[derive(Debug)]
 struct Static {
     /// The comm when cmdline and uid were read: an exec changes the comm
@@ -21,7 +36,6 @@ struct Static {
     uid: Option<u32>,
     /// The user name of `uid` (looked up when the process was read in full).
     user: Option<Arc<str>>,
-    seen: u64,
     /// The process's counters at the previous read: the threads are read
     /// again only when they moved.
     last_io: Option<ProcIo>,
@@ -54,7 +68,7 @@ pub const STAT_RECHECK_SAMPLES: u64 = 5;
 
 /// `/proc/<pid>/stat`, `schedstat` and `io` kept open between samples
 /// (live system only).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct PidFiles {
     /// `None` while there are too few descriptors for every process to
     /// keep two (see [`KEEP_FILES_MAX`]).
@@ -63,9 +77,6 @@ struct PidFiles {
     sched: Option<OwnedFd>,
     /// Kept while every listed process can keep three files.
     io: Option<OwnedFd>,
-    seen: u64,
-    /// The process the kept files belong to (they never follow a reused pid).
-    key: Option<ProcKey>,
 }
 
 /// /proc is listed again at least this often (in samples), even when no
@@ -120,14 +131,15 @@ pub const KEEP_FILES_MAX: usize = 32_768;
 /// without the counters moving).
 #[derive(Debug, Default)]
 pub struct ProcReader {
-    cache: PidMap<ProcKey, Static>,
+    known: PidMap<i32, Known>,
     users: PidMap<u32, Arc<str>>,
     users_loaded: bool,
     generation: u64,
     pids: Vec<i32>,
     /// getdents64 buffer of the /proc listing.
     dents: Vec<u8>,
-    files: PidMap<i32, PidFiles>,
+    /// Pids with kept files (counted at each sample's start, as `stat_kept`).
+    files_kept: usize,
     /// How many descriptors kept files may use (from RLIMIT_NOFILE).
     keep_fds: Option<usize>,
     /// Every listed process can keep its io file too (this sample).
@@ -216,14 +228,27 @@ impl ProcReader {
     /// Samples since the stat of a process was last read (0: this sample);
     /// `None` for a process not read.
     pub fn stat_age(&self, key: ProcKey) -> Option<u64> {
-        let st = self.cache.get(&key)?.stat?;
+        let st = self.facts(key)?.stat?;
         Some(self.generation.saturating_sub(st.at))
     }
 
     /// Samples since the io file of a process was last read (0: this
     /// sample); `None` for a process not read.
     pub fn io_age(&self, key: ProcKey) -> Option<u64> {
-        Some(self.generation.saturating_sub(self.cache.get(&key)?.io_at))
+        Some(self.generation.saturating_sub(self.facts(key)?.io_at))
+    }
+
+    /// What was last read of process `key`.
+    fn facts(&self, key: ProcKey) -> Option<&Static> {
+        self.known.get(&key.pid).filter(|k| k.key == Some(key))?.facts.as_ref()
+    }
+
+    fn facts_mut(&mut self, key: ProcKey) -> Option<&mut Static> {
+        self.known
+            .get_mut(&key.pid)
+            .filter(|k| k.key == Some(key))?
+            .facts
+            .as_mut()
     }
 
     /// Limit the descriptors that kept files may use (normally from
@@ -234,7 +259,13 @@ impl ProcReader {
 
     /// Kept files now: (stat, schedstat, io).
     pub fn kept_files(&self) -> (usize, usize, usize) {
-        let count = |f: fn(&PidFiles) -> bool| self.files.values().filter(|p| f(p)).count();
+        let count = |f: fn(&PidFiles) -> bool| {
+            self.known
+                .values()
+                .filter_map(|k| k.files.as_ref())
+                .filter(|p| f(p))
+                .count()
+        };
         (
             count(|p| p.stat.is_some()),
             count(|p| p.sched.is_some()),
@@ -290,7 +321,10 @@ impl ProcReader {
             let keep_io = self.pids.len().saturating_mul(3) <= fds;
             if self.keep_io && !keep_io {
                 // Too many processes now: their io files make room.
-                self.files.values_mut().for_each(|f| f.io = None);
+                self.known
+                    .values_mut()
+                    .filter_map(|k| k.files.as_mut())
+                    .for_each(|f| f.io = None);
             }
             self.keep_io = keep_io;
             // Two per process when they fit; else a schedstat each and
@@ -298,7 +332,9 @@ impl ProcReader {
             let n = self.pids.len();
             self.stat_budget = (n.saturating_mul(2) > fds).then(|| fds.saturating_sub(n));
             self.stat_kept = 0;
-            for f in self.files.values_mut() {
+            self.files_kept = 0;
+            for f in self.known.values_mut().filter_map(|k| k.files.as_mut()) {
+                self.files_kept += 1;
                 if f.stat.is_some() {
                     if stat_room(self.stat_budget, self.stat_kept) {
                         self.stat_kept += 1;
@@ -341,8 +377,7 @@ impl ProcReader {
             self.ended = ended;
         }
         let generation = self.generation;
-        self.cache.retain(|_, s| s.seen == generation);
-        self.files.retain(|_, f| f.seen == generation);
+        self.known.retain(|_, k| k.seen == generation);
         Ok(snap)
     }
 
@@ -356,12 +391,6 @@ impl ProcReader {
         let live = r.is_live();
         let generation = self.generation;
         let kept = if live { self.kept_counters(r, pid) } else { None };
-        if let Some(k) = &kept
-            && k.io_read
-            && let Some(s) = self.cache.get_mut(&k.key)
-        {
-            s.io_at = generation;
-        }
         if let Some(k) = &kept
             && !full
             && let Some(Ok(io)) = &k.io
@@ -379,23 +408,24 @@ impl ProcReader {
             pid,
             start_time: stat.start_time,
         };
-        if let Some(f) = self.files.get_mut(&pid) {
-            f.key = Some(key);
+        let known = self.known.entry(pid).or_default();
+        if known.key != Some(key) {
+            known.key = Some(key);
+            known.facts = None;
         }
-        let (io, io_read) = match kept
-            .filter(|k| k.key == key)
-            .and_then(|k| k.io.map(|io| (io, k.io_read)))
-        {
+        known.seen = generation;
+        // A kept io file read this sample was stamped then.
+        let (io, io_read) = match kept.filter(|k| k.key == key).and_then(|k| k.io.map(|io| (io, false))) {
             Some(io) => io,
             None => (self.read_io_parsed(r, pid), true),
         };
         let (comm, cmdline, uid, user) = self.statics(r, key, &stat, generation);
-        if io_read && let Some(s) = self.cache.get_mut(&key) {
-            s.io_at = generation;
-        }
         let ioprio = if live { ioprio_get(pid) } else { None };
         let threads = self.threads_if_moved(r, key, &io);
-        if let Some(s) = self.cache.get_mut(&key) {
+        if let Some(s) = self.facts_mut(key) {
+            if io_read {
+                s.io_at = generation;
+            }
             s.stat = Some(StatRead {
                 state: stat.state,
                 ppid: stat.ppid,
@@ -452,11 +482,11 @@ impl ProcReader {
         let pid = key.pid;
         // Kernel threads (kthreadd and its children) have an empty cmdline.
         let kthread = pid == 2 || stat.ppid == 2;
-        let (comm, cmdline, uid) = match self.cache.get_mut(&key) {
+        let known = self.known.entry(pid).or_default();
+        let (comm, cmdline, uid) = match known.facts.as_mut() {
             // Still valid unless the process exec'd (new comm) or was first
             // seen mid-exec (empty cmdline of a user process).
             Some(s) if *s.comm == *stat.comm && (kthread || !s.cmdline.is_empty()) => {
-                s.seen = generation;
                 (s.comm.clone(), s.cmdline.clone(), s.uid)
             }
             _ => {
@@ -474,18 +504,17 @@ impl ProcReader {
                     cmdline: cmdline.into(),
                     uid,
                     user: None,
-                    seen: generation,
                     last_io: None,
                     io_at: generation,
                     stat: None,
                 };
                 let out = (s.comm.clone(), s.cmdline.clone(), s.uid);
-                self.cache.insert(key, s);
+                known.facts = Some(s);
                 out
             }
         };
         let user = uid.and_then(|u| self.user_name(u));
-        if let Some(s) = self.cache.get_mut(&key) {
+        if let Some(s) = self.facts_mut(key) {
             s.user.clone_from(&user);
         }
         (comm, cmdline, uid, user)
@@ -499,7 +528,7 @@ impl ProcReader {
         key: ProcKey,
         io: &Result<ProcIo, IoUnavailable>,
     ) -> Option<Vec<ThreadIo>> {
-        match (io, self.cache.get_mut(&key)) {
+        match (io, self.facts_mut(key)) {
             (Ok(now), Some(s)) if s.last_io != Some(*now) => {
                 s.last_io = Some(*now);
                 read_threads(r, key.pid)
@@ -514,20 +543,21 @@ impl ProcReader {
     /// it has not run since its last stat read (see [`ProcReader`]).
     fn kept_counters(&mut self, r: &mut Reader, pid: i32) -> Option<Kept> {
         let generation = self.generation;
-        let f = self.files.get_mut(&pid)?;
-        let key = f.key?;
+        let known = self.known.get_mut(&pid)?;
+        let key = known.key?;
+        let f = known.files.as_ref()?;
         let sched = match &f.sched {
             Some(fd) => match r.reread(fd) {
                 Ok(b) if !b.is_empty() => parse_schedstat(b),
                 _ => {
-                    self.files.remove(&pid);
+                    known.files = None;
                     return None;
                 }
             },
             None => None,
         };
-        f.seen = generation;
-        let last = self.cache.get(&key).and_then(|s| Some((s.stat?, s.last_io)));
+        known.seen = generation;
+        let last = known.facts.as_ref().and_then(|s| Some((s.stat?, s.last_io)));
         let still = match (last, sched) {
             (Some((st, _)), Some(now)) if st.sched.is_some() => Some(st.sched == Some(now)),
             _ => None,
@@ -539,7 +569,6 @@ impl ProcReader {
                 key,
                 sched,
                 io: Some(Ok(io)),
-                io_read: false,
                 still,
             });
         }
@@ -548,20 +577,25 @@ impl ProcReader {
                 key,
                 sched,
                 io: None,
-                io_read: false,
                 still,
             });
         };
         match r.reread(fd) {
-            Ok(b) if !b.is_empty() => Some(Kept {
-                key,
-                sched,
-                io: Some(parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed")))),
-                io_read: true,
-                still,
-            }),
+            Ok(b) if !b.is_empty() => {
+                if let Some(s) = known.facts.as_mut() {
+                    s.io_at = generation;
+                }
+                Some(Kept {
+                    key,
+                    sched,
+                    io: Some(
+                        parse_io(b).ok_or_else(|| IoUnavailable::Unreadable(format!("/proc/{pid}/io: malformed"))),
+                    ),
+                    still,
+                })
+            }
             _ => {
-                self.files.remove(&pid);
+                known.files = None;
                 None
             }
         }
@@ -578,7 +612,8 @@ impl ProcReader {
         let generation = self.generation;
         let pid = key.pid;
         let (pids, always) = (&self.pids, &self.always);
-        let s = self.cache.get_mut(&key)?;
+        let known = self.known.get_mut(&pid).filter(|k| k.key == Some(key))?;
+        let s = known.facts.as_mut()?;
         let mut st = s.stat?;
         let due = generation.saturating_sub(st.at) >= STAT_RECHECK_SAMPLES
             || (u64::from(pid.unsigned_abs()) + generation).is_multiple_of(STAT_RECHECK_SAMPLES);
@@ -600,7 +635,7 @@ impl ProcReader {
             st.at = generation;
             s.stat = Some(st);
         }
-        s.seen = generation;
+        known.seen = generation;
         Some(RawProc {
             key,
             ppid: st.ppid,
@@ -635,16 +670,19 @@ impl ProcReader {
         sched: Option<SchedStat>,
     ) -> io::Result<Option<SchedStat>> {
         let stat_room = stat_room(self.stat_budget, self.stat_kept);
-        if let Some(f) = self.files.get_mut(&pid) {
+        let generation = self.generation;
+        if let Some(known) = self.known.get_mut(&pid)
+            && let Some(f) = known.files.as_mut()
+        {
             match &f.stat {
                 Some(fd) => match r.reread(fd) {
                     Ok(b) if !b.is_empty() => {
-                        f.seen = self.generation;
+                        known.seen = generation;
                         return Ok(sched);
                     }
                     // Ended (ESRCH), maybe with its pid reused: open afresh.
                     _ => {
-                        self.files.remove(&pid);
+                        known.files = None;
                         self.stat_kept = self.stat_kept.saturating_sub(1);
                     }
                 },
@@ -652,7 +690,7 @@ impl ProcReader {
                 None => {
                     let fd = r.open_pid_file(pid, "stat")?;
                     r.reread(&fd)?;
-                    f.seen = self.generation;
+                    known.seen = generation;
                     if stat_room {
                         f.stat = Some(fd);
                         self.stat_kept += 1;
@@ -663,7 +701,7 @@ impl ProcReader {
         }
         // A schedstat and maybe a stat file, within the descriptors.
         let fds = *self.keep_fds.get_or_insert_with(keep_fds);
-        let keep = live && self.files.len() + self.stat_kept + 2 <= fds && self.files.len() < KEEP_FILES_MAX;
+        let keep = live && self.files_kept + self.stat_kept + 2 <= fds && self.files_kept < KEEP_FILES_MAX;
         let sched_fd = if keep {
             r.open_pid_file(pid, "schedstat").ok()
         } else {
@@ -678,16 +716,14 @@ impl ProcReader {
         if keep {
             let stat = stat_room.then_some(fd);
             self.stat_kept += usize::from(stat.is_some());
-            self.files.insert(
-                pid,
-                PidFiles {
-                    stat,
-                    sched: sched_fd,
-                    io: None,
-                    seen: self.generation,
-                    key: None,
-                },
-            );
+            self.files_kept += 1;
+            let known = self.known.entry(pid).or_default();
+            known.files = Some(PidFiles {
+                stat,
+                sched: sched_fd,
+                io: None,
+            });
+            known.seen = generation;
         }
         Ok(sched)
     }
@@ -695,7 +731,7 @@ impl ProcReader {
     /// Read `/proc/<pid>/io` into the reader's buffer, keeping its
     /// descriptor beside the stat one when that is kept.
     fn read_io(&mut self, r: &mut Reader, pid: i32) -> io::Result<()> {
-        let kept = self.files.get_mut(&pid);
+        let kept = self.known.get_mut(&pid).and_then(|k| k.files.as_mut());
         if let Some(fd) = kept.as_ref().and_then(|f| f.io.as_ref()) {
             return r.reread(fd).map(drop);
         }
@@ -717,8 +753,6 @@ struct Kept {
     /// `None`: not read (its io file is not kept); else read, or the last
     /// read's counters of a process that has not run since.
     io: Option<Result<ProcIo, IoUnavailable>>,
-    /// `io` was read this sample.
-    io_read: bool,
     /// It has not run since its stat was read (`Some(false)`: it has;
     /// `None`: not known).
     still: Option<bool>,
@@ -777,6 +811,32 @@ mod tests {
         );
         // pid 77 has no stat: listed then gone.
         assert_eq!(snap.exited, 1);
+    }
+
+    /// A pid reused by a process with the same comm: what was read of the
+    /// old one (its command line) is not carried over.
+    #[test]
+    fn a_reused_pid_has_its_command_line_read_again() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("proc/4242");
+        std::fs::create_dir_all(&dir).unwrap();
+        let fix = format!("{FIX}/root-6.8/proc/4242");
+        std::fs::copy(format!("{fix}/io"), dir.join("io")).unwrap();
+        let stat = std::fs::read_to_string(format!("{fix}/stat")).unwrap();
+        std::fs::write(dir.join("stat"), &stat).unwrap();
+        std::fs::write(dir.join("cmdline"), b"dd\0if=/dev/sda\0").unwrap();
+        let mut r = Reader::new(root.path());
+        let mut pr = ProcReader::new();
+        let first = pr.read_all(&mut r).unwrap();
+        assert_eq!(&*first.procs[0].cmdline, "dd if=/dev/sda");
+        // Same comm, another start time: another process.
+        std::fs::write(dir.join("stat"), stat.replace(" 987654 ", " 999999 ")).unwrap();
+        std::fs::write(dir.join("cmdline"), b"dd\0if=/dev/sdb\0").unwrap();
+        let second = pr.read_all(&mut r).unwrap();
+        assert_eq!(second.procs[0].key.start_time, 999_999);
+        assert_eq!(&*second.procs[0].cmdline, "dd if=/dev/sdb");
+        assert_eq!(pr.stat_age(first.procs[0].key), None, "the old process is gone");
+        assert_eq!(pr.stat_age(second.procs[0].key), Some(0));
     }
 
     #[test]
