@@ -108,7 +108,8 @@ spawn_to() {
 }
 
 # measure.py OUTDIR SAMPLES WARM NAME=MARKER=CMD... : runs the commands side
-# by side, prints one line per tool: name ms_per_sample samples rss_kb fds slab_kb.
+# by side, prints one line per tool: name ms_per_sample samples rss_kb fds anon_kb slab_kb
+# (rss: peak; anon: its anonymous part at the end, the rest being mapped files).
 cat > "$D/measure.py" <<'PY'
 import atexit, os, re, signal, subprocess, sys, time
 out, samples, warm = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
@@ -160,13 +161,14 @@ res = {}
 for n, m, path, p in procs:
     c, r = cpu_ns(p.pid), reports(path, m)
     res[n] = [(c - start[n][0]) / 1e6 / max(r - start[n][1], 1), r - start[n][1]]
-    rss = fds = 0
+    rss = fds = anon = 0
     try:
-        rss = next(int(l.split()[1]) for l in open(f"/proc/{p.pid}/status") if l.startswith("VmHWM:"))
+        status = {l.split(":")[0]: l.split()[1] for l in open(f"/proc/{p.pid}/status") if l.split()[1:]}
+        rss, anon = int(status["VmHWM"]), int(status["RssAnon"])
         fds = len(os.listdir(f"/proc/{p.pid}/fd"))
-    except (OSError, StopIteration):
+    except (OSError, KeyError, ValueError):
         pass
-    res[n] += [rss, fds]
+    res[n] += [rss, fds, anon]
 for n, m, path, p in procs:
     before = slab_kb()
     p.terminate()
@@ -183,7 +185,7 @@ PY
 load() { cut -d' ' -f1 /proc/loadavg; }
 median() { python3 -c 'import sys,statistics; v=[float(x) for x in sys.argv[1:]]; print("%.3f" % statistics.median(v))' "$@"; }
 
-declare -A MS RSS FDS SLAB LOADS TOTAL
+declare -A MS RSS ANON FDS SLAB LOADS TOTAL
 echo "overhead: N = $NS, $RUNS run(s) of $SAMPLES samples at 1 s, warm-up ${WARM}s; $(nproc) CPUs; kernel $(uname -r)" >&2
 for n in $NS; do
     spawn_to "$n"
@@ -196,10 +198,10 @@ for n in $NS; do
             "iotop=Total DISK READ=stdbuf -oL iotop-c -b -d 1" \
             "floor=^pass =$FLOOR_BIN 1" > "$D/run.txt"
         LOADS[$n]="${LOADS[$n]:-} $l0-$(load)"
-        while read -r name ms cnt rss fds slab; do
+        while read -r name ms cnt rss fds anon slab; do
             MS[$n,$name]="${MS[$n,$name]:-} $ms"
-            [ "$name" = iolens ] && { RSS[$n]="${RSS[$n]:-} $rss"; FDS[$n]=$fds; SLAB[$n]="${SLAB[$n]:-} $slab"; }
-            echo "  N=$n run $r: $name $ms ms/sample over $cnt samples (rss ${rss} KiB, fds $fds, slab freed at exit ${slab} KiB)" >&2
+            [ "$name" = iolens ] && { RSS[$n]="${RSS[$n]:-} $rss"; ANON[$n]="${ANON[$n]:-} $anon"; FDS[$n]=$fds; SLAB[$n]="${SLAB[$n]:-} $slab"; }
+            echo "  N=$n run $r: $name $ms ms/sample over $cnt samples (rss ${rss} KiB, anonymous at end ${anon} KiB, fds $fds, slab freed at exit ${slab} KiB)" >&2
         done < "$D/run.txt"
     done
     echo "  N=$n: ${TOTAL[$n]} processes on the system, load average (1 min) per run:${LOADS[$n]}" >&2
@@ -208,16 +210,16 @@ done
 echo
 echo "## Sleeping processes, 8 open files each; CPU ms per sample, median of $RUNS run(s) of $SAMPLES samples"
 echo
-echo "| N | processes | iolens --batch | pidstat -d | iotop-c -b | floor | iolens/floor | iolens/pidstat | iolens peak RSS | iolens fds | slab freed at exit | load avg |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| N | processes | iolens --batch | pidstat -d | iotop-c -b | floor | iolens/floor | iolens/pidstat | iolens peak RSS | of it anonymous (at end) | iolens fds | slab freed at exit | load avg |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 prev_n=""
 for n in $NS; do
     i=$(median ${MS[$n,iolens]}); p=$(median ${MS[$n,pidstat]}); t=$(median ${MS[$n,iotop]}); f=$(median ${MS[$n,floor]})
-    rss=$(median ${RSS[$n]}); slab=$(median ${SLAB[$n]})
-    printf "| %s | %s | %s | %s | %s | %s | %.2f | %.3f | %.1f MiB | %s | %.1f MiB | %s |\n" \
+    rss=$(median ${RSS[$n]}); anon=$(median ${ANON[$n]}); slab=$(median ${SLAB[$n]})
+    printf "| %s | %s | %s | %s | %s | %s | %.2f | %.3f | %.1f MiB | %.1f MiB | %s | %.1f MiB | %s |\n" \
         "$n" "${TOTAL[$n]}" "$i" "$p" "$t" "$f" \
         "$(python3 -c "print($i/max($f,1e-9))")" "$(python3 -c "print($i/max($p,1e-9))")" \
-        "$(python3 -c "print($rss/1024)")" "${FDS[$n]}" "$(python3 -c "print($slab/1024)")" "${LOADS[$n]# }"
+        "$(python3 -c "print($rss/1024)")" "$(python3 -c "print($anon/1024)")" "${FDS[$n]}" "$(python3 -c "print($slab/1024)")" "${LOADS[$n]# }"
     eval "I_$n=$i; F_$n=$f"
 done
 first=$(echo $NS | cut -d' ' -f1)
@@ -282,7 +284,7 @@ for r in $(seq 1 "$RUNS"); do
     python3 "$D/measure.py" "$D" "$SAMPLES" "$WARM" \
         "iolens= interval [0-9n]=$IOLENS_BIN --batch --interval 1" \
         "pidstat=kB_rd/s=stdbuf -oL pidstat -d 1" > "$D/run.txt"
-    while read -r name ms cnt rss fds slab; do MS[act,$name]="${MS[act,$name]:-} $ms"; done < "$D/run.txt"
+    while read -r name ms cnt rss fds anon slab; do MS[act,$name]="${MS[act,$name]:-} $ms"; done < "$D/run.txt"
 done
 forks=$(( $(awk '/^processes/{print $2}' /proc/stat) - forks0 ))
 echo

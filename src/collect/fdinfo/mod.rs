@@ -289,9 +289,9 @@ struct ProcState {
     io: Option<u64>,
     /// Scans since the last sign of activity; `None` when not tracked.
     idle: Option<u32>,
-    /// What each fd was at the last scan; emptied with its room freed when
-    /// not tracked (a state is kept for every listed process).
-    fds: PidMap<i32, SeenFd>,
+    /// What each fd was at the last scan, while tracked (a state is kept
+    /// for every listed process, most of them never tracked).
+    fds: Option<Box<PidMap<i32, SeenFd>>>,
     /// The last scan that listed the process.
     seen: u64,
 }
@@ -407,18 +407,18 @@ impl FdScanner {
             } else {
                 None
             };
-            let mut st = prev.unwrap_or_else(|| ProcState {
+            let mut st = prev.unwrap_or(ProcState {
                 start_time: p.key.start_time,
                 io: None,
                 idle: None,
-                fds: PidMap::default(),
+                fds: None,
                 seen: scan,
             });
             st.io = io;
             st.seen = scan;
             let Some(reason) = reason else {
                 st.idle = None;
-                st.fds = PidMap::default();
+                st.fds = None;
                 self.state.insert(p.key.pid, st);
                 continue;
             };
@@ -434,7 +434,7 @@ impl FdScanner {
                         _ => None,
                     };
                     if st.idle.is_none() {
-                        st.fds = PidMap::default();
+                        st.fds = None;
                     }
                     snap.procs.push(FdProc {
                         key: p.key,
@@ -456,7 +456,7 @@ impl FdScanner {
                         _ => {}
                     }
                     st.idle = None;
-                    st.fds = PidMap::default();
+                    st.fds = None;
                 }
             }
             self.state.insert(p.key.pid, st);
@@ -526,7 +526,7 @@ impl FdScanner {
         *fds_seen += numbers.len() as u64;
         let mut out = Vec::new();
         let mut moved = false;
-        let mut old = std::mem::take(&mut st.fds);
+        let mut old = st.fds.take().unwrap_or_default();
         let active = moved_io == Some(true);
         for &fd in &numbers {
             // fdinfo first: its mnt_id says whether the file may be stat'ed.
@@ -608,7 +608,7 @@ impl FdScanner {
                 (info.pos > 0 || access.writes() || active || fd_moved)
                     .then(|| read_link_at(&fd_dir, name.set(b"", fd)).map_or_else(|| Arc::from(&b"?"[..]), Arc::from))
             });
-            st.fds.insert(
+            st.fds.get_or_insert_default().insert(
                 fd,
                 SeenFd {
                     pos: info.pos,

@@ -2,6 +2,7 @@
 //! and the per-sample files kept open.
 
 use std::io;
+use std::num::NonZeroU64;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
@@ -46,18 +47,20 @@ struct Static {
 }
 
 /// The per-sample fields of `/proc/<pid>/stat` and the I/O priority, as
-/// last read: reused for an idle process (see [`ProcReader`]).
+/// last read: reused for an idle process (see [`ProcReader`]). Kept for
+/// every process, so no wider than needed.
 #[derive(Debug, Clone, Copy)]
 struct StatRead {
     state: char,
     ppid: i32,
     cpu_ticks: u64,
     nice: i64,
-    num_threads: u64,
+    num_threads: u32,
     blkio_ticks: Option<u64>,
     ioprio: Option<IoPrio>,
-    /// The main thread's schedstat, read just before this stat.
-    sched: Option<SchedStat>,
+    /// [`SchedStat::mark`] of the main thread's schedstat, read just
+    /// before this stat.
+    sched: Option<NonZeroU64>,
     /// The sample (generation) it was read in.
     at: u64,
 }
@@ -431,10 +434,10 @@ impl ProcReader {
                 ppid: stat.ppid,
                 cpu_ticks: stat.utime + stat.stime,
                 nice: stat.nice,
-                num_threads: stat.num_threads,
+                num_threads: u32::try_from(stat.num_threads).unwrap_or(u32::MAX),
                 blkio_ticks: stat.blkio_ticks,
                 ioprio,
-                sched,
+                sched: sched.as_ref().and_then(SchedStat::mark),
                 at: generation,
             });
         }
@@ -559,7 +562,7 @@ impl ProcReader {
         known.seen = generation;
         let last = known.facts.as_ref().and_then(|s| Some((s.stat?, s.last_io)));
         let still = match (last, sched) {
-            (Some((st, _)), Some(now)) if st.sched.is_some() => Some(st.sched == Some(now)),
+            (Some((st, _)), Some(now)) if st.sched.is_some() => Some(st.sched == now.mark()),
             _ => None,
         };
         if let (Some(true), Some((st, Some(io)))) = (still, last)
@@ -648,7 +651,7 @@ impl ProcReader {
             ioprio: st.ioprio,
             cpu_ticks: st.cpu_ticks,
             blkio_ticks: st.blkio_ticks,
-            num_threads: st.num_threads,
+            num_threads: u64::from(st.num_threads),
             thread_blkio: None,
             io: Ok(*io),
             threads: None,
