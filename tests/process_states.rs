@@ -104,6 +104,21 @@ fn child_reads_a_process_as_another_user() {
     println!("CHILD self_io_ok={}", me.is_ok_and(|p| p.io.is_ok()));
     println!("CHILD listed={listed:?}");
     println!("CHILD denied>0={} hidden={}", snap.denied() > 0, snap.hidden);
+    // A sleeping single-threaded process of another user, over samples:
+    // its io stays denied, and its stat is read only when due.
+    if let Some(idle) = std::env::var("IOLENS_TEST_IDLE_PID")
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok())
+    {
+        let mut seen = Vec::new();
+        for _ in 0..8 {
+            let snap = pr.read_all(&mut r).unwrap();
+            if let Some(p) = snap.procs.iter().find(|p| p.key.pid == idle) {
+                seen.push((format!("{:?}", p.io), pr.stat_age(p.key)));
+            }
+        }
+        println!("CHILD idle={seen:?}");
+    }
 }
 
 fn unprivileged(cmd: &str, args: &[&str]) -> Command {
@@ -148,6 +163,8 @@ fn permission_denied_process_is_reported_as_such() {
         return skip(&reason);
     }
     let exe = std::env::current_exe().unwrap();
+    // Root's: a process the child may not read the io of.
+    let mut idle = Command::new("sleep").arg("60").spawn().unwrap();
     let out = unprivileged(
         exe.to_str().unwrap(),
         &[
@@ -158,9 +175,12 @@ fn permission_denied_process_is_reported_as_such() {
         ],
     )
     .env("IOLENS_TEST_READ_PID", std::process::id().to_string())
+    .env("IOLENS_TEST_IDLE_PID", idle.id().to_string())
     .stderr(Stdio::inherit())
     .output()
     .unwrap();
+    let _ = idle.kill();
+    let _ = idle.wait();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "child failed: {text}");
     let line = |k: &str| {
@@ -178,6 +198,13 @@ fn permission_denied_process_is_reported_as_such() {
     if !hidepid() {
         assert_eq!(line("denied>0"), "true hidden=0");
     }
+    // The sleeping process: denied in every sample, its stat reused between
+    // reads (from its schedstat: it has not run, so nothing it could change
+    // has changed), read again when due (at most 5 samples apart).
+    let idle = line("idle");
+    assert_eq!(idle.matches("Err(PermissionDenied)").count(), 8, "{idle}");
+    assert!(idle.contains("Some(1)"), "stat reused: {idle}");
+    assert!(!idle.contains("Some(5)"), "stat read when due: {idle}");
 }
 
 #[test]

@@ -40,6 +40,10 @@ struct Static {
     /// The process's counters at the previous read: the threads are read
     /// again only when they moved.
     last_io: Option<ProcIo>,
+    /// Its io file was not ours to read at the last read (another user's
+    /// process, without CAP_SYS_PTRACE). That changes only with its
+    /// credentials, which only what it runs changes.
+    io_denied: bool,
     /// The sample (generation) its io file was last read in.
     io_at: u64,
     /// What its stat (and I/O priority) said when last read.
@@ -112,9 +116,11 @@ pub const KEEP_FILES_MAX: usize = 32_768;
 /// A kept single-threaded process whose `schedstat` did not change since
 /// its last stat read has not run since then: its I/O counters cannot have
 /// moved (the kernel counts I/O to the task that does it, when it does it),
-/// so its `io` is not read (`schedstat` costs the kernel half as much). A
-/// process with several threads has its `io` read every sample: the
-/// schedstat is its main thread's only.
+/// so its `io` is not read (`schedstat` costs the kernel half as much);
+/// nor is it tried again for one whose `io` was denied (another user's
+/// process, without root): only what a process runs changes its
+/// credentials. A process with several threads has its `io` read every
+/// sample: the schedstat is its main thread's only.
 ///
 /// /proc is listed only when a process or thread was created since the
 /// last listing (the kernel's count of forks, `/proc/stat` "processes",
@@ -396,7 +402,7 @@ impl ProcReader {
         let kept = if live { self.kept_counters(r, pid) } else { None };
         if let Some(k) = &kept
             && !full
-            && let Some(Ok(io)) = &k.io
+            && let Some(io) = &k.io
             && let Some(p) = self.idle(k.key, io, k.still)
         {
             return Ok(p);
@@ -429,6 +435,7 @@ impl ProcReader {
             if io_read {
                 s.io_at = generation;
             }
+            s.io_denied = matches!(io, Err(IoUnavailable::PermissionDenied));
             s.stat = Some(StatRead {
                 state: stat.state,
                 ppid: stat.ppid,
@@ -508,6 +515,7 @@ impl ProcReader {
                     uid,
                     user: None,
                     last_io: None,
+                    io_denied: false,
                     io_at: generation,
                     stat: None,
                 };
@@ -560,20 +568,26 @@ impl ProcReader {
             None => None,
         };
         known.seen = generation;
-        let last = known.facts.as_ref().and_then(|s| Some((s.stat?, s.last_io)));
+        let last = known
+            .facts
+            .as_ref()
+            .and_then(|s| Some((s.stat?, s.last_io, s.io_denied)));
         let still = match (last, sched) {
-            (Some((st, _)), Some(now)) if st.sched.is_some() => Some(st.sched == now.mark()),
+            (Some((st, ..)), Some(now)) if st.sched.is_some() => Some(st.sched == now.mark()),
             _ => None,
         };
-        if let (Some(true), Some((st, Some(io)))) = (still, last)
+        if let (Some(true), Some((st, last_io, denied))) = (still, last)
             && st.num_threads == 1
         {
-            return Some(Kept {
-                key,
-                sched,
-                io: Some(Ok(io)),
-                still,
-            });
+            // Not run: the same counters, or still not ours to read.
+            let io = if denied {
+                Some(Err(IoUnavailable::PermissionDenied))
+            } else {
+                last_io.map(Ok)
+            };
+            if io.is_some() {
+                return Some(Kept { key, sched, io, still });
+            }
         }
         let Some(fd) = f.io.as_ref() else {
             return Some(Kept {
@@ -605,13 +619,13 @@ impl ProcReader {
     }
 
     /// The process from what was last read of it, when it is idle: its
-    /// counters `io` are those of its last read, and its stat need not be
-    /// read again (see [`ProcReader`]).
+    /// counters `io` are those of its last read (or were denied then and
+    /// now), and its stat need not be read again (see [`ProcReader`]).
     /// `still`: whether it has run since its stat was read. One that ran
     /// is not idle; one that has not, when its stat is due again, is asked
     /// only for what another process can change without it running (its
     /// nice and I/O priority), with two system calls.
-    fn idle(&mut self, key: ProcKey, io: &ProcIo, still: Option<bool>) -> Option<RawProc> {
+    fn idle(&mut self, key: ProcKey, io: &Result<ProcIo, IoUnavailable>, still: Option<bool>) -> Option<RawProc> {
         let generation = self.generation;
         let pid = key.pid;
         let (pids, always) = (&self.pids, &self.always);
@@ -623,7 +637,11 @@ impl ProcReader {
         if self.stat_every_sample
             || still == Some(false)
             || (due && still.is_none())
-            || s.last_io != Some(*io)
+            || !match io {
+                Ok(io) => s.last_io == Some(*io),
+                Err(IoUnavailable::PermissionDenied) => s.io_denied,
+                Err(_) => false,
+            }
             || !matches!(st.state, 'S' | 'I')
             || (st.ppid != 0 && pids.binary_search(&st.ppid).is_err())
             || always.contains(&pid)
@@ -653,7 +671,7 @@ impl ProcReader {
             blkio_ticks: st.blkio_ticks,
             num_threads: u64::from(st.num_threads),
             thread_blkio: None,
-            io: Ok(*io),
+            io: io.clone(),
             threads: None,
         })
     }
