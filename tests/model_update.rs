@@ -690,4 +690,19 @@ fn exited_processes_get_one_row_each_named_by_their_uid_and_kept_five_seconds() 
     assert_eq!(exited(&m), vec![(300, alice_name, 6144)]);
     m.update(exits_sample(8, vec![alice()], vec![]));
     assert_eq!(exited(&m), vec![]);
+    // Exited rows live in the rows between updates: rows changed from
+    // outside (one exited row taken out) leave no time matched to the
+    // wrong row; the exited rows are dropped, never misdated.
+    m.update(exits_sample(
+        9,
+        vec![alice()],
+        vec![
+            exit_record(310, 310, 1000, 1, 9, 512),
+            exit_record(311, 311, 1000, 1, 9, 256),
+        ],
+    ));
+    assert_eq!(exited(&m).len(), 2);
+    m.procs.retain(|p| p.raw.key.pid != 310);
+    m.update(exits_sample(10, vec![alice()], vec![]));
+    assert_eq!(exited(&m), vec![]);
 }

@@ -226,8 +226,13 @@ pub struct Model {
     /// Own counters accumulated since iolens first could attribute them,
     /// of the processes that did I/O since (zero for the others).
     own_total: PidMap<ProcKey, ProcIo>,
-    /// Exited rows still shown, with the monotonic time they exited at.
+    /// Exited rows still shown, with the monotonic time they exited at,
+    /// while an update works on them; between updates they are the rows
+    /// of `procs` marked exited (moved, not copied: under fork churn they
+    /// are thousands of rows) and this is empty.
     exited_rows: Vec<(ProcRow, u64)>,
+    /// The times of the exited rows of `procs`, in their order.
+    exited_at: Vec<u64>,
     /// The previous sample, without its processes: they are in the rows
     /// (`procs`) and their counters in `baselines`.
     prev: Option<RawSample>,

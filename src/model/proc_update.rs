@@ -24,9 +24,17 @@ impl Model {
         // IO% is known only when delay accounting was on at both samples
         // (no sysctl: a kernel before 5.14, where it is on by default).
         let delayacct = prev.is_some_and(|p| p.delayacct != Some(false)) && cur.delayacct != Some(false);
-        // The previous rows go before the new ones are made: the baselines
-        // are all that the rates need of them.
-        drop(std::mem::take(&mut self.procs));
+        // The previous rows go before the new ones are made (the baselines
+        // are all that the rates need of them), but for the exited ones,
+        // shown a few seconds more. Should the rows have been changed since
+        // (not by an update), those are dropped too.
+        let mut times = std::mem::take(&mut self.exited_at);
+        let old_rows = std::mem::take(&mut self.procs);
+        if old_rows.iter().filter(|r| r.exited).count() != times.len() {
+            times.clear();
+        }
+        let exited = old_rows.into_iter().filter(|r| r.exited);
+        self.exited_rows.extend(exited.zip(times.drain(..)));
         let mut old = std::mem::take(&mut self.baselines);
         // Made before the rates' baselines may be dropped below: a
         // process's first counters are kept while it is listed.
@@ -141,7 +149,12 @@ impl Model {
         self.own_total.retain(|k, _| live(k));
         // Exact: a doubled vector of rows was a sample's peak of memory.
         rows.reserve_exact(self.exited_rows.len());
-        rows.extend(self.exited_rows.iter().map(|(r, _)| r.clone()));
+        times.clear();
+        for (row, at) in self.exited_rows.drain(..) {
+            rows.push(row);
+            times.push(at);
+        }
+        self.exited_at = times;
         self.proc_history.update(&rows);
         self.procs = rows;
         jumps
