@@ -238,6 +238,10 @@ pub struct Model {
     prev: Option<RawSample>,
     /// The previous sample's processes' counters, sorted by key.
     baselines: Vec<process::Baseline>,
+    /// The room of the baselines before those, empty: the next ones are
+    /// made in it (a new vector each update left the heap full of holes
+    /// of that size).
+    spare_baselines: Vec<process::Baseline>,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
     /// Loop device a kworker served when its comm last named one: its comm
@@ -285,7 +289,10 @@ impl Model {
             self.wall_ns = cur.wall_ns;
             self.progress.update(&cur.fds, cur.mono_ns);
             cur.fds = Default::default();
-            self.baselines = process::baselines(&cur.procs.procs, &self.baselines);
+            let mut old = std::mem::take(&mut self.baselines);
+            self.baselines = process::baselines(&cur.procs.procs, &old, std::mem::take(&mut self.spare_baselines));
+            old.clear();
+            self.spare_baselines = old;
             cur.procs.procs = Vec::new();
             self.prev = Some(cur);
             return;

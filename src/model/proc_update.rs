@@ -29,16 +29,17 @@ impl Model {
         // shown a few seconds more. Should the rows have been changed since
         // (not by an update), those are dropped too.
         let mut times = std::mem::take(&mut self.exited_at);
-        let old_rows = std::mem::take(&mut self.procs);
-        if old_rows.iter().filter(|r| r.exited).count() != times.len() {
+        // The new rows are made in the old ones' room.
+        let mut rows = std::mem::take(&mut self.procs);
+        if rows.iter().filter(|r| r.exited).count() != times.len() {
             times.clear();
         }
-        let exited = old_rows.into_iter().filter(|r| r.exited);
+        let exited = rows.drain(..).filter(|r| r.exited);
         self.exited_rows.extend(exited.zip(times.drain(..)));
         let mut old = std::mem::take(&mut self.baselines);
         // Made before the rates' baselines may be dropped below: a
         // process's first counters are kept while it is listed.
-        let baselines = process::baselines(&cur.procs.procs, &old);
+        let baselines = process::baselines(&cur.procs.procs, &old, std::mem::take(&mut self.spare_baselines));
         if prev.is_none() {
             old.clear();
         }
@@ -59,7 +60,11 @@ impl Model {
         );
         drop(prev_listed);
         let procs = std::mem::take(&mut cur.procs.procs);
-        let mut rows = Vec::with_capacity(procs.len() + self.exited_rows.len());
+        let need = procs.len() + self.exited_rows.len();
+        if rows.capacity() > 2 * need {
+            rows.shrink_to(need);
+        }
+        rows.reserve_exact(need);
         let mut firsts = process::BaselineWalk::new(&baselines);
         for p in procs {
             let was = before.find(&p.key);
@@ -138,7 +143,8 @@ impl Model {
                 children_rates,
             });
         }
-        drop(old);
+        old.clear();
+        self.spare_baselines = old;
         self.baselines = baselines;
         self.update_exited(&interval.exited, &rows, cur.mono_ns, dt_s);
         // Both maps hold only processes that did I/O or served a loop

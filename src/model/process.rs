@@ -176,17 +176,17 @@ impl Baseline {
 
 /// The baselines of a sample's processes, sorted by key (for the lookups
 /// of the next update), each with the first counters its process has in
-/// `before` (the previous baselines, sorted).
-pub fn baselines(procs: &[RawProc], before: &[Baseline]) -> Vec<Baseline> {
+/// `before` (the previous baselines, sorted), in the room of `into` (its
+/// entries are dropped).
+pub fn baselines(procs: &[RawProc], before: &[Baseline], into: Vec<Baseline>) -> Vec<Baseline> {
     let mut walk = BaselineWalk::new(before);
-    let mut b: Vec<Baseline> = procs
-        .iter()
-        .map(|p| {
-            let mut b = Baseline::of(p);
-            b.first = walk.find(&p.key).and_then(|o| o.first).or(b.io);
-            b
-        })
-        .collect();
+    let mut b = into;
+    b.clear();
+    b.extend(procs.iter().map(|p| {
+        let mut b = Baseline::of(p);
+        b.first = walk.find(&p.key).and_then(|o| o.first).or(b.io);
+        b
+    }));
     b.sort_unstable_by_key(|b| b.key);
     b
 }
@@ -310,7 +310,7 @@ mod tests {
         .into_iter()
         .map(|(pid, start)| proc(pid, start, ProcIo::default()))
         .collect();
-        let sorted = baselines(&procs, &[]);
+        let sorted = baselines(&procs, &[], Vec::new());
         let key = |pid, start_time| ProcKey { pid, start_time };
         let orders: [&[(i32, u64)]; 4] = [
             &[(3, 1), (4, 1), (5, 1), (5, 9), (20, 4), (30, 7), (41, 1), (50, 1)],

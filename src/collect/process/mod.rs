@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use super::threads::ThreadIo;
 use super::{parse_i64, parse_u64};
 
+mod pidtable;
 mod reader;
+pub use pidtable::PidTable;
 pub use reader::{KEEP_FILES_MAX, LIST_EVERY_SAMPLES, ProcReader, STAT_RECHECK_SAMPLES};
 
 /// A process is identified by (pid, start time): a reused pid is a new process.

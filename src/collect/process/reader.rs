@@ -7,7 +7,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use super::{
-    CMDLINE_CAP, CMDLINE_CUT, IoPrio, IoUnavailable, PidMap, PidStat, ProcIo, ProcKey, ProcSnapshot, RawProc,
+    CMDLINE_CAP, CMDLINE_CUT, IoPrio, IoUnavailable, PidMap, PidStat, PidTable, ProcIo, ProcKey, ProcSnapshot, RawProc,
     SchedStat, ioprio_get, parse_io, parse_schedstat, parse_stat,
 };
 use crate::collect::Reader;
@@ -140,7 +140,7 @@ pub const KEEP_FILES_MAX: usize = 32_768;
 /// without the counters moving).
 #[derive(Debug, Default)]
 pub struct ProcReader {
-    known: PidMap<i32, Known>,
+    known: PidTable<Known>,
     users: PidMap<u32, Arc<str>>,
     users_loaded: bool,
     generation: u64,
@@ -249,12 +249,12 @@ impl ProcReader {
 
     /// What was last read of process `key`.
     fn facts(&self, key: ProcKey) -> Option<&Static> {
-        self.known.get(&key.pid).filter(|k| k.key == Some(key))?.facts.as_ref()
+        self.known.get(key.pid).filter(|k| k.key == Some(key))?.facts.as_ref()
     }
 
     fn facts_mut(&mut self, key: ProcKey) -> Option<&mut Static> {
         self.known
-            .get_mut(&key.pid)
+            .get_mut(key.pid)
             .filter(|k| k.key == Some(key))?
             .facts
             .as_mut()
@@ -324,7 +324,12 @@ impl ProcReader {
                 error,
             })?;
             self.listed = self.forks.map(|f| (f, self.generation));
+            // The entries of processes gone from the listing go first, so
+            // that the new ones take their room.
+            let pids = &self.pids;
+            self.known.retain(|pid, _| pids.binary_search(&pid).is_ok());
         }
+        self.known.reserve_total(self.pids.len());
         if r.is_live() {
             let fds = *self.keep_fds.get_or_insert_with(keep_fds);
             let keep_io = self.pids.len().saturating_mul(3) <= fds;
@@ -417,7 +422,7 @@ impl ProcReader {
             pid,
             start_time: stat.start_time,
         };
-        let known = self.known.entry(pid).or_default();
+        let known = self.known.get_or_default(pid);
         if known.key != Some(key) {
             known.key = Some(key);
             known.facts = None;
@@ -492,7 +497,7 @@ impl ProcReader {
         let pid = key.pid;
         // Kernel threads (kthreadd and its children) have an empty cmdline.
         let kthread = pid == 2 || stat.ppid == 2;
-        let known = self.known.entry(pid).or_default();
+        let known = self.known.get_or_default(pid);
         let (comm, cmdline, uid) = match known.facts.as_mut() {
             // Still valid unless the process exec'd (new comm) or was first
             // seen mid-exec (empty cmdline of a user process).
@@ -554,7 +559,7 @@ impl ProcReader {
     /// it has not run since its last stat read (see [`ProcReader`]).
     fn kept_counters(&mut self, r: &mut Reader, pid: i32) -> Option<Kept> {
         let generation = self.generation;
-        let known = self.known.get_mut(&pid)?;
+        let known = self.known.get_mut(pid)?;
         let key = known.key?;
         let f = known.files.as_ref()?;
         let sched = match &f.sched {
@@ -629,7 +634,7 @@ impl ProcReader {
         let generation = self.generation;
         let pid = key.pid;
         let (pids, always) = (&self.pids, &self.always);
-        let known = self.known.get_mut(&pid).filter(|k| k.key == Some(key))?;
+        let known = self.known.get_mut(pid).filter(|k| k.key == Some(key))?;
         let s = known.facts.as_mut()?;
         let mut st = s.stat?;
         let due = generation.saturating_sub(st.at) >= STAT_RECHECK_SAMPLES
@@ -692,7 +697,7 @@ impl ProcReader {
     ) -> io::Result<Option<SchedStat>> {
         let stat_room = stat_room(self.stat_budget, self.stat_kept);
         let generation = self.generation;
-        if let Some(known) = self.known.get_mut(&pid)
+        if let Some(known) = self.known.get_mut(pid)
             && let Some(f) = known.files.as_mut()
         {
             match &f.stat {
@@ -738,7 +743,7 @@ impl ProcReader {
             let stat = stat_room.then_some(fd);
             self.stat_kept += usize::from(stat.is_some());
             self.files_kept += 1;
-            let known = self.known.entry(pid).or_default();
+            let known = self.known.get_or_default(pid);
             known.files = Some(PidFiles {
                 stat,
                 sched: sched_fd,
@@ -752,7 +757,7 @@ impl ProcReader {
     /// Read `/proc/<pid>/io` into the reader's buffer, keeping its
     /// descriptor beside the stat one when that is kept.
     fn read_io(&mut self, r: &mut Reader, pid: i32) -> io::Result<()> {
-        let kept = self.known.get_mut(&pid).and_then(|k| k.files.as_mut());
+        let kept = self.known.get_mut(pid).and_then(|k| k.files.as_mut());
         if let Some(fd) = kept.as_ref().and_then(|f| f.io.as_ref()) {
             return r.reread(fd).map(drop);
         }
