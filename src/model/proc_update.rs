@@ -103,7 +103,7 @@ impl Model {
                     Some(*t)
                 }
                 (None, Ok(io)) => {
-                    let first = firsts.find(&p.key).and_then(|b| b.first).unwrap_or(*io);
+                    let first = firsts.find(&p.key).and_then(process::Baseline::first).unwrap_or(*io);
                     Some(attribution::minus(io, &first))
                 }
                 _ => None,

@@ -111,9 +111,10 @@ pub struct Baseline {
     pub key: ProcKey,
     /// `None` when its io could not be read.
     pub io: Option<ProcIo>,
-    /// Its counters when they were first read: a row's total since iolens
-    /// saw it counts from these (kept while the process is listed).
-    pub first: Option<ProcIo>,
+    /// Its counters when they were first read, where they differ from
+    /// `io` (see [`Baseline::first`]). Boxed: most processes' counters
+    /// never move, and two vectors of baselines are kept.
+    first_moved: Option<Box<ProcIo>>,
     delays: Delays,
 }
 
@@ -164,13 +165,22 @@ impl Baseline {
             Some(&[(tid, t)]) if tid == p.key.pid => Delays::Main(t),
             Some(t) => Delays::Threads(t.into()),
         };
-        let io = p.io.as_ref().ok().copied();
         Baseline {
             key: p.key,
-            io,
-            first: io,
+            io: p.io.as_ref().ok().copied(),
+            first_moved: None,
             delays,
         }
+    }
+
+    /// Its counters when they were first read: a row's total since iolens
+    /// saw it counts from these (kept while the process is listed).
+    pub fn first(&self) -> Option<ProcIo> {
+        self.first_moved.as_deref().copied().or(self.io)
+    }
+
+    fn set_first(&mut self, first: ProcIo) {
+        self.first_moved = (Some(first) != self.io).then(|| Box::new(first));
     }
 }
 
@@ -184,7 +194,9 @@ pub fn baselines(procs: &[RawProc], before: &[Baseline], into: Vec<Baseline>) ->
     b.clear();
     b.extend(procs.iter().map(|p| {
         let mut b = Baseline::of(p);
-        b.first = walk.find(&p.key).and_then(|o| o.first).or(b.io);
+        if let Some(first) = walk.find(&p.key).and_then(Baseline::first) {
+            b.set_first(first);
+        }
         b
     }));
     b.sort_unstable_by_key(|b| b.key);
@@ -281,6 +293,36 @@ pub fn io_wait_pct(ticks: u64, threads: u64, ticks_per_s: f64, dt_s: f64) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_counters_are_kept_while_listed_and_stored_only_once_moved() {
+        let p = |read_bytes| RawProc {
+            io: Ok(ProcIo {
+                read_bytes,
+                ..ProcIo::default()
+            }),
+            ..RawProc::example(10, 1, "a")
+        };
+        let first = |b: &[Baseline]| b[0].first().map(|f| f.read_bytes);
+        let b1 = baselines(&[p(100)], &[], Vec::new());
+        let b2 = baselines(&[p(100)], &b1, Vec::new());
+        assert_eq!((first(&b1), first(&b2)), (Some(100), Some(100)));
+        assert!(b2[0].first_moved.is_none());
+        let b3 = baselines(&[p(250)], &b2, Vec::new());
+        let b4 = baselines(&[p(300)], &b3, b1);
+        assert_eq!((first(&b3), first(&b4)), (Some(100), Some(100)));
+        assert_eq!(b4[0].io.map(|io| io.read_bytes), Some(300));
+        // Unreadable for a sample: still counted from the first.
+        let denied = RawProc {
+            io: Err(IoUnavailable::PermissionDenied),
+            ..p(0)
+        };
+        let b5 = baselines(&[denied], &b4, Vec::new());
+        assert_eq!(first(&b5), Some(100));
+        assert_eq!(first(&baselines(&[p(400)], &b5, Vec::new())), Some(100));
+        // Not in the previous sample: counted afresh.
+        assert_eq!(first(&baselines(&[p(500)], &[], b2)), Some(500));
+    }
     use crate::collect::process::IoUnavailable;
 
     fn proc(pid: i32, start: u64, io: ProcIo) -> RawProc {
