@@ -38,7 +38,7 @@ pub struct Group {
 }
 
 impl Group {
-    fn add(&mut self, pid: i32, path: &str, p: &Placed) {
+    fn add(&mut self, pid: i32, path: &str, p: &Paths) {
         let v2_same = p.unified.as_deref() == Some(path);
         if self.pids.is_empty() {
             self.v2_same_path = v2_same;
@@ -60,12 +60,19 @@ pub struct Members {
     pub by_path: foldhash::HashMap<Arc<str>, Group>,
 }
 
-/// A process's paths as last read.
+/// A process's paths in the hierarchies iolens reads.
 #[derive(Debug)]
-struct Placed {
+struct Paths {
     blkio: Option<Arc<str>>,
     unified: Option<Arc<str>>,
     systemd: Option<Arc<str>>,
+}
+
+/// A process's paths as last read.
+#[derive(Debug)]
+struct Placed {
+    /// Shared by every process in the same cgroups.
+    paths: Arc<Paths>,
     /// [`ProcIo::mark`] of the counters when the file was read.
     io: Option<u64>,
     seen: u64,
@@ -76,8 +83,10 @@ struct Placed {
 pub struct MemberCache {
     procs: PidMap<ProcKey, Placed>,
     generation: u64,
-    /// Paths seen, shared by every process in the same cgroup.
-    paths: foldhash::HashMap<Vec<u8>, Arc<str>>,
+    /// The paths seen, by the three paths' bytes (see `paths_key`).
+    paths: foldhash::HashMap<Vec<u8>, Arc<Paths>>,
+    /// The key of the last file read (its room reused).
+    key: Vec<u8>,
     /// `/proc/<pid>/cgroup` reads in the last sample (for tests and benchmarks).
     pub reads: usize,
 }
@@ -110,20 +119,22 @@ impl MemberCache {
                     continue;
                 };
                 let c = parse::parse_proc_cgroup(buf);
-                let mut intern = |b: Option<&[u8]>| {
-                    b.map(|b| match self.paths.get(b) {
-                        Some(a) => a.clone(),
-                        None => {
-                            let a: Arc<str> = String::from_utf8_lossy(b).into();
-                            self.paths.insert(b.to_vec(), a.clone());
-                            a
-                        }
-                    })
+                paths_key(&c, &mut self.key);
+                let paths = match self.paths.get(&self.key) {
+                    Some(a) => a.clone(),
+                    None => {
+                        let text = |b: Option<&[u8]>| b.map(|b| Arc::from(String::from_utf8_lossy(b)));
+                        let a = Arc::new(Paths {
+                            blkio: text(c.blkio),
+                            unified: text(c.unified),
+                            systemd: text(c.systemd),
+                        });
+                        self.paths.insert(self.key.clone(), a.clone());
+                        a
+                    }
                 };
                 let placed = Placed {
-                    blkio: intern(c.blkio),
-                    unified: intern(c.unified),
-                    systemd: intern(c.systemd),
+                    paths,
                     io,
                     seen: generation,
                 };
@@ -133,13 +144,14 @@ impl MemberCache {
                 continue;
             };
             fresh.seen = generation;
-            let row = if v1 { &fresh.blkio } else { &fresh.unified };
+            let paths = &*fresh.paths;
+            let row = if v1 { &paths.blkio } else { &paths.unified };
             if let Some(path) = row {
                 match out.by_path.get_mut(path) {
-                    Some(g) => g.add(pid, path, fresh),
+                    Some(g) => g.add(pid, path, paths),
                     None => {
                         let mut g = Group::default();
-                        g.add(pid, path, fresh);
+                        g.add(pid, path, paths);
                         out.by_path.insert(path.clone(), g);
                     }
                 }
@@ -157,6 +169,22 @@ impl MemberCache {
     }
 }
 
+/// The three paths of a `/proc/<pid>/cgroup` as one key: each after a
+/// byte saying whether the line is there (a path holds no newline).
+fn paths_key(c: &parse::ProcCgroups<'_>, key: &mut Vec<u8>) {
+    key.clear();
+    for p in [c.blkio, c.unified, c.systemd] {
+        match p {
+            Some(p) => {
+                key.push(b'+');
+                key.extend_from_slice(p);
+                key.push(b'\n');
+            }
+            None => key.push(b'-'),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +197,36 @@ mod tests {
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("cgroup"), format!("1:name=systemd:/s{pid}\n0::{path}\n")).unwrap();
         }
+    }
+
+    #[test]
+    fn processes_in_the_same_cgroups_share_their_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        for (pid, text) in [
+            (10, "1:name=systemd:/s\n0::/a\n"),
+            (11, "1:name=systemd:/s\n0::/a\n"),
+            (12, "0::/a\n"),
+        ] {
+            let d = dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cgroup"), text).unwrap();
+        }
+        let mut r = Reader::new(dir.path());
+        let procs = ProcSnapshot {
+            procs: [10, 11, 12].map(|pid| RawProc::example(pid, 5, "a")).into(),
+            ..Default::default()
+        };
+        let mut cache = MemberCache::default();
+        let mut m = Members::default();
+        cache.place(&mut r, &procs, false, &mut m, &mut Vec::new());
+        let paths = |pid| cache.procs[&ProcKey { pid, start_time: 5 }].paths.clone();
+        assert!(Arc::ptr_eq(&paths(10), &paths(11)));
+        assert!(!Arc::ptr_eq(&paths(10), &paths(12)));
+        assert_eq!(cache.paths.len(), 2);
+        let a = m.by_path.get("/a").unwrap();
+        assert_eq!(a.pids, [10, 11, 12]);
+        // 12 has no systemd path: the group shares none.
+        assert_eq!(a.systemd, None);
     }
 
     #[test]
