@@ -66,7 +66,7 @@ impl ThreadDelays {
             };
             next.insert(p.key, (sum.unwrap_or(0), idle.min(THREADS_KEEP_SAMPLES)));
             if p.num_threads > 1 && idle < THREADS_KEEP_SAMPLES {
-                p.thread_blkio = read_threads(r, p.key.pid);
+                p.thread_blkio = read_threads(r, p.key.pid).map(Vec::into_boxed_slice);
             }
         }
         self.seen = next;

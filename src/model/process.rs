@@ -255,7 +255,7 @@ pub fn proc_rates(prev: &Baseline, cur: &RawProc, dt_s: f64, ticks_per_s: f64, d
     };
     let mut r = io_rates(p, c, dt_s)?;
     r.io_wait_pct = if delayacct {
-        blkio_delta(prev, cur).map(|t| io_wait_pct(t, cur.num_threads.max(1), ticks_per_s, dt_s))
+        blkio_delta(prev, cur).map(|t| io_wait_pct(t, u64::from(cur.num_threads.max(1)), ticks_per_s, dt_s))
     } else {
         None
     };
@@ -498,8 +498,8 @@ mod tests {
             None
         );
         // Thread 11 waited 60 ticks, 12 ended (lost), 13 is new with 20.
-        a.thread_blkio = Some(vec![(10, 0), (11, 40), (12, 7)]);
-        b.thread_blkio = Some(vec![(10, 5), (11, 100), (13, 20)]);
+        a.thread_blkio = Some([(10, 0), (11, 40), (12, 7)].into());
+        b.thread_blkio = Some([(10, 5), (11, 100), (13, 20)].into());
         assert_eq!(blkio_delta(&Baseline::of(&a), &b), Some(85));
         assert_eq!(
             proc_rates(&Baseline::of(&a), &b, 2.0, 100.0, true).unwrap().io_wait_pct,

@@ -73,7 +73,7 @@ impl IoPrio {
 
     /// As iotop shows it: "rt/0", "be/4", "idle"; an unset class is shown as
     /// the best-effort level the kernel derives from nice.
-    pub fn label(&self, nice: i64) -> String {
+    pub fn label(&self, nice: i32) -> String {
         match self.class {
             IoClass::RealTime => format!("rt/{}", self.level),
             IoClass::BestEffort => format!("be/{}", self.level),

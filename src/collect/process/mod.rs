@@ -39,8 +39,8 @@ pub struct PidStat {
     pub ppid: i32,
     pub utime: u64,
     pub stime: u64,
-    pub nice: i64,
-    pub num_threads: u64,
+    pub nice: i32,
+    pub num_threads: u32,
     pub start_time: u64,
     /// Aggregated block I/O delay in clock ticks (field 42); `None` when the
     /// kernel does not report it.
@@ -85,8 +85,9 @@ pub fn parse_stat(buf: &[u8]) -> Option<PidStat> {
         ppid: i32::try_from(f[0]).unwrap_or(0),
         utime: u(10),
         stime: u(11),
-        nice: f[15],
-        num_threads: u(16),
+        // The kernel's range is -20..=19; a thread count fits in 32 bits.
+        nice: i32::try_from(f[15]).ok()?,
+        num_threads: u32::try_from(f[16]).unwrap_or(u32::MAX),
         start_time: u(18),
         blkio_ticks: (n > 38).then(|| u(38)),
     })
@@ -255,7 +256,7 @@ pub struct RawProc {
     /// Command line with NULs turned into spaces (empty for kernel threads).
     pub cmdline: Arc<str>,
     pub state: char,
-    pub nice: i64,
+    pub nice: i32,
     pub uid: Option<u32>,
     pub user: Option<Arc<str>>,
     pub ioprio: Option<IoPrio>,
@@ -263,16 +264,16 @@ pub struct RawProc {
     pub cpu_ticks: u64,
     /// Block I/O delay of the main thread (`stat` field 42), clock ticks.
     pub blkio_ticks: Option<u64>,
-    pub num_threads: u64,
+    pub num_threads: u32,
     /// (tid, block I/O delay in ticks) of every thread, read only for
     /// multi-threaded processes that matter while delay accounting is on
     /// (see `delayacct`).
-    pub thread_blkio: Option<Vec<(i32, u64)>>,
+    pub thread_blkio: Option<Box<[(i32, u64)]>>,
     pub io: Result<ProcIo, IoUnavailable>,
     /// Each live thread's own counters, read when the process's counters
     /// moved since the previous sample or it is seen for the first time;
     /// `None` otherwise (then no thread did I/O) or when unreadable.
-    pub threads: Option<Vec<ThreadIo>>,
+    pub threads: Option<Box<[ThreadIo]>>,
 }
 
 impl RawProc {

@@ -17,15 +17,23 @@ use crate::collect::threads::{ThreadIo, read_threads};
 /// for an idle process, and one key and one map's spare room per process).
 #[derive(Debug, Default)]
 struct Known {
-    /// The process its facts belong to, from its last stat read: a reused
-    /// pid has them read again (its kept files, which read as ESRCH once
-    /// their process ended, never follow it either).
-    key: Option<ProcKey>,
+    /// The start time of the process its facts belong to (the pid is the
+    /// table's key), from its last stat read: a reused pid has them read
+    /// again (its kept files, which read as ESRCH once their process
+    /// ended, never follow it either).
+    start: Option<u64>,
     /// `None` when no file of the pid is kept.
     files: Option<PidFiles>,
     facts: Option<Static>,
     /// The sample (generation) it was last read in.
     seen: u64,
+}
+
+impl Known {
+    /// The facts are of process `key` (whose pid is this entry's).
+    fn is(&self, key: ProcKey) -> bool {
+        self.start == Some(key.start_time)
+    }
 }
 
 #[derive(Debug)]
@@ -58,7 +66,8 @@ struct StatRead {
     state: char,
     ppid: i32,
     cpu_ticks: u64,
-    nice: i64,
+    /// The kernel's range is -20..=19 (a process with another is not kept).
+    nice: i8,
     num_threads: u32,
     blkio_ticks: Option<u64>,
     ioprio: Option<IoPrio>,
@@ -249,15 +258,11 @@ impl ProcReader {
 
     /// What was last read of process `key`.
     fn facts(&self, key: ProcKey) -> Option<&Static> {
-        self.known.get(key.pid).filter(|k| k.key == Some(key))?.facts.as_ref()
+        self.known.get(key.pid).filter(|k| k.is(key))?.facts.as_ref()
     }
 
     fn facts_mut(&mut self, key: ProcKey) -> Option<&mut Static> {
-        self.known
-            .get_mut(key.pid)
-            .filter(|k| k.key == Some(key))?
-            .facts
-            .as_mut()
+        self.known.get_mut(key.pid).filter(|k| k.is(key))?.facts.as_mut()
     }
 
     /// Limit the descriptors that kept files may use (normally from
@@ -423,8 +428,8 @@ impl ProcReader {
             start_time: stat.start_time,
         };
         let known = self.known.get_or_default(pid);
-        if known.key != Some(key) {
-            known.key = Some(key);
+        if !known.is(key) {
+            known.start = Some(key.start_time);
             known.facts = None;
         }
         known.seen = generation;
@@ -441,12 +446,12 @@ impl ProcReader {
                 s.io_at = generation;
             }
             s.io_denied = matches!(io, Err(IoUnavailable::PermissionDenied));
-            s.stat = Some(StatRead {
+            s.stat = i8::try_from(stat.nice).ok().map(|nice| StatRead {
                 state: stat.state,
                 ppid: stat.ppid,
                 cpu_ticks: stat.utime + stat.stime,
-                nice: stat.nice,
-                num_threads: u32::try_from(stat.num_threads).unwrap_or(u32::MAX),
+                nice,
+                num_threads: stat.num_threads,
                 blkio_ticks: stat.blkio_ticks,
                 ioprio,
                 sched: sched.as_ref().and_then(SchedStat::mark),
@@ -543,11 +548,11 @@ impl ProcReader {
         r: &mut Reader,
         key: ProcKey,
         io: &Result<ProcIo, IoUnavailable>,
-    ) -> Option<Vec<ThreadIo>> {
+    ) -> Option<Box<[ThreadIo]>> {
         match (io, self.facts_mut(key)) {
             (Ok(now), Some(s)) if s.last_io != Some(*now) => {
                 s.last_io = Some(*now);
-                read_threads(r, key.pid)
+                read_threads(r, key.pid).map(Vec::into_boxed_slice)
             }
             _ => None,
         }
@@ -560,7 +565,10 @@ impl ProcReader {
     fn kept_counters(&mut self, r: &mut Reader, pid: i32) -> Option<Kept> {
         let generation = self.generation;
         let known = self.known.get_mut(pid)?;
-        let key = known.key?;
+        let key = ProcKey {
+            pid,
+            start_time: known.start?,
+        };
         let f = known.files.as_ref()?;
         let sched = match &f.sched {
             Some(fd) => match r.reread(fd) {
@@ -634,7 +642,7 @@ impl ProcReader {
         let generation = self.generation;
         let pid = key.pid;
         let (pids, always) = (&self.pids, &self.always);
-        let known = self.known.get_mut(pid).filter(|k| k.key == Some(key))?;
+        let known = self.known.get_mut(pid).filter(|k| k.is(key))?;
         let s = known.facts.as_mut()?;
         let mut st = s.stat?;
         let due = generation.saturating_sub(st.at) >= STAT_RECHECK_SAMPLES
@@ -655,8 +663,10 @@ impl ProcReader {
         }
         if due {
             let nice = rustix::process::Pid::from_raw(pid).map(|p| rustix::process::getpriority_process(Some(p)));
-            let Some(Ok(nice)) = nice else { return None };
-            st.nice = i64::from(nice);
+            let Some(Ok(Ok(nice))) = nice.map(|n| n.map(i8::try_from)) else {
+                return None;
+            };
+            st.nice = nice;
             st.ioprio = ioprio_get(pid);
             st.at = generation;
             s.stat = Some(st);
@@ -668,13 +678,13 @@ impl ProcReader {
             comm: s.comm.clone(),
             cmdline: s.cmdline.clone(),
             state: st.state,
-            nice: st.nice,
+            nice: i32::from(st.nice),
             uid: s.uid,
             user: s.user.clone(),
             ioprio: st.ioprio,
             cpu_ticks: st.cpu_ticks,
             blkio_ticks: st.blkio_ticks,
-            num_threads: u64::from(st.num_threads),
+            num_threads: st.num_threads,
             thread_blkio: None,
             io: io.clone(),
             threads: None,
