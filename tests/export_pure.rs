@@ -24,18 +24,23 @@ fn per_command_series_add_up_and_the_busiest_gets_its_own() {
     let busiest = m
         .procs
         .iter()
-        .filter_map(|p| Some((p, p.rates?)))
+        .filter_map(|p| Some((p, p.rates.as_deref()?)))
         .filter(|(p, _)| p.worker.is_none())
         .max_by(|a, b| (a.1.read_bps + a.1.write_bps).total_cmp(&(b.1.read_bps + b.1.write_bps)))
         .map(|(p, _)| p.raw.comm.clone())
         .unwrap();
     assert_eq!(e.exported_comms(), vec![&*busiest], "{om}");
-    let want: f64 = m.procs.iter().filter_map(|p| p.rates).map(|r| r.read_bps * dt).sum();
+    let want: f64 = m
+        .procs
+        .iter()
+        .filter_map(|p| p.rates.as_deref())
+        .map(|r| r.read_bps * dt)
+        .sum();
     let own: f64 = m
         .procs
         .iter()
         .filter(|p| p.raw.comm == busiest && p.worker.is_none())
-        .filter_map(|p| p.rates)
+        .filter_map(|p| p.rates.as_deref())
         .map(|r| r.read_bps * dt)
         .sum();
     let got_own = value(&om, &format!("iolens_process_read_bytes_total{{comm=\"{busiest}\"}}")).unwrap();

@@ -250,7 +250,7 @@ fn reused_pid_is_a_new_process_never_a_delta() {
         vec![proc(500, 1000, 14_000_000, 9_000_000, 140), proc(77, 5, 4096, 0, 1)],
     ));
     let old = m.procs.iter().find(|p| p.raw.key.pid == 500).unwrap();
-    let r = old.rates.unwrap();
+    let r = old.rates.as_deref().unwrap();
     assert_eq!(r.rchar_bps, 4_000_000.0);
     assert_eq!(r.read_bps, 1_000_000.0);
     assert_eq!(r.syscr_per_s, 40.0);
@@ -271,7 +271,7 @@ fn reused_pid_is_a_new_process_never_a_delta() {
     assert_eq!(new.since_start, Some(ProcIo::default()));
     // The other process is unaffected.
     let p77 = m.procs.iter().find(|p| p.raw.key.pid == 77).unwrap();
-    assert_eq!(p77.rates.unwrap().rchar_bps, 4096.0);
+    assert_eq!(p77.rates.as_deref().unwrap().rchar_bps, 4096.0);
     // Its total counts from its first read, two updates back.
     assert_eq!(p77.since_start.unwrap().rchar, 8192);
 
@@ -284,7 +284,7 @@ fn reused_pid_is_a_new_process_never_a_delta() {
     assert_eq!(p.since_start, Some(ProcIo::default()));
     m.update(proc_sample(3, vec![proc(600, 3000, 50_001_000, 0, 10)]));
     let p = &m.procs[0];
-    assert_eq!(p.rates.unwrap().rchar_bps, 1000.0);
+    assert_eq!(p.rates.as_deref().unwrap().rchar_bps, 1000.0);
     assert_eq!(p.since_start.unwrap().rchar, 1000);
 }
 
@@ -315,7 +315,7 @@ fn process_rates_after_a_rebaseline_are_against_the_baseline_sample() {
     m.update(proc_sample(11, at(1000, 4000)));
     let rchar = |m: &Model, pid: i32| {
         let p = m.procs.iter().find(|p| p.raw.key.pid == pid).expect("listed");
-        p.rates.map(|r| r.rchar_bps)
+        p.rates.as_deref().map(|r| r.rchar_bps)
     };
     assert_eq!((rchar(&m, 700), rchar(&m, 650)), (Some(1000.0), Some(4000.0)));
     // Paused 100 s; on resume the sample is only the baseline.
@@ -371,10 +371,10 @@ fn cache_share_only_with_files_open_for_reading() {
     m.update(sample_with_files(1, procs(1), files()));
     m.update(sample_with_files(2, procs(3), files()));
     let row = |pid| m.procs.iter().find(|p| p.raw.key.pid == pid).unwrap();
-    assert_eq!(row(10).rates.unwrap().cache_share, None);
+    assert_eq!(row(10).rates.as_deref().unwrap().cache_share, None);
     assert!(!row(10).reads_files);
-    assert_eq!(row(11).rates.unwrap().cache_share, Some(1.0));
-    assert_eq!(row(12).rates.unwrap().cache_share, Some(1.0));
+    assert_eq!(row(11).rates.as_deref().unwrap().cache_share, Some(1.0));
+    assert_eq!(row(12).rates.as_deref().unwrap().cache_share, Some(1.0));
     assert_eq!(row(12).devices.len(), 0, "7:0 is not in this sample's diskstats");
 }
 
@@ -387,13 +387,13 @@ fn io_wait_is_unknown_while_delay_accounting_is_off() {
     };
     m.update(s(1, 10, false));
     m.update(s(2, 60, false));
-    assert_eq!(m.procs[0].rates.unwrap().io_wait_pct, None);
+    assert_eq!(m.procs[0].rates.as_deref().unwrap().io_wait_pct, None);
     // Turned on between samples: the interval is not fully accounted.
     m.update(s(3, 90, true));
-    assert_eq!(m.procs[0].rates.unwrap().io_wait_pct, None);
+    assert_eq!(m.procs[0].rates.as_deref().unwrap().io_wait_pct, None);
     // On at both ends: 40 ticks of 100 Hz in 1 s.
     m.update(s(4, 130, true));
-    assert_eq!(m.procs[0].rates.unwrap().io_wait_pct, Some(40.0));
+    assert_eq!(m.procs[0].rates.as_deref().unwrap().io_wait_pct, Some(40.0));
     assert_eq!(m.delayacct, Some(true));
 }
 
@@ -434,7 +434,7 @@ fn totals_leave_out_loop_workers_and_compare_writes_over_a_minute() {
     assert_eq!((t.write_window_s, t.cancelled_bytes), (1.0, 2_097_152.0));
     assert_eq!(t.written_bytes, Some(2_097_152.0));
     let rm = m.procs.iter().find(|p| p.raw.key.pid == 11).unwrap();
-    assert_eq!(rm.rates.unwrap().cancelled_write_bps, 2_097_152.0);
+    assert_eq!(rm.rates.as_deref().unwrap().cancelled_write_bps, 2_097_152.0);
     // The worker's comm now names another workqueue: still loop0's.
     let mut w = worker(3);
     w.comm = "kworker/u8:3-events_unbound".into();
@@ -582,7 +582,7 @@ fn a_process_counter_jump_beyond_100_tb_s_is_na_with_a_note() {
     );
     // 10 GB/s (reading /dev/zero) is real.
     m.update(proc_sample(3, vec![proc(500, 1000, 18_000_000_010_000_001_000, 0, 3)]));
-    assert_eq!(m.procs[0].rates.unwrap().rchar_bps, 1e10);
+    assert_eq!(m.procs[0].rates.as_deref().unwrap().rchar_bps, 1e10);
     assert!(m.errors.is_empty(), "{:?}", m.errors);
 }
 

@@ -578,7 +578,7 @@ fn exited_rows_and_the_children_line() {
     };
     parent.raw.comm = "python3".into();
     parent.raw.cmdline = "python3 parent.py".into();
-    parent.rates = Some(rates(0.0));
+    parent.rates = Some(rates(0.0).into());
     parent.children_rates = Some(Box::new(rates(104_857_600.0)));
     let mut gone = base.clone();
     gone.raw.key = ProcKey {
@@ -587,7 +587,7 @@ fn exited_rows_and_the_children_line() {
     };
     gone.raw.comm = "dd".into();
     gone.exited = true;
-    gone.rates = Some(rates(4_194_304.0));
+    gone.rates = Some(rates(4_194_304.0).into());
     m.procs = vec![parent, gone];
     m.host.is_root = false;
     let s = text(&draw(&m, &ViewState::default(), 160, 40));

@@ -586,10 +586,13 @@ fn signals_and_a_lost_terminal_end_the_loop_with_their_status() {
 fn set_reads(a: &mut App, reads: &[(i32, f64)]) {
     for p in &mut a.model.procs {
         let r = reads.iter().find(|(pid, _)| *pid == p.raw.key.pid).map_or(0.0, |x| x.1);
-        p.rates = Some(crate::model::process::ProcRates {
-            read_bps: r,
-            ..Default::default()
-        });
+        p.rates = Some(
+            crate::model::process::ProcRates {
+                read_bps: r,
+                ..Default::default()
+            }
+            .into(),
+        );
     }
     a.fix_selection();
 }

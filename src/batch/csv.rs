@@ -113,7 +113,7 @@ pub fn rows(model: &Model, table: CsvTable, top: usize, start_ns: u64) -> String
         }
         CsvTable::Processes => {
             for p in super::top_procs(model, top) {
-                let Some(r) = p.rates else { continue };
+                let Some(r) = p.rates.as_deref() else { continue };
                 let _ = writeln!(
                     out,
                     "{t},{},{},{},{:.0},{:.0},{:.0},{:.0},{:.0},{:.2},{},{},{},{},{}",

@@ -27,6 +27,7 @@ use crate::collect::Collector;
 use crate::collect::cgroup::CgroupReader;
 use crate::collect::sample::HostInfo;
 use crate::format;
+use crate::model::process::ProcRates;
 use crate::model::trace::view::ProcDevJson;
 use crate::model::{AlignVerdict, Model, ProcRow};
 use crate::tracer::Tracing;
@@ -280,10 +281,14 @@ pub fn top_procs(model: &Model, top: usize) -> Vec<&ProcRow> {
     let mut v: Vec<&ProcRow> = model
         .procs
         .iter()
-        .filter(|p| p.rates.is_some_and(|r| r.is_active()) || p.children_rates.as_ref().is_some_and(|r| r.is_active()))
+        .filter(|p| {
+            p.rates.as_deref().is_some_and(ProcRates::is_active)
+                || p.children_rates.as_ref().is_some_and(|r| r.is_active())
+        })
         .collect();
     let key = |p: &ProcRow| {
         p.rates
+            .as_deref()
             .map_or((0.0, 0.0), |r| (r.disk_bps(), r.rchar_bps + r.wchar_bps))
     };
     v.sort_by(|a, b| key(b).partial_cmp(&key(a)).unwrap_or(std::cmp::Ordering::Equal));

@@ -94,7 +94,7 @@ pub(super) fn lines(out: &mut String, model: &Model, top: usize, style: TextStyl
         style.wide,
     );
     for p in top_procs(model, top) {
-        let Some(r) = p.rates else { continue };
+        let Some(r) = p.rates.as_deref() else { continue };
         proc_line(
             out,
             [
@@ -103,7 +103,7 @@ pub(super) fn lines(out: &mut String, model: &Model, top: usize, style: TextStyl
                 p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
             ]
             .into_iter()
-            .chain(rates(&r))
+            .chain(rates(r))
             .chain([
                 avg_syscall(r.avg_read, r.avg_write, units),
                 r.cache_share.map_or(format::NA.to_string(), |c| {

@@ -50,7 +50,7 @@ impl Model {
             self.procs
                 .iter()
                 .filter(|p| p.worker.is_none())
-                .map(|p| (p.raw.key.pid, p.rates.as_ref())),
+                .map(|p| (p.raw.key.pid, p.rates.as_deref())),
         );
         let cx = cgroup::Context {
             now_ns: cur.mono_ns,

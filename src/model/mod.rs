@@ -21,6 +21,7 @@ pub mod trace;
 pub mod worker;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -113,7 +114,9 @@ pub struct ProcRow {
     #[serde(flatten)]
     pub raw: RawProc,
     /// `None` on the first sample of this process or when unreadable.
-    pub rates: Option<ProcRates>,
+    /// Shared: most processes' rates are the same zeros (see
+    /// [`process::SharedRates`]), and a row is kept per process.
+    pub rates: Option<Arc<ProcRates>>,
     /// Counters accumulated since iolens first saw this process.
     pub since_start: Option<ProcIo>,
     /// Devices of its open files (for processes whose files were read this
@@ -242,6 +245,8 @@ pub struct Model {
     /// made in it (a new vector each update left the heap full of holes
     /// of that size).
     spare_baselines: Vec<process::Baseline>,
+    /// The rows' rates, shared where equal.
+    shared_rates: process::SharedRates,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,
     /// Loop device a kworker served when its comm last named one: its comm

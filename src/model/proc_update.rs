@@ -134,7 +134,7 @@ impl Model {
             }
             rows.push(ProcRow {
                 raw: p,
-                rates,
+                rates: rates.map(|r| self.shared_rates.share(r)),
                 since_start,
                 devices,
                 reads_files,
@@ -189,7 +189,7 @@ impl Model {
         let keep_ns = (EXITED_KEEP_S * 1e9) as u64;
         self.exited_rows.retain(|(_, at)| mono_ns.saturating_sub(*at) < keep_ns);
         for (row, _) in &mut self.exited_rows {
-            row.rates = Some(ProcRates::default());
+            row.rates = Some(self.shared_rates.share(ProcRates::default()));
         }
         let Some(dt) = dt_s else { return };
         if exited.is_empty() {
@@ -233,7 +233,7 @@ impl Model {
             let total = attribution::plus(&shown.copied().unwrap_or_default(), &e.own);
             self.exited_rows.push((
                 ProcRow {
-                    rates,
+                    rates: rates.map(|r| self.shared_rates.share(r)),
                     since_start: Some(total),
                     exited: true,
                     ..ProcRow::example(raw)

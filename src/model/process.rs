@@ -1,9 +1,39 @@
 //! Per-process rates from two samples of `/proc/<pid>/io`.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::counters::delta64;
 use crate::collect::process::{ProcIo, ProcKey, RawProc};
+
+/// Rates handed to rows: most processes' rates are the same zeros every
+/// sample, so their rows share one copy (a copy each was a quarter of a
+/// row, and a row is kept per process).
+#[derive(Debug, Clone, Default)]
+pub struct SharedRates {
+    /// The last few different idle rates handed out.
+    idle: Vec<Arc<ProcRates>>,
+}
+
+impl SharedRates {
+    const KEEP: usize = 4;
+
+    pub fn share(&mut self, r: ProcRates) -> Arc<ProcRates> {
+        if !r.is_idle() {
+            return Arc::new(r);
+        }
+        if let Some(a) = self.idle.iter().find(|a| ***a == r) {
+            return a.clone();
+        }
+        let a = Arc::new(r);
+        if self.idle.len() == Self::KEEP {
+            self.idle.remove(0);
+        }
+        self.idle.push(a.clone());
+        a
+    }
+}
 
 /// Δrchar below this is too little to say how much came from the page cache.
 pub const CACHE_SHARE_MIN_BYTES: u64 = 64 * 1024;
@@ -37,6 +67,11 @@ pub struct ProcRates {
 }
 
 impl ProcRates {
+    /// No bytes and no system calls (the estimates and IO% aside).
+    fn is_idle(&self) -> bool {
+        !self.is_active() && self.syscr_per_s == 0.0 && self.syscw_per_s == 0.0
+    }
+
     pub fn disk_bps(&self) -> f64 {
         self.read_bps + self.write_bps
     }
@@ -293,6 +328,42 @@ pub fn io_wait_pct(ticks: u64, threads: u64, ticks_per_s: f64, dt_s: f64) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_rates_are_shared_and_others_are_not() {
+        let mut shared = SharedRates::default();
+        let zero = ProcRates::default();
+        let waiting = ProcRates {
+            io_wait_pct: Some(100.0),
+            ..zero
+        };
+        let reading = ProcRates {
+            read_bps: 4096.0,
+            rchar_bps: 4096.0,
+            ..zero
+        };
+        let polling = ProcRates {
+            syscr_per_s: 10.0,
+            ..zero
+        };
+        let a = shared.share(zero);
+        assert!(Arc::ptr_eq(&a, &shared.share(zero)));
+        assert!(Arc::ptr_eq(&shared.share(waiting), &shared.share(waiting)));
+        assert!(!Arc::ptr_eq(&a, &shared.share(waiting)));
+        for r in [reading, polling] {
+            assert!(!Arc::ptr_eq(&shared.share(r), &shared.share(r)));
+            assert_eq!(*shared.share(r), r);
+        }
+        // At most a few kept: the oldest goes first.
+        for pct in 1..=SharedRates::KEEP {
+            shared.share(ProcRates {
+                io_wait_pct: Some(pct as f64),
+                ..zero
+            });
+        }
+        assert_eq!(shared.idle.len(), SharedRates::KEEP);
+        assert!(!Arc::ptr_eq(&a, &shared.share(zero)));
+    }
 
     #[test]
     fn the_first_counters_are_kept_while_listed_and_stored_only_once_moved() {

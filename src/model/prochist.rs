@@ -39,7 +39,7 @@ impl Default for ProcSeries {
 
 impl ProcSeries {
     fn push(&mut self, row: &ProcRow) {
-        let r = row.rates.as_ref();
+        let r = row.rates.as_deref();
         let v = |f: fn(&super::ProcRates) -> f64| r.map_or(f64::NAN, f);
         self.disk_read.push(v(|r| r.read_bps));
         self.disk_write.push(v(|r| r.write_bps));
@@ -105,10 +105,12 @@ mod tests {
 
     fn row(pid: i32, read_bps: Option<f64>) -> ProcRow {
         ProcRow {
-            rates: read_bps.map(|r| ProcRates {
-                read_bps: r,
-                rchar_bps: r * 2.0,
-                ..Default::default()
+            rates: read_bps.map(|r| {
+                std::sync::Arc::new(ProcRates {
+                    read_bps: r,
+                    rchar_bps: r * 2.0,
+                    ..Default::default()
+                })
             }),
             ..ProcRow::example(RawProc::example(pid, 100, "p"))
         }

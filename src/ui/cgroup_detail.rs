@@ -163,7 +163,7 @@ fn device_line(d: &CgDevice, t: &Theme) -> Line<'static> {
 }
 
 fn process_line(p: &ProcRow) -> String {
-    let rates = p.rates.map_or_else(
+    let rates = p.rates.as_deref().map_or_else(
         || format!("{:>10} {:>10}", na(), na()),
         |r| format!("{:>10} {:>10}", format::rate(r.read_bps), format::rate(r.write_bps)),
     );
@@ -196,7 +196,11 @@ pub fn lines(r: &CgroupRow, model: &Model, t: &Theme, height: usize) -> Vec<Line
         .iter()
         .filter(|p| !p.exited && r.pids.contains(&p.raw.key.pid))
         .collect();
-    let busy = |p: &ProcRow| p.rates.map_or(f64::NEG_INFINITY, |r| r.read_bps + r.write_bps);
+    let busy = |p: &ProcRow| {
+        p.rates
+            .as_deref()
+            .map_or(f64::NEG_INFINITY, |r| r.read_bps + r.write_bps)
+    };
     procs.sort_by(|a, b| busy(b).total_cmp(&busy(a)).then(a.raw.key.pid.cmp(&b.raw.key.pid)));
     out.push(Line::styled(
         format!(

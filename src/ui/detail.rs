@@ -212,14 +212,14 @@ fn processes_on<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
         .iter()
         .filter(|p| on_device(&p.devices, &d.name, parent))
         .collect();
-    let busy = |p: &crate::model::ProcRow| p.rates.map_or(0.0, |r| r.read_bps + r.write_bps);
+    let busy = |p: &crate::model::ProcRow| p.rates.as_deref().map_or(0.0, |r| r.read_bps + r.write_bps);
     procs.sort_by(|a, b| busy(b).total_cmp(&busy(a)).then(a.raw.key.cmp(&b.raw.key)));
     let mut out = vec![
         Line::raw(""),
         Line::styled(format!("processes with files here ({})", procs.len()), t.title()),
     ];
     for p in procs.iter().take(PROCS_SHOWN) {
-        let rw = p.rates.map_or_else(
+        let rw = p.rates.as_deref().map_or_else(
             || format::NA.to_string(),
             |r| format!("rd {} wr {}", format::rate(r.read_bps), format::rate(r.write_bps)),
         );

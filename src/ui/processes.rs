@@ -191,7 +191,7 @@ fn children_row(p: &ProcRow, cols: &[ProcCol], accumulated: bool) -> Option<Row<
         .copied()
         .filter(|r| r.is_active() && !accumulated)?;
     let child = ProcRow {
-        rates: Some(r),
+        rates: Some(r.into()),
         children_rates: None,
         ..p.clone()
     };

@@ -286,7 +286,7 @@ pub fn nums(p: &ProcRow, accumulated: bool) -> Option<ProcNums> {
     if accumulated {
         return p.since_start.as_ref().map(|io| totals(io, p.reads_files));
     }
-    let r = p.rates?;
+    let r = p.rates.as_deref()?;
     let sys = r.syscr_per_s + r.syscw_per_s;
     Some(ProcNums {
         disk_read: r.read_bps,
