@@ -66,7 +66,7 @@ impl Model {
         }
         rows.reserve_exact(need);
         let mut firsts = process::BaselineWalk::new(&baselines);
-        for p in procs {
+        for mut p in procs {
             let was = before.find(&p.key);
             let mut rates = match (was, dt_s) {
                 (Some(o), Some(dt)) => process::proc_rates(o, &p, dt, self.clk_tck, delayacct),
@@ -132,6 +132,11 @@ impl Model {
             if !reads_files && let Some(r) = rates.as_mut() {
                 r.cache_share = None;
             }
+            // The threads' counters and delays were for the attribution
+            // and the rates (taken above): a row keeps neither (on a
+            // process's first sample, every process has them).
+            p.threads = None;
+            p.thread_blkio = None;
             rows.push(ProcRow {
                 raw: p,
                 rates: rates.map(|r| self.shared_rates.share(r)),
