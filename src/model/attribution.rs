@@ -30,12 +30,31 @@ use crate::model::process::{ProcRates, io_rates};
 /// Samples a vanished thread or process is remembered for a late record.
 const VANISHED_KEEP_SAMPLES: u64 = 5;
 
+/// A thread's counters at its last read or exit record. The tid is kept
+/// in it (set by [`Threads::slot`]) rather than beside it: a pair of the
+/// two was 8 bytes wider, a size malloc rounds up to 96 bytes for the
+/// single thread of most processes.
 #[derive(Debug, Clone, Copy, Default)]
 struct ThreadBase {
     io: ProcIo,
     seen: u64,
+    tid: i32,
     /// Its exit record was counted: a listed zombie adds nothing more.
     dead: bool,
+}
+
+impl ThreadBase {
+    fn new(io: ProcIo, seen: u64, dead: bool) -> Self {
+        ThreadBase { io, seen, tid: 0, dead }
+    }
+
+    /// Its counters, as of sample `seen` (the tid stays).
+    fn set(&mut self, io: ProcIo, seen: u64, dead: bool) {
+        *self = ThreadBase {
+            tid: self.tid,
+            ..Self::new(io, seen, dead)
+        };
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -50,32 +69,32 @@ struct Base {
 /// and a base is kept per listed process (a hash map's smallest room is 4
 /// entries).
 #[derive(Debug, Clone, Default)]
-struct Threads(Vec<(i32, ThreadBase)>);
+struct Threads(Vec<ThreadBase>);
 
 impl Threads {
     fn get(&self, tid: i32) -> Option<&ThreadBase> {
-        let i = self.0.binary_search_by_key(&tid, |e| e.0).ok()?;
-        Some(&self.0[i].1)
+        let i = self.0.binary_search_by_key(&tid, |e| e.tid).ok()?;
+        Some(&self.0[i])
     }
 
-    /// The thread's entry, inserted from `new` when missing.
+    /// The thread's entry, inserted from `new` (given its tid) when missing.
     fn slot(&mut self, tid: i32, new: impl FnOnce() -> ThreadBase) -> &mut ThreadBase {
-        let i = match self.0.binary_search_by_key(&tid, |e| e.0) {
+        let i = match self.0.binary_search_by_key(&tid, |e| e.tid) {
             Ok(i) => i,
             Err(i) => {
                 // Room for exactly the few threads of most processes.
                 if self.0.len() == self.0.capacity() && self.0.len() < 4 {
                     self.0.reserve_exact(1);
                 }
-                self.0.insert(i, (tid, new()));
+                self.0.insert(i, ThreadBase { tid, ..new() });
                 i
             }
         };
-        &mut self.0[i].1
+        &mut self.0[i]
     }
 
-    fn retain(&mut self, mut keep: impl FnMut(&ThreadBase) -> bool) {
-        self.0.retain(|(_, t)| keep(t));
+    fn retain(&mut self, keep: impl FnMut(&ThreadBase) -> bool) {
+        self.0.retain(keep);
     }
 }
 
@@ -239,11 +258,7 @@ impl Attribution {
                 index.insert(r.tgid, key);
                 let base = self.base(key);
                 let before = base.threads.get(r.pid).map(|t| t.io).unwrap_or_default();
-                *base.threads.slot(r.pid, ThreadBase::default) = ThreadBase {
-                    io: r.io,
-                    seen: sample,
-                    dead: true,
-                };
+                base.threads.slot(r.pid, ThreadBase::default).set(r.io, sample, true);
                 if prev.is_none() {
                     continue;
                 }
@@ -284,11 +299,7 @@ impl Attribution {
                 if let Some(threads) = &p.threads {
                     let base = self.base(key);
                     for t in threads {
-                        base.threads.slot(t.tid, || ThreadBase {
-                            io: t.io,
-                            seen: sample,
-                            dead: false,
-                        });
+                        base.threads.slot(t.tid, || ThreadBase::new(t.io, sample, false));
                     }
                 }
                 continue;
@@ -309,11 +320,7 @@ impl Attribution {
                         continue;
                     }
                     own = plus(&own, &minus(&t.io, &e.io));
-                    *e = ThreadBase {
-                        io: t.io,
-                        seen: sample,
-                        dead: false,
-                    };
+                    e.set(t.io, sample, false);
                 }
                 // Vanished threads: without exit records their last part is
                 // in the process-wide delta only; with them, kept a while

@@ -40,7 +40,7 @@ use rustix::fs::{AtFlags, StatxFlags, statx};
 use serde::{Deserialize, Serialize};
 
 use super::mountinfo::MountTable;
-use super::process::{PidMap, ProcIo, ProcKey, RawProc};
+use super::process::{PidMap, PidTable, ProcIo, ProcKey, RawProc};
 use super::{Reader, parse_u64};
 use procdir::{CName, block_size, list_fd_numbers, open_dir, read_at, read_link_at, read_small};
 
@@ -303,7 +303,7 @@ pub struct FdScanner {
     pub watch: Watch,
     /// When set, the next scan reads every listed process (then clears).
     pub full_next: bool,
-    state: PidMap<i32, ProcState>,
+    state: PidTable<ProcState>,
     /// Scans made.
     scans: u64,
     buf: Vec<u8>,
@@ -357,11 +357,12 @@ impl FdScanner {
         };
         self.scans += 1;
         let scan = self.scans;
+        self.state.reserve_total(procs.len());
         for p in procs {
             let io = p.io.as_ref().map(ProcIo::syscalls_mark);
             // Most processes: known, not tracked, no read or write since the
             // last sample, nothing to scan; updated in place.
-            if let Some(s) = self.state.get_mut(&p.key.pid)
+            if let Some(s) = self.state.get_mut(p.key.pid)
                 && s.start_time == p.key.start_time
                 && s.idle.is_none()
                 && !full
@@ -372,7 +373,7 @@ impl FdScanner {
                 s.seen = scan;
                 continue;
             }
-            let prev = match self.state.remove(&p.key.pid) {
+            let prev = match self.state.remove(p.key.pid) {
                 Some(s) if s.start_time == p.key.start_time => Some(s),
                 Some(old) => {
                     // The pid was reused: the tracked process ended.
@@ -466,7 +467,7 @@ impl FdScanner {
             let keep = s.seen == scan;
             if !keep && s.idle.is_some() {
                 snap.exited.push(ProcKey {
-                    pid: *pid,
+                    pid,
                     start_time: s.start_time,
                 });
             }

@@ -60,6 +60,27 @@ impl<V> PidTable<V> {
         &mut self.entries[i].1
     }
 
+    /// Put `v` in as the entry of `pid`, replacing any.
+    pub fn insert(&mut self, pid: i32, v: V) {
+        match self.at.get(&pid) {
+            Some(&i) => self.entries[i as usize].1 = v,
+            None => {
+                self.at.insert(pid, self.entries.len() as u32);
+                self.entries.push((pid, v));
+            }
+        }
+    }
+
+    /// Take out the entry of `pid` (the last entry takes its place).
+    pub fn remove(&mut self, pid: i32) -> Option<V> {
+        let i = self.at.remove(&pid)? as usize;
+        let (_, v) = self.entries.swap_remove(i);
+        if let Some((moved, _)) = self.entries.get(i) {
+            self.at.insert(*moved, i as u32);
+        }
+        Some(v)
+    }
+
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.entries.iter().map(|(_, v)| v)
     }
@@ -80,11 +101,7 @@ impl<V> PidTable<V> {
                 i += 1;
                 continue;
             }
-            self.at.remove(&pid);
-            self.entries.swap_remove(i);
-            if let Some((moved, _)) = self.entries.get(i) {
-                self.at.insert(*moved, i as u32);
-            }
+            self.remove(pid);
         }
         let left = self.entries.len();
         if self.entries.capacity() > 2 * left {
@@ -138,6 +155,18 @@ mod tests {
         // An existing entry is returned, not replaced.
         assert_eq!(t.get_or_default(9), "p9");
         assert_eq!(t.get_or_default(11), "");
+        assert!(t.is_consistent());
+        // Taken out and put back, as the fd scanner does.
+        assert_eq!(t.remove(9).as_deref(), Some("p9"));
+        assert_eq!(t.remove(9), None);
+        assert!(t.is_consistent());
+        t.insert(9, "new".into());
+        t.insert(2, "again".into());
+        assert_eq!(
+            (t.get(9).map(String::as_str), t.get(2).map(String::as_str)),
+            (Some("new"), Some("again"))
+        );
+        assert_eq!(t.len(), 4);
         assert!(t.is_consistent());
         t.retain(|_, _| false);
         assert!(t.is_empty() && t.is_consistent());
