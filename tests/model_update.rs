@@ -256,7 +256,7 @@ fn reused_pid_is_a_new_process_never_a_delta() {
     assert_eq!(r.syscr_per_s, 40.0);
     assert_eq!(r.avg_read, Some(100_000.0));
     assert_eq!(r.cache_share, Some(0.75));
-    assert_eq!(old.since_start.unwrap().rchar, 4_000_000);
+    assert_eq!(old.since_start.as_deref().unwrap().rchar, 4_000_000);
 
     // pid 500 exits and the pid is reused by a new process (other start
     // time) whose counters are smaller: no rates, no "since start" carried
@@ -268,12 +268,12 @@ fn reused_pid_is_a_new_process_never_a_delta() {
     let new = m.procs.iter().find(|p| p.raw.key.pid == 500).unwrap();
     assert_eq!(new.raw.key.start_time, 2000);
     assert_eq!(new.rates, None);
-    assert_eq!(new.since_start, Some(ProcIo::default()));
+    assert_eq!(new.since_start.as_deref(), Some(&ProcIo::default()));
     // The other process is unaffected.
     let p77 = m.procs.iter().find(|p| p.raw.key.pid == 77).unwrap();
     assert_eq!(p77.rates.as_deref().unwrap().rchar_bps, 4096.0);
     // Its total counts from its first read, two updates back.
-    assert_eq!(p77.since_start.unwrap().rchar, 8192);
+    assert_eq!(p77.since_start.as_deref().unwrap().rchar, 8192);
 
     // Even when the new process's counters are *larger* than the old one's.
     let mut m = model();
@@ -281,11 +281,11 @@ fn reused_pid_is_a_new_process_never_a_delta() {
     m.update(proc_sample(2, vec![proc(600, 3000, 50_000_000, 0, 9)]));
     let p = &m.procs[0];
     assert_eq!(p.rates, None);
-    assert_eq!(p.since_start, Some(ProcIo::default()));
+    assert_eq!(p.since_start.as_deref(), Some(&ProcIo::default()));
     m.update(proc_sample(3, vec![proc(600, 3000, 50_001_000, 0, 10)]));
     let p = &m.procs[0];
     assert_eq!(p.rates.as_deref().unwrap().rchar_bps, 1000.0);
-    assert_eq!(p.since_start.unwrap().rchar, 1000);
+    assert_eq!(p.since_start.as_deref().unwrap().rchar, 1000);
 }
 
 #[test]
@@ -654,7 +654,7 @@ fn exited_processes_get_one_row_each_named_by_their_uid_and_kept_five_seconds() 
             .iter()
             .filter(|p| p.exited)
             .map(|p| {
-                let total = p.since_start.map_or(0, |t| t.rchar);
+                let total = p.since_start.as_deref().map_or(0, |t| t.rchar);
                 (p.raw.key.pid, p.raw.user.as_deref().map(str::to_string), total)
             })
             .collect();

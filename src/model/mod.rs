@@ -117,8 +117,10 @@ pub struct ProcRow {
     /// Shared: most processes' rates are the same zeros (see
     /// [`process::SharedRates`]), and a row is kept per process.
     pub rates: Option<Arc<ProcRates>>,
-    /// Counters accumulated since iolens first saw this process.
-    pub since_start: Option<ProcIo>,
+    /// Counters accumulated since iolens first saw this process. Shared
+    /// where zero (most processes never do I/O; see
+    /// [`process::SharedRates`]).
+    pub since_start: Option<Arc<ProcIo>>,
     /// Devices of its open files (for processes whose files were read this
     /// sample: those doing I/O, tracked or watched).
     pub devices: Vec<ProcDevice>,
@@ -245,7 +247,7 @@ pub struct Model {
     /// made in it (a new vector each update left the heap full of holes
     /// of that size).
     spare_baselines: Vec<process::Baseline>,
-    /// The rows' rates, shared where equal.
+    /// The rows' rates and totals, shared where equal.
     shared_rates: process::SharedRates,
     /// The next sample only becomes the new baseline (see [`Model::rebaseline`]).
     rebase: bool,

@@ -140,7 +140,7 @@ impl Model {
             rows.push(ProcRow {
                 raw: p,
                 rates: rates.map(|r| self.shared_rates.share(r)),
-                since_start,
+                since_start: since_start.map(|t| self.shared_rates.total(t)),
                 devices,
                 reads_files,
                 worker,
@@ -219,8 +219,8 @@ impl Model {
             if !keys.contains(&r.raw.key) {
                 return true;
             }
-            if let Some(t) = r.since_start {
-                earlier.insert(r.raw.key, t);
+            if let Some(t) = r.since_start.as_deref() {
+                earlier.insert(r.raw.key, *t);
             }
             false
         });
@@ -239,7 +239,7 @@ impl Model {
             self.exited_rows.push((
                 ProcRow {
                     rates: rates.map(|r| self.shared_rates.share(r)),
-                    since_start: Some(total),
+                    since_start: Some(self.shared_rates.total(total)),
                     exited: true,
                     ..ProcRow::example(raw)
                 },

@@ -7,16 +7,26 @@ use serde::Serialize;
 use super::counters::delta64;
 use crate::collect::process::{ProcIo, ProcKey, RawProc};
 
-/// Rates handed to rows: most processes' rates are the same zeros every
-/// sample, so their rows share one copy (a copy each was a quarter of a
-/// row, and a row is kept per process).
+/// Rates and totals handed to rows: most processes' rates are the same
+/// zeros every sample, and their totals zero, so their rows share one
+/// copy (copies were two fifths of a row, and a row is kept per process).
 #[derive(Debug, Clone, Default)]
 pub struct SharedRates {
     /// The last few different idle rates handed out.
     idle: Vec<Arc<ProcRates>>,
+    zero_total: Arc<ProcIo>,
 }
 
 impl SharedRates {
+    /// A total, shared when zero.
+    pub fn total(&self, t: ProcIo) -> Arc<ProcIo> {
+        if t == ProcIo::default() {
+            self.zero_total.clone()
+        } else {
+            Arc::new(t)
+        }
+    }
+
     const KEEP: usize = 4;
 
     pub fn share(&mut self, r: ProcRates) -> Arc<ProcRates> {
@@ -330,7 +340,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn idle_rates_are_shared_and_others_are_not() {
+    fn idle_rates_and_zero_totals_are_shared_and_others_are_not() {
         let mut shared = SharedRates::default();
         let zero = ProcRates::default();
         let waiting = ProcRates {
@@ -363,6 +373,17 @@ mod tests {
         }
         assert_eq!(shared.idle.len(), SharedRates::KEEP);
         assert!(!Arc::ptr_eq(&a, &shared.share(zero)));
+        // Totals: zero ones shared, others not.
+        let moved = ProcIo {
+            rchar: 1,
+            ..ProcIo::default()
+        };
+        assert!(Arc::ptr_eq(
+            &shared.total(ProcIo::default()),
+            &shared.total(ProcIo::default())
+        ));
+        assert!(!Arc::ptr_eq(&shared.total(moved), &shared.total(moved)));
+        assert_eq!(*shared.total(moved), moved);
     }
 
     #[test]

@@ -284,7 +284,7 @@ fn totals(io: &ProcIo, reads_files: bool) -> ProcNums {
 /// counters not readable).
 pub fn nums(p: &ProcRow, accumulated: bool) -> Option<ProcNums> {
     if accumulated {
-        return p.since_start.as_ref().map(|io| totals(io, p.reads_files));
+        return p.since_start.as_deref().map(|io| totals(io, p.reads_files));
     }
     let r = p.rates.as_deref()?;
     let sys = r.syscr_per_s + r.syscw_per_s;
