@@ -13,8 +13,8 @@ use super::{
 use crate::collect::Reader;
 use crate::collect::threads::{ThreadIo, read_threads};
 
-/// What is kept of a listed pid between samples, in one entry (one lookup
-/// for an idle process, and one key and one map's spare room per process).
+/// What is kept of a listed pid between samples, in one entry of a
+/// [`PidTable`] (one lookup for an idle process, one position per pid).
 #[derive(Debug, Default)]
 struct Known {
     /// The start time of the process its facts belong to (the pid is the
