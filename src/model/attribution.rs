@@ -50,10 +50,9 @@ impl ThreadBase {
 
     /// Its counters, as of sample `seen` (the tid stays).
     fn set(&mut self, io: ProcIo, seen: u64, dead: bool) {
-        *self = ThreadBase {
-            tid: self.tid,
-            ..Self::new(io, seen, dead)
-        };
+        self.io = io;
+        self.seen = seen;
+        self.dead = dead;
     }
 }
 

@@ -18,6 +18,8 @@ pub struct SharedRates {
 }
 
 impl SharedRates {
+    const KEEP: usize = 4;
+
     /// A total, shared when zero.
     pub fn total(&self, t: ProcIo) -> Arc<ProcIo> {
         if t == ProcIo::default() {
@@ -27,8 +29,8 @@ impl SharedRates {
         }
     }
 
-    const KEEP: usize = 4;
-
+    /// Rates, shared when idle and equal to one of the last [`Self::KEEP`]
+    /// different idle ones handed out.
     pub fn share(&mut self, r: ProcRates) -> Arc<ProcRates> {
         if !r.is_idle() {
             return Arc::new(r);
