@@ -17,6 +17,7 @@
 pub mod blkdev;
 pub mod dirent;
 pub mod fiemap;
+pub mod input;
 pub mod ioprio;
 pub mod malloc;
 pub mod mount;
