@@ -230,6 +230,8 @@ fn sample_with_files(t_s: u64, procs: Vec<RawProc>, files: Vec<(ProcKey, Vec<Raw
                     io: None,
                     reason: ScanReason::Active,
                     fds,
+                    unread: 0,
+                    devs: Vec::new(),
                 })
                 .collect(),
             ..Default::default()

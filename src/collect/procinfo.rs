@@ -64,10 +64,13 @@ pub fn read(reader: &mut Reader, key: ProcKey, comm: &str, io: Option<ProcIo>) -
         .read_limited(format!("/proc/{}/cgroup", key.pid), CGROUP_MAX)
         .ok()
         .and_then(|b| parse_cgroup(&String::from_utf8_lossy(b)));
+    // A process holding more open files than the budget: the first ones,
+    // and a note saying how many were not read.
     let mut scanner = FdScanner::new(Watch {
         pids: vec![key.pid],
         names: Vec::new(),
     });
+    scanner.report_all = true;
     let snap = scanner.scan(
         reader,
         &[ScanProc {
@@ -77,7 +80,15 @@ pub fn read(reader: &mut Reader, key: ProcKey, comm: &str, io: Option<ProcIo>) -
         }],
     );
     match snap.procs.into_iter().find(|p| p.key == key) {
-        Some(p) => info.fds = p.fds,
+        Some(p) => {
+            if p.unread > 0 {
+                info.error = Some(format!(
+                    "{} more open fds not read (at most {} per look)",
+                    p.unread, scanner.budget.fds
+                ));
+            }
+            info.fds = p.fds;
+        }
         None if snap.denied > 0 => {
             info.error = Some(format!("open files of PID {}: permission denied (not root)", key.pid));
         }

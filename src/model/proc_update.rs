@@ -44,8 +44,8 @@ impl Model {
             old.clear();
         }
         let mut before = process::BaselineWalk::new(&old);
-        let files: PidMap<ProcKey, &[crate::collect::fdinfo::RawFd]> =
-            cur.fds.procs.iter().map(|f| (f.key, f.fds.as_slice())).collect();
+        let files: PidMap<ProcKey, &crate::collect::fdinfo::FdProc> =
+            cur.fds.procs.iter().map(|f| (f.key, f)).collect();
         // Sorted, as the baselines are.
         let prev_listed: Vec<ProcKey> = old.iter().map(|b| b.key).collect();
         let interval = self.attribution.update(
@@ -83,10 +83,14 @@ impl Model {
             let fds = files.get(&p.key).copied();
             // A file with data (an empty lock file open for reading has
             // nothing to read) or a block device.
-            let reads_files =
-                fds.is_some_and(|f| f.iter().any(|fd| fd.access().reads() && fd.size.is_some_and(|s| s > 0)));
+            let reads_files = fds.is_some_and(|f| {
+                f.fds
+                    .iter()
+                    .any(|fd| fd.access().reads() && fd.size.is_some_and(|s| s > 0))
+            });
             let devices = fds.map_or_else(Vec::new, |f| {
-                procdev::devices_of(f, &cur.disks, &cur.devices, &cur.anon_mounts)
+                let devs = f.fds.iter().map(|fd| fd.dev).chain(f.devs.iter().copied());
+                procdev::devices_of(devs, &cur.disks, &cur.devices, &cur.anon_mounts)
             });
             let worker = self.worker_of(&p);
             let mut children_rates = None;

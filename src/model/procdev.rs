@@ -9,7 +9,6 @@
 use serde::Serialize;
 
 use crate::collect::diskstats::DiskStat;
-use crate::collect::fdinfo::RawFd;
 use crate::collect::mountinfo::AnonMount;
 use crate::collect::sysblock::DeviceInfo;
 
@@ -89,9 +88,14 @@ pub fn device_name(dev: u64, disks: &[DiskStat], infos: &[DeviceInfo], anon: &[A
     Some(parent.unwrap_or_else(|| d.name.clone()))
 }
 
-/// The devices of a process's open files, sorted, each once.
-pub fn devices_of(fds: &[RawFd], disks: &[DiskStat], infos: &[DeviceInfo], anon: &[AnonMount]) -> Vec<ProcDevice> {
-    let mut devs: Vec<u64> = fds.iter().map(|f| f.dev).collect();
+/// The devices of a process's open files (their `dev`), sorted, each once.
+pub fn devices_of(
+    devs: impl IntoIterator<Item = u64>,
+    disks: &[DiskStat],
+    infos: &[DeviceInfo],
+    anon: &[AnonMount],
+) -> Vec<ProcDevice> {
+    let mut devs: Vec<u64> = devs.into_iter().collect();
     devs.sort_unstable();
     devs.dedup();
     let mut out: Vec<ProcDevice> = devs
@@ -118,7 +122,7 @@ pub fn on_device(devices: &[ProcDevice], name: &str, parent: Option<&str>) -> bo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::fdinfo::FdTarget;
+    use crate::collect::fdinfo::{FdTarget, RawFd};
 
     fn makedev(major: u64, minor: u64) -> u64 {
         ((major & 0xfffff000) << 32) | ((major & 0xfff) << 8) | ((minor & 0xffffff00) << 12) | (minor & 0xff)
@@ -187,7 +191,7 @@ mod tests {
             fd(makedev(0, 99)),
             fd(makedev(8, 1)),
         ];
-        let names: Vec<String> = devices_of(&fds, &disks, &infos, &anon)
+        let names: Vec<String> = devices_of(fds.iter().map(|f| f.dev), &disks, &infos, &anon)
             .into_iter()
             .map(|d| {
                 assert_eq!(d.source, DevSource::OpenFiles);
@@ -195,7 +199,7 @@ mod tests {
             })
             .collect();
         assert_eq!(names, ["btrfs:vdb1", "loop0", "overlay", "sda"]);
-        let devs = devices_of(&fds, &disks, &infos, &anon);
+        let devs = devices_of(fds.iter().map(|f| f.dev), &disks, &infos, &anon);
         assert!(on_device(&devs, "sda1", Some("sda")));
         assert!(on_device(&devs, "loop0", None));
         assert!(!on_device(&devs, "sdb", None));

@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::collect::fdinfo::{Access, FdSnapshot, FdTarget, RawFd, ScanReason};
+use crate::collect::fdinfo::{Access, FdSnapshot, FdTarget, RawFd, ScanReason, TRACK_IDLE_SAMPLES};
 use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey};
 
 /// Intervals the rate is smoothed over.
@@ -434,13 +434,20 @@ impl Tracker {
         }
         // Entries that were not seen again: closed, reused, or their process
         // ended (when it was scanned or is known to have exited).
-        let scanned: PidSet<ProcKey> = snap.procs.iter().map(|p| p.key).collect();
+        // A process whose table was read in parts did not close the files
+        // that were not read: they stay a while (its moving ones are read
+        // every scan).
+        let scanned: PidSet<ProcKey> = snap.procs.iter().filter(|p| p.unread == 0).map(|p| p.key).collect();
+        let parts: PidSet<ProcKey> = snap.procs.iter().filter(|p| p.unread > 0).map(|p| p.key).collect();
         let procs = &mut self.procs;
         self.entries.retain(|key, st| {
             if st.round == round {
                 return true;
             }
             let pk = key.proc_key();
+            if parts.contains(&pk) {
+                return round - st.round < u64::from(TRACK_IDLE_SAMPLES);
+            }
             // Seen with a path (read into, or in a process doing I/O), then closed.
             if st.read_path
                 && (scanned.contains(&pk) || snap.exited.contains(&pk))
@@ -515,7 +522,7 @@ impl Tracker {
         }
         // Forget processes that are gone and have nothing left to show.
         self.procs
-            .retain(|k, _| scanned.contains(k) || jobs.iter().any(|j| j.proc == *k));
+            .retain(|k, _| scanned.contains(k) || parts.contains(k) || jobs.iter().any(|j| j.proc == *k));
         sort_jobs(&mut jobs);
         self.jobs = jobs;
         self.last_ns = Some(now_ns);
@@ -632,6 +639,8 @@ mod tests {
                     io: Some(ProcIo::default()),
                     reason: ScanReason::Full,
                     fds: vec![fd(3, 0, 0, 10, pid as u64)],
+                    unread: 0,
+                    devs: Vec::new(),
                 })
                 .collect(),
             ..Default::default()
@@ -659,6 +668,8 @@ mod tests {
                 }),
                 reason: ScanReason::Active,
                 fds,
+                unread: 0,
+                devs: Vec::new(),
             }],
             ..Default::default()
         }

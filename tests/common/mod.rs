@@ -59,6 +59,8 @@ fn dd_files() -> FdSnapshot {
             io: None,
             reason: ScanReason::Active,
             fds: vec![sda],
+            unread: 0,
+            devs: Vec::new(),
         }],
         ..Default::default()
     }

@@ -28,250 +28,65 @@
 //! is read once per open file, and only once it can be a transfer (see
 //! [`RawFd::path`]). Captured trees (`--root`) have no fds to scan: their fd
 //! links would point at this machine's files.
+//!
+//! Every scan has a [`Budget`]: at most so many fd entries read and so much
+//! time, so that a process holding tens of thousands of open files (which
+//! any user can make) never holds a sample back. Watched processes are
+//! read first, then the others from the smallest fd table to the biggest.
+//! A table that does not fit in what is left is read in parts: its hot fds
+//! (those whose position moved lately, at most [`HOT_FDS`]) every scan,
+//! the rest swept a budget's worth at a time across scans, and only the fds
+//! found moving are reported (with [`FdProc::unread`] saying how many were
+//! not read); a process not reached at all is read at the next scan.
+//! What is kept per fd of such a table is its position, inode and mount
+//! (about 60 bytes), and a link text only for its hot fds.
 
 mod lister;
 pub(crate) mod procdir;
 
-use std::borrow::Cow;
-use std::io;
+mod raw;
+mod read;
+
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use rustix::fs::{AtFlags, StatxFlags, statx};
-use serde::{Deserialize, Serialize};
-
+use super::Reader;
 use super::mountinfo::MountTable;
-use super::process::{PidMap, PidTable, ProcIo, ProcKey, RawProc};
-use super::{Reader, parse_u64};
-use procdir::{CName, block_size, list_fd_numbers, open_dir, read_at, read_link_at, read_small};
+use super::process::{PidMap, PidTable, ProcIo, ProcKey};
 
 pub use lister::ProcLister;
 pub use procdir::{MOUNTINFO_CAP, SMALL_CAP};
+pub use raw::{Access, FdInfo, FdProc, FdSnapshot, FdTarget, RawFd, ScanProc, ScanReason, Watch, parse_fdinfo};
 
 /// A process stays scanned this many scans after its last sign of activity.
 pub const TRACK_IDLE_SAMPLES: u32 = 60;
 
-/// `/proc/<pid>/fdinfo/<fd>`: the fields iolens uses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct FdInfo {
-    /// File position (what `lseek(fd, 0, SEEK_CUR)` would return).
-    pub pos: u64,
-    /// open(2) flags, printed by the kernel in octal.
-    pub flags: u32,
-    /// Mount id (3.15+); `None` on older kernels.
-    pub mnt_id: Option<u64>,
-    /// Inode number (5.14+); `None` on older kernels.
-    pub ino: Option<u64>,
+/// How much one scan may spend reading fds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// fd entries read per scan (each an fdinfo read, and a `statx` for a
+    /// file; the hot fds of big tables count but are read even past it).
+    pub fds: u32,
+    /// Time per scan, checked every few fds.
+    pub time: Duration,
 }
 
-/// A directory or an `O_PATH` descriptor, by its open flags (`O_TMPFILE`
-/// includes the `O_DIRECTORY` bit but opens a regular file).
-fn is_dir_or_path(flags: u32) -> bool {
-    let tmpfile = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u32;
-    flags & libc::O_PATH as u32 != 0 || (flags & libc::O_DIRECTORY as u32 != 0 && flags & tmpfile == 0)
-}
+/// The default [`Budget`]: 2,048 fds cost about 10-25 ms of a core (6-12
+/// µs each, most of it the kernel's: an fdinfo open and read, a `statx`).
+pub const BUDGET: Budget = Budget {
+    fds: 2048,
+    time: Duration::from_millis(50),
+};
 
-/// Parse an octal number (fdinfo's `flags`).
-fn parse_octal(b: &[u8]) -> Option<u32> {
-    if b.is_empty() {
-        return None;
-    }
-    let mut v: u32 = 0;
-    for &c in b {
-        if !(b'0'..=b'7').contains(&c) {
-            return None;
-        }
-        v = v.checked_mul(8)?.checked_add(u32::from(c - b'0'))?;
-    }
-    Some(v)
-}
-
-/// Parse `/proc/<pid>/fdinfo/<fd>`. `pos` and `flags` are required; `mnt_id`
-/// and `ino` are optional (older kernels); other lines (eventfd counts,
-/// inotify watches, lock lines) are ignored.
-pub fn parse_fdinfo(buf: &[u8]) -> Option<FdInfo> {
-    let (mut pos, mut flags) = (None, None);
-    let mut info = FdInfo::default();
-    for line in buf.split(|&c| c == b'\n') {
-        let Some(colon) = line.iter().position(|&c| c == b':') else {
-            continue;
-        };
-        let v = line[colon + 1..].trim_ascii();
-        match &line[..colon] {
-            b"pos" => pos = Some(parse_u64(v)?),
-            b"flags" => flags = Some(parse_octal(v)?),
-            b"mnt_id" => info.mnt_id = parse_u64(v),
-            b"ino" => info.ino = parse_u64(v),
-            _ => {}
-        }
-    }
-    info.pos = pos?;
-    info.flags = flags?;
-    Some(info)
-}
-
-/// How a file is open, from the `O_ACCMODE` bits of its flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Access {
-    Read,
-    Write,
-    ReadWrite,
-}
-
-impl Access {
-    pub fn from_flags(flags: u32) -> Self {
-        match flags & libc::O_ACCMODE as u32 {
-            x if x == libc::O_WRONLY as u32 => Access::Write,
-            x if x == libc::O_RDWR as u32 => Access::ReadWrite,
-            _ => Access::Read,
-        }
-    }
-
-    pub fn reads(self) -> bool {
-        matches!(self, Access::Read | Access::ReadWrite)
-    }
-
-    pub fn writes(self) -> bool {
-        matches!(self, Access::Write | Access::ReadWrite)
+impl Default for Budget {
+    fn default() -> Self {
+        BUDGET
     }
 }
 
-/// What an fd points at (only these two are tracked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FdTarget {
-    File,
-    BlockDevice,
-}
-
-/// One open regular file or block device of a process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RawFd {
-    pub fd: i32,
-    pub target: FdTarget,
-    pub pos: u64,
-    /// open(2) flags.
-    pub flags: u32,
-    pub mnt_id: Option<u64>,
-    /// Inode of the open file (from fdinfo, else from fstat).
-    pub ino: u64,
-    /// The device the data lives on: `st_dev` of a regular file (its
-    /// filesystem's device; major 0 for an anonymous one such as overlay or
-    /// btrfs), `st_rdev` of a block device (the device itself).
-    pub dev: u64,
-    /// Size in bytes: `st_size` of the open file, or the block device's size.
-    /// `None` when a block device's size could not be read, and for a file
-    /// on a FUSE, network or automount filesystem (`remote`).
-    pub size: Option<u64>,
-    /// On a FUSE, network or automount filesystem: never stat'ed (that can
-    /// hang), so its size is unknown and its target assumed a regular file.
-    pub remote: bool,
-    /// The link text of `/proc/<pid>/fd/<fd>` (may end in " (deleted)"; not
-    /// escaped: escape before display). `None` until the fd can be a
-    /// transfer: read into, written, moving, or in a process doing I/O.
-    #[serde(serialize_with = "ser_lossy", deserialize_with = "de_lossy", default)]
-    pub path: Option<Arc<[u8]>>,
-}
-
-/// A path as [`ser_lossy`] wrote it (a recording).
-fn de_lossy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Arc<[u8]>>, D::Error> {
-    let s: Option<String> = Deserialize::deserialize(d)?;
-    Ok(s.map(|s| Arc::from(s.into_bytes().into_boxed_slice())))
-}
-
-fn ser_lossy<S: serde::Serializer>(b: &Option<Arc<[u8]>>, s: S) -> Result<S::Ok, S::Error> {
-    match b {
-        Some(b) => s.serialize_str(&String::from_utf8_lossy(b)),
-        None => s.serialize_none(),
-    }
-}
-
-impl RawFd {
-    pub fn access(&self) -> Access {
-        Access::from_flags(self.flags)
-    }
-}
-
-/// Why a process was scanned (for the model's honesty rules and for display).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScanReason {
-    Watched,
-    Active,
-    Tracked,
-    Full,
-}
-
-/// The open files of one scanned process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FdProc {
-    pub key: ProcKey,
-    /// The kernel's comm (unescaped).
-    pub comm: String,
-    /// I/O counters read in the same sample; `None` when not allowed.
-    pub io: Option<ProcIo>,
-    pub reason: ScanReason,
-    pub fds: Vec<RawFd>,
-}
-
-/// The fd part of one sample.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct FdSnapshot {
-    /// Processes whose fds were read in this sample.
-    pub procs: Vec<FdProc>,
-    /// Processes scanned or tracked before that are gone now.
-    pub exited: Vec<ProcKey>,
-    /// Processes in the listing (candidates).
-    pub listed: u32,
-    /// fd entries looked at in this sample.
-    pub fds_seen: u64,
-    /// Processes whose fds we were not allowed to read.
-    pub denied: u32,
-}
-
-/// A process as the scanner needs it: from the collector's process snapshot
-/// or from [`ProcLister`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScanProc<'a> {
-    pub key: ProcKey,
-    pub comm: Cow<'a, str>,
-    pub io: Option<ProcIo>,
-}
-
-impl<'a> From<&'a RawProc> for ScanProc<'a> {
-    fn from(p: &'a RawProc) -> Self {
-        ScanProc {
-            key: p.key,
-            comm: Cow::Borrowed(&p.comm),
-            io: p.io.as_ref().ok().copied(),
-        }
-    }
-}
-
-/// Which processes are watched (always scanned).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Watch {
-    pub pids: Vec<i32>,
-    /// Exact comm names.
-    pub names: Vec<String>,
-}
-
-impl Watch {
-    pub fn is_empty(&self) -> bool {
-        self.pids.is_empty() && self.names.is_empty()
-    }
-
-    /// A name longer than the kernel's 15-byte comm matches its first 15 bytes.
-    pub fn matches(&self, pid: i32, comm: &str) -> bool {
-        self.pids.contains(&pid)
-            || self
-                .names
-                .iter()
-                .any(|n| n == comm || (n.len() > 15 && comm.len() == 15 && n.as_bytes().starts_with(comm.as_bytes())))
-    }
-}
+/// At most this many fds of a table read in parts are re-read every scan:
+/// the ones whose position moved most recently.
+pub const HOT_FDS: usize = 32;
 
 /// An fd as seen at the previous scan.
 #[derive(Debug, Clone)]
@@ -280,6 +95,8 @@ struct SeenFd {
     ino: u64,
     mnt_id: Option<u64>,
     path: Option<Arc<[u8]>>,
+    /// The scan in which its position last moved (0: never seen moving).
+    moved: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -294,18 +111,54 @@ struct ProcState {
     fds: Option<Box<PidMap<i32, SeenFd>>>,
     /// The last scan that listed the process.
     seen: u64,
+    /// Its open fds at the last listing (0: not listed yet).
+    table: u32,
+    /// Owed a full-scan read that the budget did not reach.
+    full_owed: bool,
+    /// While its table is read in parts: where the sweep is.
+    sweep: Option<Box<Sweep>>,
 }
 
-/// Decides which processes to scan and reads their fds; keeps what it needs
-/// from the previous sample (I/O counters, positions, link texts).
+/// The sweep of a table read in parts.
+#[derive(Debug, Clone, Default)]
+struct Sweep {
+    /// The fd number the sweep goes on from (0: a new sweep).
+    cursor: i32,
+    /// Entries this sweep has listed so far.
+    count: u32,
+    /// Devices of the files this sweep has read so far, and of the last
+    /// whole sweep (a process's devices column).
+    devs: Vec<u64>,
+    devs_last: Vec<u64>,
+}
+
+/// One process to read in a scan.
+#[derive(Debug, Clone, Copy)]
+struct Todo {
+    /// Its index in the listing.
+    at: usize,
+    reason: ScanReason,
+    /// Some(false): no read/write syscall since the last sample; None: unknown.
+    moved_io: Option<bool>,
+    table: u32,
+}
+
+/// Decides which processes to scan and reads their fds within a [`Budget`];
+/// keeps what it needs from the previous sample (I/O counters, positions,
+/// link texts).
 #[derive(Debug, Default)]
 pub struct FdScanner {
     pub watch: Watch,
     /// When set, the next scan reads every listed process (then clears).
     pub full_next: bool,
+    pub budget: Budget,
+    /// Report every fd read of a table read in parts, not only the moving
+    /// ones (a one-off listing: the process detail).
+    pub report_all: bool,
     state: PidTable<ProcState>,
     /// Scans made.
     scans: u64,
+    todo: Vec<Todo>,
     buf: Vec<u8>,
     dents: Vec<u8>,
     numbers: Vec<i32>,
@@ -319,6 +172,47 @@ pub struct FdScanner {
     unlisted: Vec<u64>,
     /// Where the watchdog learns which process is being read.
     pub activity: std::sync::Arc<super::activity::Activity>,
+}
+
+/// What is left of one scan's [`Budget`].
+struct Spend {
+    left: u32,
+    deadline: Instant,
+    taken: u32,
+}
+
+impl Spend {
+    fn new(b: Budget) -> Self {
+        Spend {
+            left: b.fds,
+            deadline: Instant::now() + b.time,
+            taken: 0,
+        }
+    }
+
+    /// Take one fd entry; false once the budget is spent (in fds or time).
+    fn take(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.taken += 1;
+        if self.taken.is_multiple_of(32) && Instant::now() >= self.deadline {
+            self.left = 0;
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+
+    /// A hot fd: read even past the budget, but counted.
+    fn take_hot(&mut self) {
+        self.taken += 1;
+        self.left = self.left.saturating_sub(1);
+    }
+
+    fn fits(&self, n: usize) -> bool {
+        n <= self.left as usize
+    }
 }
 
 impl FdScanner {
@@ -343,126 +237,38 @@ impl FdScanner {
         let full = std::mem::take(&mut self.full_next);
         self.mounts.clear();
         self.unlisted.clear();
-        if !r.is_live() {
-            // A captured tree's fd links point at this machine's files.
-            return FdSnapshot {
-                listed: procs.len() as u32,
-                ..Default::default()
-            };
-        }
-        let own_pid = if r.is_live() { std::process::id() as i32 } else { -1 };
         let mut snap = FdSnapshot {
             listed: procs.len() as u32,
             ..Default::default()
         };
-        self.scans += 1;
-        let scan = self.scans;
-        self.state.reserve_total(procs.len());
-        for p in procs {
-            let io = p.io.as_ref().map(ProcIo::syscalls_mark);
-            // Most processes: known, not tracked, no read or write since the
-            // last sample, nothing to scan; updated in place.
-            if let Some(s) = self.state.get_mut(p.key.pid)
-                && s.start_time == p.key.start_time
-                && s.idle.is_none()
-                && !full
-                && !matches!((s.io, io), (Some(a), Some(b)) if a != b)
-                && !self.watch.matches(p.key.pid, &p.comm)
-            {
-                s.io = io;
-                s.seen = scan;
-                continue;
-            }
-            let prev = match self.state.remove(p.key.pid) {
-                Some(s) if s.start_time == p.key.start_time => Some(s),
-                Some(old) => {
-                    // The pid was reused: the tracked process ended.
-                    if old.idle.is_some() {
-                        snap.exited.push(ProcKey {
-                            pid: p.key.pid,
-                            start_time: old.start_time,
-                        });
-                    }
-                    None
-                }
-                None => None,
-            };
-            // Some(false): known to have made no read/write syscall since the
-            // last sample; None: unknown (first sight, or no counters).
-            let moved_io = match (prev.as_ref().and_then(|s| s.io), io) {
-                (Some(a), Some(b)) => Some(a != b),
-                _ => None,
-            };
-            let active = moved_io == Some(true);
-            let tracked = prev.as_ref().is_some_and(|s| s.idle.is_some());
-            let reason = if self.watch.matches(p.key.pid, &p.comm) {
-                Some(ScanReason::Watched)
-            } else if p.key.pid == own_pid {
-                None // iolens itself (its log and terminal are not transfers)
-            } else if active {
-                Some(ScanReason::Active)
-            } else if tracked {
-                Some(ScanReason::Tracked)
-            } else if full {
-                Some(ScanReason::Full)
-            } else {
-                None
-            };
-            let mut st = prev.unwrap_or(ProcState {
-                start_time: p.key.start_time,
-                io: None,
-                idle: None,
-                fds: None,
-                seen: scan,
-            });
-            st.io = io;
-            st.seen = scan;
-            let Some(reason) = reason else {
-                st.idle = None;
-                st.fds = None;
-                self.state.insert(p.key.pid, st);
-                continue;
-            };
-            self.activity.set_pid(p.key.pid);
-            match self.read_fds(r, p.key.pid, moved_io, &mut st, &mut snap.fds_seen) {
-                Ok((fds, moved)) => {
-                    let busy = active || moved || reason == ScanReason::Watched;
-                    st.idle = match (busy, st.idle) {
-                        (true, _) => Some(0),
-                        (false, Some(n)) if n + 1 < TRACK_IDLE_SAMPLES => Some(n + 1),
-                        // Seen by a full scan: look once more, to see whether it moves.
-                        (false, None) if reason == ScanReason::Full && !fds.is_empty() => Some(TRACK_IDLE_SAMPLES - 1),
-                        _ => None,
-                    };
-                    if st.idle.is_none() {
-                        st.fds = None;
-                    }
-                    snap.procs.push(FdProc {
-                        key: p.key,
-                        comm: p.comm.to_string(),
-                        io: p.io,
-                        reason,
-                        fds,
-                    });
-                }
-                Err(e) => {
-                    match e.raw_os_error() {
-                        Some(libc::ENOENT) | Some(libc::ESRCH) => {
-                            if st.idle.is_some() {
-                                snap.exited.push(p.key);
-                            }
-                            continue;
-                        }
-                        Some(libc::EACCES) | Some(libc::EPERM) => snap.denied += 1,
-                        _ => {}
-                    }
-                    st.idle = None;
-                    st.fds = None;
-                }
-            }
-            self.state.insert(p.key.pid, st);
+        if !r.is_live() {
+            // A captured tree's fd links point at this machine's files.
+            return snap;
         }
+        self.scans += 1;
+        self.state.reserve_total(procs.len());
+        let mut todo = std::mem::take(&mut self.todo);
+        todo.clear();
+        for (at, p) in procs.iter().enumerate() {
+            if let Some((reason, moved_io, table)) = self.decide(p, full, &mut snap.exited) {
+                todo.push(Todo {
+                    at,
+                    reason,
+                    moved_io,
+                    table,
+                });
+            }
+        }
+        // Watched processes first, then from the smallest table: the
+        // biggest are read last, in parts where the budget runs out.
+        todo.sort_by_key(|t| (t.reason != ScanReason::Watched, t.table));
+        let mut spend = Spend::new(self.budget);
+        for t in &todo {
+            self.read_proc(r, &procs[t.at], *t, &mut spend, &mut snap);
+        }
+        self.todo = todo;
         // Tracked processes missing from the listing have exited.
+        let scan = self.scans;
         self.state.retain(|pid, s| {
             let keep = s.seen == scan;
             if !keep && s.idle.is_some() {
@@ -477,215 +283,163 @@ impl FdScanner {
         snap
     }
 
-    /// Whether a file of `pid` on mount `id` may block when stat'ed. A mount
-    /// missing from the table has the process's own mountinfo read (it may
-    /// live in another mount namespace); one still missing, or a mountinfo
-    /// that cannot be read, counts as one that may block.
-    fn mount_may_block(&mut self, r: &Reader, pid: i32, id: u64) -> bool {
-        if let Some(b) = self.mounts.fd_may_block(id) {
-            return b;
-        }
-        if self.unlisted.contains(&id) {
-            return true;
-        }
-        let mut name = CName::default();
-        if let Ok(dir) = open_dir(&r.path("/proc"))
-            && let Ok(text) = read_at(
-                &dir,
-                name.set3(b"", pid, b"/mountinfo"),
-                &mut self.buf,
-                false,
-                MOUNTINFO_CAP,
-            )
+    /// Whether `p` is read in this scan, and why; its state stays in the
+    /// table, marked seen in this scan.
+    fn decide(
+        &mut self,
+        p: &ScanProc<'_>,
+        full: bool,
+        exited: &mut Vec<ProcKey>,
+    ) -> Option<(ScanReason, Option<bool>, u32)> {
+        let scan = self.scans;
+        let io = p.io.as_ref().map(ProcIo::syscalls_mark);
+        let watched = self.watch.matches(p.key.pid, &p.comm);
+        // Most processes: known, not tracked, no read or write since the
+        // last sample, nothing to scan; updated in place.
+        if let Some(s) = self.state.get_mut(p.key.pid)
+            && s.start_time == p.key.start_time
+            && s.idle.is_none()
+            && !s.full_owed
+            && !full
+            && !matches!((s.io, io), (Some(a), Some(b)) if a != b)
+            && !watched
         {
-            self.mounts.extend(super::mountinfo::parse(text));
+            s.io = io;
+            s.seen = scan;
+            return None;
         }
-        self.mounts.fd_may_block(id).unwrap_or_else(|| {
-            self.unlisted.push(id);
-            true
-        })
+        let prev = match self.state.remove(p.key.pid) {
+            Some(s) if s.start_time == p.key.start_time => Some(s),
+            Some(old) => {
+                // The pid was reused: the tracked process ended.
+                if old.idle.is_some() {
+                    exited.push(ProcKey {
+                        pid: p.key.pid,
+                        start_time: old.start_time,
+                    });
+                }
+                None
+            }
+            None => None,
+        };
+        let moved_io = match (prev.as_ref().and_then(|s| s.io), io) {
+            (Some(a), Some(b)) => Some(a != b),
+            _ => None,
+        };
+        let tracked = prev.as_ref().is_some_and(|s| s.idle.is_some());
+        let owed = prev.as_ref().is_some_and(|s| s.full_owed);
+        let reason = if watched {
+            Some(ScanReason::Watched)
+        } else if p.key.pid == std::process::id() as i32 {
+            None // iolens itself (its log and terminal are not transfers)
+        } else if moved_io == Some(true) {
+            Some(ScanReason::Active)
+        } else if tracked {
+            Some(ScanReason::Tracked)
+        } else if full || owed {
+            Some(ScanReason::Full)
+        } else {
+            None
+        };
+        let mut st = prev.unwrap_or(ProcState {
+            start_time: p.key.start_time,
+            io: None,
+            idle: None,
+            fds: None,
+            seen: scan,
+            table: 0,
+            full_owed: false,
+            sweep: None,
+        });
+        st.io = io;
+        st.seen = scan;
+        st.full_owed = false;
+        if reason.is_none() {
+            st.idle = None;
+            st.fds = None;
+            st.sweep = None;
+        }
+        let table = st.table;
+        self.state.insert(p.key.pid, st);
+        reason.map(|r| (r, moved_io, table))
     }
 
-    /// Read the regular files and block devices open in one process. Returns
-    /// them and whether any position moved since the previous scan.
-    fn read_fds(
-        &mut self,
-        r: &Reader,
-        pid: i32,
-        moved_io: Option<bool>,
-        st: &mut ProcState,
-        fds_seen: &mut u64,
-    ) -> io::Result<(Vec<RawFd>, bool)> {
-        let mut name = CName::default();
-        let fd_dir = open_dir(&r.path(format!("/proc/{pid}/fd")))?;
-        // One more directory open per process saves two path components
-        // ("../fdinfo/") on every fd.
-        let info_dir = open_dir(&r.path(format!("/proc/{pid}/fdinfo")))?;
-        let mut numbers = std::mem::take(&mut self.numbers);
-        numbers.clear();
-        list_fd_numbers(&fd_dir, &mut self.dents, &mut numbers)?;
-        *fds_seen += numbers.len() as u64;
-        let mut out = Vec::new();
-        let mut moved = false;
-        let mut old = st.fds.take().unwrap_or_default();
-        let active = moved_io == Some(true);
-        for &fd in &numbers {
-            // fdinfo first: its mnt_id says whether the file may be stat'ed.
-            let Some(info) = read_small(&info_dir, name.set(b"", fd), &mut self.buf)
-                .ok()
-                .and_then(parse_fdinfo)
-            else {
-                continue; // closed meanwhile
-            };
-            if is_dir_or_path(info.flags) {
-                continue;
+    /// Read the fds of one process chosen by [`FdScanner::decide`] and
+    /// report them in `snap`.
+    fn read_proc(&mut self, r: &Reader, p: &ScanProc<'_>, t: Todo, spend: &mut Spend, snap: &mut FdSnapshot) {
+        let Some(mut st) = self.state.remove(p.key.pid) else {
+            return;
+        };
+        self.activity.set_pid(p.key.pid);
+        match self.read_fds(r, p.key.pid, t.moved_io, &mut st, spend, &mut snap.fds_seen) {
+            Ok(out) if out.reached => {
+                let active = t.moved_io == Some(true);
+                let busy = active || out.moved || t.reason == ScanReason::Watched;
+                st.idle = match (busy, st.idle) {
+                    (true, _) => Some(0),
+                    (false, Some(n)) if n + 1 < TRACK_IDLE_SAMPLES => Some(n + 1),
+                    // Seen by a full scan: look once more, to see whether it moves.
+                    (false, None) if t.reason == ScanReason::Full && !out.fds.is_empty() => {
+                        Some(TRACK_IDLE_SAMPLES - 1)
+                    }
+                    _ => None,
+                };
+                if st.idle.is_none() {
+                    st.fds = None;
+                    st.sweep = None;
+                }
+                snap.procs.push(FdProc {
+                    key: p.key,
+                    comm: p.comm.to_string(),
+                    io: p.io,
+                    reason: t.reason,
+                    fds: out.fds,
+                    unread: out.unread,
+                    devs: out.devs,
+                });
             }
-            let remote = match info.mnt_id {
-                Some(id) => self.mount_may_block(r, pid, id),
-                // Before Linux 3.15 fdinfo has no mnt_id: nothing to go by.
-                None => false,
-            };
-            // A pipe, socket or anonymous inode lives on an internal mount
-            // that no mountinfo lists, so it counts as "may block"; its
-            // link text ("pipe:[123]") is no path: not a file, skipped
-            // (readlinkat of an fd link never reaches the filesystem).
-            if remote
-                && info.mnt_id.is_some_and(|id| self.mounts.fd_may_block(id).is_none())
-                && read_link_at(&fd_dir, name.set(b"", fd)).is_some_and(|l| !l.starts_with(b"/"))
-            {
-                continue;
+            Ok(_) => {
+                // Not reached: the budget was spent. Read at the next scan;
+                // reported with nothing read, so its transfers stay.
+                st.full_owed = t.reason == ScanReason::Full;
+                if st.idle.is_some() || t.reason != ScanReason::Full {
+                    st.idle = Some(st.idle.unwrap_or(0));
+                    snap.procs.push(FdProc {
+                        key: p.key,
+                        comm: p.comm.to_string(),
+                        io: p.io,
+                        reason: t.reason,
+                        fds: Vec::new(),
+                        unread: st.table.max(1),
+                        devs: st.sweep.as_ref().map(|s| s.devs_last.clone()).unwrap_or_default(),
+                    });
+                }
             }
-            let prev = old.remove(&fd);
-            let (target, ino, dev, size) = if remote {
-                // Never stat a file on FUSE, network or automount
-                // filesystems: that can wait on the daemon or server for
-                // ever, uninterruptibly. Its size stays unknown; its device
-                // is the mount's (mountinfo's major:minor is its st_dev).
-                let dev = info
-                    .mnt_id
-                    .and_then(|id| self.mounts.get(id))
-                    .map_or(0, |m| libc::makedev(m.major, m.minor));
-                (FdTarget::File, info.ino.unwrap_or(0), dev, None)
-            } else {
-                let Ok(sx) = statx(
-                    &fd_dir,
-                    name.set(b"", fd),
-                    AtFlags::STATX_DONT_SYNC,
-                    StatxFlags::TYPE | StatxFlags::SIZE | StatxFlags::INO,
-                ) else {
-                    continue; // closed meanwhile, or a target we may not stat
-                };
-                let target = match u32::from(sx.stx_mode) & libc::S_IFMT {
-                    libc::S_IFREG => FdTarget::File,
-                    libc::S_IFBLK => FdTarget::BlockDevice,
-                    _ => continue,
-                };
-                let size = match target {
-                    FdTarget::File => Some(sx.stx_size),
-                    FdTarget::BlockDevice => block_size(
-                        r,
-                        &fd_dir,
-                        name.set(b"", fd),
-                        (sx.stx_rdev_major, sx.stx_rdev_minor),
-                        &mut self.buf,
-                    ),
-                };
-                let dev = match target {
-                    FdTarget::File => libc::makedev(sx.stx_dev_major, sx.stx_dev_minor),
-                    FdTarget::BlockDevice => libc::makedev(sx.stx_rdev_major, sx.stx_rdev_minor),
-                };
-                (target, info.ino.unwrap_or(sx.stx_ino), dev, size)
-            };
-            let access = Access::from_flags(info.flags);
-            let (fd_moved, cached) = match prev {
-                Some(seen) if seen.ino == ino && seen.mnt_id == info.mnt_id => (seen.pos != info.pos, seen.path),
-                _ => (false, None),
-            };
-            moved |= fd_moved;
-            // The link text only for what can be a transfer: a file already
-            // read into, written to, or moving, or in a process doing I/O.
-            // An fd at 0 that never moved is not read until it does.
-            let path = cached.or_else(|| {
-                (info.pos > 0 || access.writes() || active || fd_moved)
-                    .then(|| read_link_at(&fd_dir, name.set(b"", fd)).map_or_else(|| Arc::from(&b"?"[..]), Arc::from))
-            });
-            st.fds.get_or_insert_default().insert(
-                fd,
-                SeenFd {
-                    pos: info.pos,
-                    ino,
-                    mnt_id: info.mnt_id,
-                    path: path.clone(),
-                },
-            );
-            out.push(RawFd {
-                fd,
-                target,
-                pos: info.pos,
-                flags: info.flags,
-                mnt_id: info.mnt_id,
-                ino,
-                dev,
-                size,
-                remote,
-                path,
-            });
+            Err(e) => {
+                match e.raw_os_error() {
+                    Some(libc::ENOENT) | Some(libc::ESRCH) => {
+                        if st.idle.is_some() {
+                            snap.exited.push(p.key);
+                        }
+                        return;
+                    }
+                    Some(libc::EACCES) | Some(libc::EPERM) => snap.denied += 1,
+                    _ => {}
+                }
+                st.idle = None;
+                st.fds = None;
+                st.sweep = None;
+            }
         }
-        self.numbers = numbers;
-        Ok((out, moved))
+        self.state.insert(p.key.pid, st);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
     use std::os::fd::AsRawFd;
-
-    #[test]
-    fn fdinfo_of_a_file() {
-        let b = b"pos:\t4096\nflags:\t0100002\nmnt_id:\t29\nino:\t1234567\n";
-        let i = parse_fdinfo(b).unwrap();
-        assert_eq!(i.pos, 4096);
-        assert_eq!(i.flags, 0o100002);
-        assert_eq!(Access::from_flags(i.flags), Access::ReadWrite);
-        assert_eq!(i.mnt_id, Some(29));
-        assert_eq!(i.ino, Some(1_234_567));
-    }
-
-    #[test]
-    fn fdinfo_old_kernel_and_extra_lines() {
-        // 4.x: no ino line; an eventfd has an extra line.
-        let i = parse_fdinfo(b"pos:\t0\nflags:\t02000001\nmnt_id:\t12\neventfd-count: 0\n").unwrap();
-        assert_eq!(i.flags, 0o2000001);
-        assert_eq!(Access::from_flags(i.flags), Access::Write);
-        assert_eq!(i.ino, None);
-        let i = parse_fdinfo(b"pos:\t7\nflags:\t00\n").unwrap();
-        assert_eq!((i.pos, i.mnt_id), (7, None));
-        assert_eq!(Access::from_flags(i.flags), Access::Read);
-    }
-
-    #[test]
-    fn fdinfo_malformed() {
-        assert_eq!(parse_fdinfo(b""), None);
-        assert_eq!(parse_fdinfo(b"pos:\t1\n"), None);
-        assert_eq!(parse_fdinfo(b"pos:\tx\nflags:\t0\n"), None);
-        // 8 is not an octal digit.
-        assert_eq!(parse_fdinfo(b"pos:\t1\nflags:\t08\n"), None);
-        assert_eq!(parse_octal(b"77777777777777"), None);
-    }
-
-    #[test]
-    fn watch_matches_truncated_comm() {
-        let w = Watch {
-            pids: vec![7],
-            names: vec!["tar".into(), "very-long-backup-tool".into()],
-        };
-        assert!(w.matches(7, "x"));
-        assert!(w.matches(1, "tar"));
-        assert!(!w.matches(1, "ta"));
-        assert!(w.matches(1, "very-long-backu"));
-        assert!(!w.matches(1, "very-long"));
-    }
 
     #[test]
     fn scan_policy_active_tracked_full() {
@@ -767,15 +521,6 @@ mod tests {
     }
 
     #[test]
-    fn directories_and_o_path_are_skipped_but_not_o_tmpfile() {
-        // Flags as fdinfo prints them (this machine, x86-64).
-        assert!(is_dir_or_path(0o2200000)); // opendir: O_DIRECTORY|O_CLOEXEC
-        assert!(is_dir_or_path(0o12000000)); // O_PATH|O_CLOEXEC
-        assert!(!is_dir_or_path(0o22700002)); // tempfile(): O_TMPFILE|O_RDWR
-        assert!(!is_dir_or_path(0o2100000)); // a plain read
-    }
-
-    #[test]
     fn captured_trees_have_no_fds_to_scan() {
         let dir = tempfile::tempdir().unwrap();
         let r = Reader::new(dir.path());
@@ -840,5 +585,171 @@ mod tests {
             !fds.contains(&rx.as_raw_fd()) && !fds.contains(&tx.as_raw_fd()),
             "{fds:?}"
         );
+    }
+
+    /// A process that holds `n` open regular files (and nothing to do).
+    fn holder(dir: &std::path::Path, n: usize) -> std::process::Child {
+        let f = dir.join(format!("data{n}"));
+        std::fs::write(&f, b"0123456789").unwrap();
+        let code = format!(
+            "import os,sys,time\nfds=[os.open({f:?},os.O_RDONLY) for _ in range({n})]\nprint(flush=True)\ntime.sleep(60)"
+        );
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", &code])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        child
+    }
+
+    fn listed(child: &std::process::Child) -> ScanProc<'static> {
+        ScanProc {
+            key: ProcKey {
+                pid: child.id() as i32,
+                start_time: 1,
+            },
+            comm: Cow::Borrowed("holder"),
+            io: None,
+        }
+    }
+
+    #[test]
+    fn small_tables_first_and_what_the_budget_did_not_reach_at_the_next_scan() {
+        if std::process::Command::new("python3").arg("-V").output().is_err() {
+            eprintln!("skipped: python3 is not installed");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let (mut big, mut small) = (holder(d.path(), 300), holder(d.path(), 2));
+        let r = Reader::new("/");
+        let mut sc = FdScanner {
+            budget: Budget {
+                fds: 100,
+                time: Duration::from_secs(600),
+            },
+            ..Default::default()
+        };
+        let procs = [listed(&big), listed(&small)];
+        let by_pid = |snap: &FdSnapshot, c: &std::process::Child| {
+            snap.procs.iter().find(|p| p.key.pid == c.id() as i32).cloned()
+        };
+        // Neither table is known: in listing order; the big one takes the
+        // whole budget (in part), the small one is not reached.
+        sc.full_next = true;
+        let s1 = sc.scan(&r, &procs);
+        let b = by_pid(&s1, &big).unwrap();
+        assert!(
+            b.fds.is_empty() && b.unread >= 200,
+            "{} read, {} unread",
+            b.fds.len(),
+            b.unread
+        );
+        assert_eq!(by_pid(&s1, &small), None);
+        // Owed: read at the next scan, first (its table is not known yet).
+        let s2 = sc.scan(&r, &procs);
+        let s = by_pid(&s2, &small).unwrap();
+        assert_eq!((s.fds.len(), s.unread, s.reason), (2, 0, ScanReason::Full));
+        // Another full scan: the small table first although listed last.
+        sc.full_next = true;
+        sc.budget.fds = 10;
+        let s3 = sc.scan(&r, &procs);
+        assert_eq!(by_pid(&s3, &small).map(|p| (p.fds.len(), p.unread)), Some((2, 0)));
+        assert!(by_pid(&s3, &big).is_some_and(|p| p.unread > 0));
+        for c in [&mut big, &mut small] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    #[test]
+    fn a_big_table_is_swept_in_parts_and_its_moving_fds_read_every_scan() {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut files: Vec<std::fs::File> = (0..300).map(|_| tempfile::tempfile().unwrap()).collect();
+        for f in &mut files {
+            f.write_all(b"0123456789").unwrap();
+        }
+        let me = ProcKey {
+            pid: std::process::id() as i32,
+            start_time: 1,
+        };
+        let r = Reader::new("/");
+        let mut sc = FdScanner::new(Watch {
+            pids: vec![me.pid],
+            names: vec![],
+        });
+        sc.budget.fds = 100;
+        let scan = |sc: &mut FdScanner| {
+            let p = ScanProc {
+                key: me,
+                comm: Cow::Borrowed("me"),
+                io: Some(ProcIo::default()),
+            };
+            sc.scan(&r, &[p]).procs.remove(0)
+        };
+        // Other tests move their own files in this process meanwhile.
+        let ours: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+        let of_ours = |p: &FdProc| -> Vec<(i32, u64)> {
+            p.fds
+                .iter()
+                .filter(|f| ours.contains(&f.fd))
+                .map(|f| (f.fd, f.pos))
+                .collect()
+        };
+        let first = scan(&mut sc);
+        assert!(of_ours(&first).is_empty(), "first sight: nothing moved yet");
+        assert!(first.unread >= 200, "{}", first.unread);
+        let table = first.unread as usize + 100;
+        // One sweep over the whole table, then one file moves: it is
+        // reported by the scan whose part reaches it, within one more sweep.
+        for _ in 1..table.div_ceil(100) {
+            assert!(of_ours(&scan(&mut sc)).is_empty());
+        }
+        let moving = files[150].as_raw_fd();
+        files[150].seek(SeekFrom::Start(3)).unwrap();
+        let mut found = None;
+        for i in 0..=table.div_ceil(100) {
+            let p = scan(&mut sc);
+            assert!(p.unread > 0);
+            if let Some(f) = p.fds.iter().find(|f| f.fd == moving) {
+                found = Some((i, f.pos, f.path.is_some()));
+                break;
+            }
+        }
+        assert!(matches!(found, Some((_, 3, true))), "{found:?}");
+        // Hot now: read at every scan, even with no budget left.
+        files[150].seek(SeekFrom::Start(7)).unwrap();
+        sc.budget.fds = 0;
+        let p = scan(&mut sc);
+        assert_eq!(of_ours(&p), vec![(moving, 7)]);
+        // The devices column still has the files' device.
+        assert!(!p.devs.is_empty());
+    }
+
+    #[test]
+    fn a_part_of_a_listing_is_the_whole_listing_from_a_number() {
+        // Other tests open and close fds in this process meanwhile: only
+        // this test's own files are sure to stay.
+        let files: Vec<std::fs::File> = (0..200).map(|_| tempfile::tempfile().unwrap()).collect();
+        let dir = procdir::open_dir(std::path::Path::new("/proc/self/fd")).unwrap();
+        let mut buf = Vec::new();
+        // Numbers freed by other tests are taken first: sorted, ours from
+        // the 101st on are the ones at or after `from`.
+        let mut ours: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+        ours.sort_unstable();
+        let from = ours[100];
+        let mut part = Vec::new();
+        let end = procdir::list_fd_numbers_from(&dir, from, 50, &mut buf, &mut part).unwrap();
+        assert!(!end && part.len() >= 50, "{} listed", part.len());
+        assert_eq!(part[0], from);
+        assert!(part.windows(2).all(|w| w[0] < w[1]), "{part:?}");
+        // To the end of the table.
+        part.clear();
+        assert!(procdir::list_fd_numbers_from(&dir, from, 100_000, &mut buf, &mut part).unwrap());
+        let missing: Vec<i32> = ours[100..].iter().copied().filter(|n| !part.contains(n)).collect();
+        assert!(missing.is_empty(), "{missing:?} missing from {part:?}");
+        assert!(!part.contains(&ours[99]));
+        drop(files);
     }
 }

@@ -58,25 +58,64 @@ pub(crate) fn list_fd_numbers(dir: &OwnedFd, buf: &mut Vec<u8>, out: &mut Vec<i3
     }
     loop {
         let n = crate::sys::dirent::getdents64(dir.as_fd(), buf)?;
-        let mut off = 0;
-        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
-        while off + 19 <= n {
-            let reclen = usize::from(u16::from_ne_bytes([buf[off + 16], buf[off + 17]]));
-            if reclen < 19 || off + reclen > n {
-                break;
-            }
-            let name = &buf[off + 19..off + reclen];
-            let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
-            if let Some(fd) = parse_u64(name).and_then(|v| i32::try_from(v).ok()) {
-                out.push(fd);
-            }
-            off += reclen;
-        }
+        parse_dirents(&buf[..n], out);
         // procfs fills the buffer until it runs out of entries: one that is
         // far from full was the last (this saves the call returning 0).
         if n + 1024 < buf.len() {
             return Ok(());
         }
+    }
+}
+
+/// At most about `max` entries of an open `/proc/<pid>/fd` directory, from
+/// fd number `from` on (procfs numbers its entries fd + 2, after "." and
+/// ".."), so a part of a big table costs a part of its listing (procfs
+/// makes a dentry for every entry it lists). Returns whether the listing
+/// reached the end of the table.
+pub(crate) fn list_fd_numbers_from(
+    dir: &OwnedFd,
+    from: i32,
+    max: usize,
+    buf: &mut Vec<u8>,
+    out: &mut Vec<i32>,
+) -> io::Result<bool> {
+    // An fd's entry: 19 bytes of header, up to 11 of name and its NUL, 8-aligned.
+    const ENTRY: usize = 32;
+    rustix::fs::seek(
+        dir,
+        rustix::fs::SeekFrom::Start(u64::from(from.max(0).unsigned_abs()) + 2),
+    )?;
+    if buf.len() < 32 * 1024 {
+        buf.resize(32 * 1024, 0);
+    }
+    let start = out.len();
+    while out.len() - start < max {
+        let want = ((max - (out.len() - start)) * ENTRY).clamp(ENTRY * 2, buf.len());
+        let n = crate::sys::dirent::getdents64(dir.as_fd(), &mut buf[..want])?;
+        parse_dirents(&buf[..n], out);
+        // procfs fills the buffer until it runs out of entries.
+        if n + 2 * ENTRY <= want {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The numeric names of the `linux_dirent64` records in `buf`.
+fn parse_dirents(buf: &[u8], out: &mut Vec<i32>) {
+    let mut off = 0;
+    // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+    while off + 19 <= buf.len() {
+        let reclen = usize::from(u16::from_ne_bytes([buf[off + 16], buf[off + 17]]));
+        if reclen < 19 || off + reclen > buf.len() {
+            break;
+        }
+        let name = &buf[off + 19..off + reclen];
+        let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
+        if let Some(fd) = parse_u64(name).and_then(|v| i32::try_from(v).ok()) {
+            out.push(fd);
+        }
+        off += reclen;
     }
 }
 
