@@ -82,6 +82,9 @@
 //! method (target, block size, queue depth, count, duration, cache
 //! handling, the raw histogram).
 
+// `unsafe` only in `sys` (checked by tests/source_rules.rs).
+#![deny(unsafe_code)]
+
 pub mod app;
 pub mod batch;
 pub mod batch_cgroups;
@@ -95,6 +98,7 @@ pub mod probe;
 pub mod progress;
 pub mod record;
 pub mod stop;
+#[allow(unsafe_code)]
 pub mod sys;
 pub mod tracer;
 pub mod ui;

@@ -1,6 +1,8 @@
 //! iolens binary: parse the command line, then run the dashboard, batch
 //! output, or one of the subcommands.
 
+#![deny(unsafe_code)]
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
