@@ -71,11 +71,6 @@ impl HostInfo {
             is_root: crate::sys::is_root(),
         }
     }
-
-    /// Seconds since boot.
-    pub fn uptime_secs() -> Option<u64> {
-        sysinfo::System::uptime().ok()
-    }
 }
 
 /// Which processes a sample reads.

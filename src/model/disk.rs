@@ -62,10 +62,6 @@ pub struct DiskRates {
 }
 
 impl DiskRates {
-    pub fn total_bytes_per_s(&self) -> f64 {
-        self.read.bytes_per_s + self.write.bytes_per_s
-    }
-
     pub fn total_ios_per_s(&self) -> f64 {
         self.read.ios_per_s + self.write.ios_per_s
     }
