@@ -596,7 +596,9 @@ mod tests {
         );
         let mut child = std::process::Command::new("python3")
             .args(["-c", &code])
+            .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
         let mut line = String::new();
@@ -650,12 +652,17 @@ mod tests {
         // Owed: read at the next scan, first (its table is not known yet).
         let s2 = sc.scan(&r, &procs);
         let s = by_pid(&s2, &small).unwrap();
-        assert_eq!((s.fds.len(), s.unread, s.reason), (2, 0, ScanReason::Full));
+        // Its two files (python may hold others: counted, not asserted).
+        assert_eq!((s.unread, s.reason), (0, ScanReason::Full));
+        assert!(s.fds.len() >= 2, "{:?}", s.fds);
         // Another full scan: the small table first although listed last.
         sc.full_next = true;
         sc.budget.fds = 10;
         let s3 = sc.scan(&r, &procs);
-        assert_eq!(by_pid(&s3, &small).map(|p| (p.fds.len(), p.unread)), Some((2, 0)));
+        assert_eq!(
+            by_pid(&s3, &small).map(|p| (p.fds.len(), p.unread)),
+            Some((s.fds.len(), 0))
+        );
         assert!(by_pid(&s3, &big).is_some_and(|p| p.unread > 0));
         for c in [&mut big, &mut small] {
             let _ = c.kill();
