@@ -732,6 +732,10 @@ mod tests {
         assert_eq!(of_ours(&p), vec![(moving, 7)]);
         // The devices column still has the files' device.
         assert!(!p.devs.is_empty());
+        // Most files closed: once a sweep ends, the small table is read whole.
+        files.truncate(20);
+        sc.budget.fds = 1000;
+        assert!((0..3).any(|_| scan(&mut sc).unread == 0));
     }
 
     #[test]

@@ -229,7 +229,11 @@ impl FdScanner {
         devs.dedup();
         out.devs = devs;
         out.unread = (st.table as usize).saturating_sub(read).max(1) as u32;
-        st.sweep = Some(sweep);
+        // A table that now fits half the budget is read whole again (from
+        // the next scan), so one scan cut short by time is not for ever.
+        if !(done && st.table <= self.budget.fds / 2) {
+            st.sweep = Some(sweep);
+        }
         out
     }
 
