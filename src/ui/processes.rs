@@ -27,10 +27,10 @@ const KEEP_ORDER: [ProcCol; 14] = [
     ProcCol::DiskRead,
     ProcCol::DiskWrite,
     ProcCol::Read,
+    ProcCol::Devices,
     ProcCol::Write,
     ProcCol::User,
     ProcCol::Prio,
-    ProcCol::Devices,
     ProcCol::Cache,
     ProcCol::Cancelled,
     ProcCol::AvgSyscall,
@@ -38,8 +38,9 @@ const KEEP_ORDER: [ProcCol; 14] = [
     ProcCol::IoWait,
 ];
 
-/// The command keeps at least this much before optional columns get room.
-const COMMAND_MIN: u16 = 28;
+/// The command keeps at least this much before optional columns get room
+/// (at 80 columns: PID, disk and syscall reads, disk writes and DEVICES).
+const COMMAND_MIN: u16 = 26;
 
 fn width(c: ProcCol) -> u16 {
     match c {
