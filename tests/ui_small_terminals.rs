@@ -394,3 +394,40 @@ fn help_lines_wrap_at_80_columns() {
         assert!(inner.ends_with(' '), "cut: {l}");
     }
 }
+
+#[test]
+fn arrows_scroll_the_latency_histogram_in_the_detail() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use iolens::app::App;
+    let key = |c| KeyEvent::new(c, KeyModifiers::NONE);
+    let mut app = App::new(
+        long_model(),
+        ViewState {
+            popup: Popup::Detail("loop0".into()),
+            focus: Pane::Devices,
+            ..Default::default()
+        },
+    );
+    // 120x40: <66µs <132µs <263µs <525µs around the p50; three rows down
+    // the p50's row is scrolled away and the slow ones come in.
+    for _ in 0..3 {
+        app.on_key(key(KeyCode::Down));
+    }
+    assert_eq!(app.view.lat_scroll, 3);
+    let s = draw(&app.model, &app.view, 120, 40);
+    assert!(!s.contains("<132µs") && s.contains("<4.2ms"), "{s}");
+    assert!(line(&s, "hidden: ↑ 7 faster").contains("↓ 3 slower"), "{s}");
+    // Up stops where the rows end (14 of them for the reads), Home is back
+    for _ in 0..100 {
+        app.on_key(key(KeyCode::Up));
+    }
+    assert_eq!(app.view.lat_scroll, -14);
+    let s = draw(&app.model, &app.view, 120, 40);
+    assert!(line(&s, "<4.1µs").contains(" 20 "), "{s}");
+    app.on_key(key(KeyCode::Home));
+    assert_eq!(app.view.lat_scroll, 0);
+    assert!(draw(&app.model, &app.view, 120, 40).contains("<132µs"));
+    // Esc closes the detail
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(app.view.popup, Popup::None);
+}
