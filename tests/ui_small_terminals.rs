@@ -431,3 +431,31 @@ fn arrows_scroll_the_latency_histogram_in_the_detail() {
     app.on_key(key(KeyCode::Esc));
     assert_eq!(app.view.popup, Popup::None);
 }
+
+#[test]
+fn why_io_percent_is_unknown_stays_in_the_header() {
+    let mut m = long_model();
+    m.delayacct = Some(false);
+    let l4 = |m: &Model, v: &ViewState, w: u16| draw(m, v, w, 24).lines().nth(3).unwrap().to_string();
+    let v = ViewState::default();
+    // at 120 columns the last minute's writes give way to it, at 80 its
+    // short form stays
+    let at120 = l4(&m, &v, 120);
+    assert!(
+        at120.contains("│ IO% n/a: delay accounting off (D turns it on)"),
+        "{at120}"
+    );
+    let at80 = l4(&m, &v, 80);
+    assert!(at80.contains("rd 13.1 MB/s") && at80.contains("│ IO% n/a"), "{at80}");
+    // iolens turned it on: said as long as it fits
+    m.delayacct = Some(true);
+    let ours = ViewState {
+        delayacct_ours: true,
+        ..Default::default()
+    };
+    let at120 = l4(&m, &ours, 120);
+    assert!(at120.contains("delay accounting on (restored at exit)"), "{at120}");
+    // a plain "on" goes first
+    let at120 = l4(&m, &v, 120);
+    assert!(!at120.contains("delay") && at120.contains("wrote 6.55 MB"), "{at120}");
+}

@@ -424,8 +424,9 @@ fn totals_line(model: &Model, view: &ViewState) -> Vec<Part> {
     v
 }
 
-/// Whether IO% can be known, long and short; "IO% n/a" (it says why a
-/// column is empty) is kept longer than "on".
+/// Whether IO% can be known, long and short: "IO% n/a" (it says why a
+/// column is empty) and "on (restored at exit)" (iolens changed a setting
+/// of the machine) are kept longest, a plain "on" goes first.
 fn delayacct_part(model: &Model, view: &ViewState) -> Part {
     let t = &view.theme;
     let warn = t.severity(Severity::Warn);
@@ -453,7 +454,8 @@ fn delayacct_part(model: &Model, view: &ViewState) -> Part {
         .map(|(s, st)| vec![Span::styled(" │ ", t.dim()), Span::styled(s, st)])
         .collect();
     forms.push(vec![]);
-    part(if model.delayacct == Some(false) { 7 } else { 5 }, forms)
+    let says_more = model.delayacct == Some(false) || view.delayacct_ours;
+    part(if says_more { 9 } else { 5 }, forms)
 }
 
 /// What interval the rates on screen cover, when it is not the configured
