@@ -245,6 +245,10 @@ fn every_pane_keeps_its_numbers_with_long_names() {
         // processes: DEVICES stays, with the rates
         let head = line(&s, "DISK RD/s");
         assert!(head.contains("DEVICES") && head.contains("READ/s"), "{w}x{h}: {head}");
+        if h < 40 {
+            // 2 of the 4 processes fit
+            assert!(line(&s, "Processes 4/4").contains("2 more: ↓ or z"), "{w}x{h}");
+        }
         let dd = line(&s, "/usr/lib/jvm");
         assert!(
             dd.contains("13.1 MB/s") && dd.contains("41.9 MB/s") && dd.contains("loop0,sda"),
