@@ -235,10 +235,17 @@ fn processes_on<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
     out
 }
 
-/// The lines of a column `w` wide, each ending a cell before the next
-/// column (a long name ends in "…" instead of running into a chart).
-fn clipped(lines: Vec<Line<'_>>, w: u16) -> Vec<Line<'_>> {
-    let w = usize::from(w.saturating_sub(1));
+/// The lines of a column `area` wide and high, each ending a cell before
+/// the next column (a long name ends in "…" instead of running into a
+/// chart); when they do not all fit, the last row says how many are left
+/// out.
+fn clipped<'a>(mut lines: Vec<Line<'a>>, area: Rect, t: &Theme) -> Vec<Line<'a>> {
+    let (w, h) = (usize::from(area.width.saturating_sub(1)), usize::from(area.height));
+    if lines.len() > h && h > 0 {
+        let hidden = lines.len() - (h - 1);
+        lines.truncate(h - 1);
+        lines.push(Line::styled(format!("+{hidden} more lines"), t.dim()));
+    }
     lines.into_iter().map(|l| super::clip(l, w)).collect()
 }
 
@@ -262,14 +269,14 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
         let [a, b] = Layout::horizontal([Constraint::Length(50), Constraint::Fill(1)]).areas(inner);
         lines.push(Line::raw(""));
         lines.extend(more);
-        frame.render_widget(Paragraph::new(clipped(lines, a.width)), a);
+        frame.render_widget(Paragraph::new(clipped(lines, a, t)), a);
         b
     } else {
         let h = (lines.len().max(more.len()) as u16).min(inner.height / 2);
         let [a, b] = Layout::vertical([Constraint::Length(h), Constraint::Fill(1)]).areas(inner);
         let [left, right] = Layout::horizontal([Constraint::Length(34), Constraint::Fill(1)]).areas(a);
-        frame.render_widget(Paragraph::new(clipped(lines, left.width)), left);
-        frame.render_widget(Paragraph::new(clipped(more, right.width)), right);
+        frame.render_widget(Paragraph::new(clipped(lines, left, t)), left);
+        frame.render_widget(Paragraph::new(clipped(more, right, t)), right);
         b
     };
     // With tracing: the latency per op of the last interval under the charts.
