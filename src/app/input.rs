@@ -92,6 +92,25 @@ impl App {
                 if self.view.popup == Popup::Help {
                     self.scroll_help(key.code);
                 }
+                if let Popup::Detail(name) = &self.view.popup {
+                    // the latency histograms, from the rows around the p50,
+                    // at most as far as they have rows
+                    let m = &self.model;
+                    let rows = m
+                        .devices
+                        .iter()
+                        .find(|d| d.name == *name)
+                        .and_then(|d| m.trace.device(d.major, d.minor))
+                        .map_or(0, crate::ui::latency::row_count);
+                    let lim = i16::try_from(rows).unwrap_or(i16::MAX);
+                    self.view.lat_scroll = match key.code {
+                        KeyCode::Up => self.view.lat_scroll.saturating_sub(1),
+                        KeyCode::Down => self.view.lat_scroll.saturating_add(1),
+                        KeyCode::Home => 0,
+                        _ => self.view.lat_scroll,
+                    }
+                    .clamp(-lim, lim);
+                }
                 let closes = match key.code {
                     KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') => true,
                     KeyCode::Enter => matches!(self.view.popup, Popup::Detail(_) | Popup::Cgroup(_)),
@@ -156,6 +175,7 @@ impl App {
                 Pane::Devices => {
                     if let Some(n) = self.view.dev_sel.clone() {
                         self.view.popup = Popup::Detail(n);
+                        self.view.lat_scroll = 0;
                     }
                 }
                 Pane::Progress => self.jump_to_transfer(),

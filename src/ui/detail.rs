@@ -226,13 +226,27 @@ fn processes_on<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
         out.push(Line::from(vec![
             Span::raw(format!("{:>7} ", p.raw.key.pid)),
             Span::raw(format!("{rw} ")),
-            Span::styled(super::devices::truncate(&processes::command(p), 40), t.dim()),
+            Span::styled(processes::command(p), t.dim()),
         ]));
     }
     if procs.len() > PROCS_SHOWN {
         out.push(Line::styled(format!("  +{} more", procs.len() - PROCS_SHOWN), t.dim()));
     }
     out
+}
+
+/// The lines of a column `area` wide and high, each ending a cell before
+/// the next column (a long name ends in "…" instead of running into a
+/// chart); when they do not all fit, the last row says how many are left
+/// out.
+fn clipped<'a>(mut lines: Vec<Line<'a>>, area: Rect, t: &Theme) -> Vec<Line<'a>> {
+    let (w, h) = (usize::from(area.width.saturating_sub(1)), usize::from(area.height));
+    if lines.len() > h && h > 0 {
+        let hidden = lines.len() - (h - 1);
+        lines.truncate(h - 1);
+        lines.push(Line::styled(format!("+{hidden} more lines"), t.dim()));
+    }
+    lines.into_iter().map(|l| super::clip(l, w)).collect()
 }
 
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, name: &str) {
@@ -255,22 +269,26 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
         let [a, b] = Layout::horizontal([Constraint::Length(50), Constraint::Fill(1)]).areas(inner);
         lines.push(Line::raw(""));
         lines.extend(more);
-        frame.render_widget(Paragraph::new(lines), a);
+        frame.render_widget(Paragraph::new(clipped(lines, a, t)), a);
         b
     } else {
         let h = (lines.len().max(more.len()) as u16).min(inner.height / 2);
         let [a, b] = Layout::vertical([Constraint::Length(h), Constraint::Fill(1)]).areas(inner);
         let [left, right] = Layout::horizontal([Constraint::Length(34), Constraint::Fill(1)]).areas(a);
-        frame.render_widget(Paragraph::new(lines), left);
-        frame.render_widget(Paragraph::new(more), right);
+        frame.render_widget(Paragraph::new(clipped(lines, left, t)), left);
+        frame.render_widget(Paragraph::new(clipped(more, right, t)), right);
         b
     };
     // With tracing: the latency per op of the last interval under the charts.
     let traced = model.trace.device(d.major, d.minor);
-    let lat_h = super::latency::height(&model.trace, traced).min(charts_area.height / 2);
+    // Half the room, or at least what shows each summary and the p50's row
+    // with what is hidden around it (the charts give way).
+    let want = super::latency::height(&model.trace, traced);
+    let least = super::latency::min_height(traced).max(2);
+    let lat_h = want.min((charts_area.height / 2).max(least)).min(charts_area.height);
     let [charts_area, lat_area] = Layout::vertical([Constraint::Fill(1), Constraint::Length(lat_h)]).areas(charts_area);
     if lat_h > 0 {
-        super::latency::render(frame, lat_area, &model.trace, traced, t);
+        super::latency::render(frame, lat_area, &model.trace, traced, view);
     }
     let step = model.interval_s.unwrap_or(view.interval.as_secs_f64());
     // One point per braille column pair is plenty; keep "several minutes".

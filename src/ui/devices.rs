@@ -247,6 +247,37 @@ pub fn truncate(s: &str, w: usize) -> String {
     }
 }
 
+/// `line` cut to `w` cells, its last cell "…" when something was cut, the
+/// spans' styles kept (a long name ends visibly instead of running into
+/// what is drawn next to it).
+pub fn clip(line: Line<'_>, w: usize) -> Line<'_> {
+    let len: usize = line.spans.iter().map(|s| s.content.chars().count()).sum();
+    if len <= w {
+        return line;
+    }
+    let mut left = w.saturating_sub(1);
+    let mut spans = Vec::with_capacity(line.spans.len());
+    for s in line.spans {
+        if left == 0 {
+            break;
+        }
+        let n = s.content.chars().count();
+        if n <= left {
+            left -= n;
+            spans.push(s);
+        } else {
+            let cut: String = s.content.chars().take(left).collect();
+            spans.push(ratatui::text::Span::styled(cut, s.style));
+            left = 0;
+        }
+    }
+    if w > 0 {
+        let style = spans.last().map(|s| s.style).unwrap_or_default();
+        spans.push(ratatui::text::Span::styled("…", style));
+    }
+    Line::from(spans).style(line.style)
+}
+
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
     let t = &view.theme;
     let lines = vm.dev_lines(model);
@@ -311,6 +342,23 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn clip_cuts_with_an_ellipsis_and_keeps_styles() {
+        use ratatui::style::Style;
+        use ratatui::text::Line;
+        use ratatui::text::Span;
+        let l = Line::from(vec![
+            Span::raw("4242 "),
+            Span::styled("dd if=/dev/sda", Style::new().red()),
+        ]);
+        let c = clip(l.clone(), 10);
+        assert_eq!(c.to_string(), "4242 dd i…");
+        assert_eq!(c.spans[1].style, Style::new().red());
+        assert_eq!(clip(l.clone(), 19).to_string(), "4242 dd if=/dev/sda");
+        assert_eq!(clip(l.clone(), 1).to_string(), "…");
+        assert_eq!(clip(l, 0).to_string(), "");
+    }
+
     use super::*;
 
     #[test]

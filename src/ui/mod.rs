@@ -35,6 +35,7 @@ use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
 use crate::model::{Model, ProcKey};
 use crate::probe::{Depth, ProbeView, Tests};
+pub use devices::clip;
 pub use procdetail::Sig;
 pub use theme::Theme;
 use viewmodel::ViewModel;
@@ -357,6 +358,9 @@ pub struct ViewState {
     pub tree: bool,
     /// First line of the help shown (it scrolls when it does not fit).
     pub help_offset: u16,
+    /// The device detail's latency histograms moved this many rows down
+    /// (up when negative) from the rows around the p50 (↑↓ there).
+    pub lat_scroll: i16,
     /// The results pane is open (`R` closes and reopens it; a new probe
     /// opens it).
     pub show_results: bool,
@@ -408,6 +412,7 @@ impl Default for ViewState {
             log: LogView::default(),
             tree: false,
             help_offset: 0,
+            lat_scroll: 0,
             show_results: true,
             show_transfers: true,
             zoom: false,

@@ -27,10 +27,10 @@ const KEEP_ORDER: [ProcCol; 14] = [
     ProcCol::DiskRead,
     ProcCol::DiskWrite,
     ProcCol::Read,
+    ProcCol::Devices,
     ProcCol::Write,
     ProcCol::User,
     ProcCol::Prio,
-    ProcCol::Devices,
     ProcCol::Cache,
     ProcCol::Cancelled,
     ProcCol::AvgSyscall,
@@ -38,8 +38,9 @@ const KEEP_ORDER: [ProcCol; 14] = [
     ProcCol::IoWait,
 ];
 
-/// The command keeps at least this much before optional columns get room.
-const COMMAND_MIN: u16 = 28;
+/// The command keeps at least this much before optional columns get room
+/// (at 80 columns: PID, disk and syscall reads, disk writes and DEVICES).
+const COMMAND_MIN: u16 = 26;
 
 fn width(c: ProcCol) -> u16 {
     match c {
@@ -248,6 +249,14 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     if let Some(k) = view.proc_sel.filter(|_| view.follow) {
         title.push(Span::styled(format!("[following PID {}] ", k.pid), t.accent()));
     }
+    // Rows that do not fit: say how many, and how to see them.
+    let page = usize::from(area.height.saturating_sub(3)).max(1);
+    if rows.len() > page {
+        title.push(Span::styled(
+            format!("{} more: ↓ or z to maximise ", rows.len() - page),
+            t.accent(),
+        ));
+    }
     let block = pane_block(Line::from(title), focused, t);
     let inner_w = area.width.saturating_sub(2);
     let cols = fit_columns(&view.proc_cols, inner_w, view.sort);
@@ -277,7 +286,6 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     .style(t.title());
     // Only the rows on screen are built: the window ends at the selection
     // when it is below the first page (as TableState would scroll).
-    let page = usize::from(area.height.saturating_sub(3)).max(1);
     let selected = view.proc_sel.and_then(|k| rows.iter().position(|p| p.raw.key == k));
     let offset = selected.filter(|_| focused).map_or(0, |s| (s + 1).saturating_sub(page));
     let mut body = Vec::with_capacity(page);

@@ -5,7 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
 use crate::format::{self, escape, escape_bytes};
@@ -56,7 +56,19 @@ fn state(j: &Job) -> String {
 /// bar and the state so the file keeps room.
 const NARROW: u16 = 110;
 
-fn row(j: &Job, narrow: bool) -> Row<'static> {
+/// A path in `w` cells: its end (the file's name) kept, "…" for the rest.
+fn path_tail(p: &str, w: usize) -> String {
+    let n = p.chars().count();
+    if n <= w || w == 0 {
+        return p.to_string();
+    }
+    let tail: String = p.chars().skip(n - (w - 1)).collect();
+    format!("…{tail}")
+}
+
+/// One transfer's row: the command cut to its column, the path to
+/// `file_w` cells from its start, the state to `state_w` ("…"; none at 0).
+fn row(j: &Job, narrow: bool, file_w: usize, state_w: usize) -> Row<'static> {
     let m = &j.main;
     let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
     let (percent, estimated) = m.shown_percent();
@@ -81,41 +93,64 @@ fn row(j: &Job, narrow: bool) -> Row<'static> {
         cells.push(Cell::from(j.proc.pid.to_string()));
     }
     cells.extend([
-        Cell::from(escape(&j.comm)),
-        Cell::from(escape_bytes(&m.path)),
+        Cell::from(super::devices::truncate(&escape(&j.comm), 10)),
+        Cell::from(path_tail(&escape_bytes(&m.path), file_w)),
         Cell::from(bar_text),
         Cell::from(pct),
         Cell::from(m.rate_bps.map_or_else(|| format::NA.to_string(), format::rate)),
         Cell::from(format::duration(m.eta_s)),
-        Cell::from(state(j)),
     ]);
+    if state_w > 0 {
+        cells.push(Cell::from(super::devices::truncate(&state(j), state_w)));
+    }
     Row::new(cells).style(style)
 }
 
 /// The pane on its own (the `iolens progress`-like view), without selection.
 pub fn render(frame: &mut Frame, area: Rect, model: &Model) {
-    let block = Block::default().borders(Borders::ALL).title(title(model));
+    let hidden = hidden_rows(model, area);
+    let block = Block::default().borders(Borders::ALL).title(title(model, hidden));
     draw(frame, area, model, block, None);
 }
 
-/// The pane in the dashboard: focus border and the selected transfer.
+/// The pane in the dashboard: focus border, the selected transfer and how
+/// many do not fit.
 pub fn render_pane(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let focused = view.focus == Pane::Progress;
-    let block = pane_block(Line::from(title(model)), focused, &view.theme);
+    let t = &view.theme;
+    let mut title = vec![Span::styled(title(model, 0), t.title())];
+    let hidden = hidden_rows(model, area);
+    if hidden > 0 {
+        title.push(Span::styled(format!("{hidden} more: ↓ or z to maximise "), t.accent()));
+    }
+    let block = pane_block(Line::from(title), focused, t);
     let sel = if focused {
         view.xfer_sel
             .and_then(|k| model.progress.jobs.iter().position(|j| j.proc == k))
-            .map(|i| (i, view.theme.selected()))
+            .map(|i| (i, t.selected()))
     } else {
         None
     };
     draw(frame, area, model, block, sel);
 }
 
-fn title(model: &Model) -> String {
-    let running = model.progress.jobs.iter().filter(|j| !j.is_done()).count();
-    format!(" Transfers ({running}) ")
+/// Transfers that do not fit in `area` (borders and heading take 3 rows).
+fn hidden_rows(model: &Model, area: Rect) -> usize {
+    let fit = usize::from(area.height.saturating_sub(3));
+    model.progress.jobs.len().saturating_sub(fit)
 }
+
+fn title(model: &Model, hidden: usize) -> String {
+    let running = model.progress.jobs.iter().filter(|j| !j.is_done()).count();
+    if hidden > 0 {
+        format!(" Transfers ({running}) {hidden} more ")
+    } else {
+        format!(" Transfers ({running}) ")
+    }
+}
+
+/// The FILE column keeps at least this much before STATE gets room.
+const FILE_MIN: u16 = 24;
 
 fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<(usize, Style)>) {
     let jobs = &model.progress.jobs;
@@ -127,12 +162,14 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
         frame.render_widget(p, area);
         return;
     }
-    let narrow = area.width.saturating_sub(2) < NARROW;
+    // Only the rows on screen: the window ends at the selection when it is
+    // below the first page (as TableState would scroll).
+    let page = usize::from(area.height.saturating_sub(3)).max(1);
+    let offset = sel.map_or(0, |(i, _)| (i + 1).saturating_sub(page));
+    let shown = &jobs[offset.min(jobs.len())..(offset + page).min(jobs.len())];
+    let inner = area.width.saturating_sub(2);
+    let narrow = inner < NARROW;
     let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
-    // The state column is as wide as its longest text (the file gives way),
-    // up to a third of the pane.
-    let longest = jobs.iter().map(|j| state(j).chars().count()).max().unwrap_or(0);
-    let state_w = (longest.max(5) as u16).min(area.width / 3);
     let mut names = vec!["PID", "COMMAND", "FILE", "PROGRESS", "%", "RATE", "ETA", "STATE"];
     let mut widths = vec![
         Constraint::Length(7),
@@ -142,21 +179,41 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
         Constraint::Length(6),
         Constraint::Length(10),
         Constraint::Length(6),
-        Constraint::Length(state_w),
     ];
     if narrow {
         names.remove(0);
         widths.remove(0);
     }
+    // The state column is as wide as its longest text on screen, none
+    // when they are all empty; the file keeps FILE_MIN cells first.
+    // `fixed`: the fixed columns with a gap each, and the file's gap.
+    let fixed: u16 = widths
+        .iter()
+        .map(|c| match c {
+            Constraint::Length(n) => n + 1,
+            _ => 1,
+        })
+        .sum();
+    let longest = shown.iter().map(|j| state(j).chars().count()).max().unwrap_or(0);
+    let room = inner.saturating_sub(fixed + FILE_MIN);
+    let state_w = if longest == 0 {
+        names.pop();
+        0
+    } else {
+        (longest.max(5) as u16).min(room).max(5)
+    };
+    if state_w > 0 {
+        widths.push(Constraint::Length(state_w));
+    }
     let header = Row::new(names).style(Style::default().add_modifier(Modifier::BOLD));
-    let mut table = Table::new(jobs.iter().map(|j| row(j, narrow)), widths)
-        .header(header)
-        .block(block)
-        .column_spacing(1);
+    let state_cells = if state_w > 0 { state_w + 1 } else { 0 };
+    let file_w = usize::from(inner.saturating_sub(fixed - 1 + state_cells));
+    let rows = shown.iter().map(|j| row(j, narrow, file_w, usize::from(state_w)));
+    let mut table = Table::new(rows, widths).header(header).block(block).column_spacing(1);
     let mut state = TableState::default();
     if let Some((i, style)) = sel {
         table = table.row_highlight_style(style);
-        state.select(Some(i));
+        state.select(Some(i - offset));
     }
     frame.render_stateful_widget(table, area, &mut state);
 }

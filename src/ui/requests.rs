@@ -57,30 +57,55 @@ fn lat(v: Option<u64>) -> String {
 }
 
 /// The columns' widths, for the header and the rows alike.
-macro_rules! row {
-    ($($a:expr),* $(,)?) => {
-        format!("{:<12} {:<16} {:>7} {:>2} {:<10} {:>12} {:>8} {:>9} {:>9} {:>9}", $($a),*)
+/// Cells of a row: time, command, pid, op, device, sector, bytes and the
+/// queue, device and total times.
+type Cells = [String; 10];
+
+/// Width the full row takes; below it the narrow row drops the time and
+/// narrows the names so that the three times stay.
+const FULL_WIDTH: usize = 103;
+
+fn row(c: &Cells, narrow: bool) -> String {
+    if narrow {
+        format!(
+            "{:<10} {:>7} {:>2} {:<8} {:>11} {:>7} {:>7} {:>7} {:>7}",
+            super::devices::truncate(&c[1], 10),
+            c[2],
+            c[3],
+            super::devices::truncate(&c[4], 8),
+            c[5],
+            c[6],
+            c[7],
+            c[8],
+            c[9]
+        )
+    } else {
+        format!(
+            "{:<12} {:<16} {:>7} {:>2} {:<10} {:>12} {:>8} {:>9} {:>9} {:>9}",
+            c[0],
+            super::devices::truncate(&c[1], 16),
+            c[2],
+            c[3],
+            super::devices::truncate(&c[4], 10),
+            c[5],
+            c[6],
+            c[7],
+            c[8],
+            c[9]
+        )
+    }
+}
+
+fn head(narrow: bool) -> String {
+    let (q, d, t) = if narrow {
+        ("Q ms", "DEV ms", "TOT ms")
+    } else {
+        ("QUEUE ms", "DEVICE ms", "TOTAL ms")
     };
+    let c = ["TIME", "COMMAND", "PID", "OP", "DEVICE", "SECTOR", "BYTES", q, d, t].map(String::from);
+    row(&c, narrow)
 }
 
-fn head() -> String {
-    row!(
-        "TIME",
-        "COMMAND",
-        "PID",
-        "OP",
-        "DEVICE",
-        "SECTOR",
-        "BYTES",
-        "QUEUE ms",
-        "DEVICE ms",
-        "TOTAL ms"
-    )
-}
-
-/// When a request completed, local wall-clock time to the millisecond: the
-/// sample's wall-clock time less the (monotonic) time since the completion.
-/// `n/a` for a sample without wall-clock time.
 fn clock(model: &Model, r: &Request, tz: &TimeZone) -> String {
     if model.wall_ns == 0 {
         return format::NA.to_string();
@@ -92,19 +117,20 @@ fn clock(model: &Model, r: &Request, tz: &TimeZone) -> String {
     }
 }
 
-fn line(model: &Model, r: &Request, dev: &str, tz: &TimeZone) -> String {
-    row!(
+fn line(model: &Model, r: &Request, dev: &str, tz: &TimeZone, narrow: bool) -> String {
+    let c = [
         clock(model, r, tz),
-        super::devices::truncate(&command(r), 16),
-        pid(r),
-        r.op.letter(),
-        super::devices::truncate(dev, 10),
-        r.sector,
-        r.bytes,
+        command(r),
+        pid(r).to_string(),
+        r.op.letter().to_string(),
+        dev.to_string(),
+        r.sector.to_string(),
+        r.bytes.to_string(),
         lat(r.queue_ns),
         lat(r.device_ns),
         lat(r.total_ns),
-    )
+    ];
+    row(&c, narrow)
 }
 
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
@@ -135,8 +161,9 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
         return;
     }
     let w = usize::from(inner.width);
+    let narrow = w < FULL_WIDTH;
     let rows = usize::from(inner.height.saturating_sub(1));
-    let mut lines = vec![Line::styled(super::devices::truncate(&head(), w), t.title())];
+    let mut lines = vec![Line::styled(super::devices::truncate(&head(narrow), w), t.title())];
     let mut shown = 0;
     let tz = TimeZone::system();
     for r in log.iter().rev() {
@@ -153,7 +180,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
             Default::default()
         };
         lines.push(Line::styled(
-            super::devices::truncate(&line(model, r, &dev, &tz), w),
+            super::devices::truncate(&line(model, r, &dev, &tz, narrow), w),
             style,
         ));
         shown += 1;
@@ -201,17 +228,25 @@ mod tests {
             error: 0,
         };
         let utc = TimeZone::UTC;
-        let l = line(&m, &r, "loop0", &utc);
+        let l = line(&m, &r, "loop0", &utc, false);
         assert!(l.starts_with("16:20:00.250 fio "), "{l}");
         // the header's columns line up with the row's
-        let h = head();
+        let h = head(false);
+        assert_eq!(h.len(), FULL_WIDTH);
         assert_eq!(l.len(), h.len(), "{l}\n{h}");
         assert_eq!(l.find(" 4242 ").map(|i| i + 5), h.find(" PID ").map(|i| i + 4));
         assert_eq!(l.rfind(" 0.050").map(|i| i + 6), Some(h.len()));
         let plus2 = TimeZone::fixed(jiff::tz::offset(2));
-        assert!(line(&m, &r, "loop0", &plus2).starts_with("18:20:00.250 "));
+        assert!(line(&m, &r, "loop0", &plus2, false).starts_with("18:20:00.250 "));
+        // narrow: the three times end where their headings do, in 80 columns
+        let (n, nh) = (line(&m, &r, "loop0", &utc, true), head(true));
+        assert!(nh.len() <= 78 && n.len() == nh.len(), "{n}\n{nh}");
+        assert!(
+            n.ends_with("   0.002   0.048   0.050") && nh.ends_with("    Q ms  DEV ms  TOT ms"),
+            "{n}\n{nh}"
+        );
         // a sample without wall-clock time
         m.wall_ns = 0;
-        assert!(line(&m, &r, "loop0", &utc).starts_with("n/a          fio"));
+        assert!(line(&m, &r, "loop0", &utc, false).starts_with("n/a          fio"));
     }
 }

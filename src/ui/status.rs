@@ -33,9 +33,25 @@ pub fn render(frame: &mut Frame, area: Rect, _model: &Model, view: &ViewState) {
         Line::styled(format::escape(&s.text), if s.error { t.error() } else { t.ok() })
     } else {
         let hints = keymap::hints(view.focus, view.vim_keys, view.replay.is_some());
-        Line::styled(hints, t.dim())
+        Line::styled(fit_hints(&hints, usize::from(area.width)), t.dim())
     };
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The hints that fit in `w` cells, whole, in the table's order (one that
+/// does not fit is left out and a shorter one after it may still come).
+fn fit_hints(hints: &str, w: usize) -> String {
+    let mut out = String::new();
+    for h in hints.split("  ") {
+        let sep = if out.is_empty() { 0 } else { 2 };
+        if out.chars().count() + sep + h.chars().count() <= w {
+            if sep > 0 {
+                out.push_str("  ");
+            }
+            out.push_str(h);
+        }
+    }
+    out
 }
 
 pub fn render_confirm(frame: &mut Frame, area: Rect, view: &ViewState, c: &Confirm) {
@@ -82,4 +98,15 @@ pub fn render_delayacct(frame: &mut Frame, area: Rect, view: &ViewState) {
     frame.render_widget(Clear, popup);
     let block = pane_block(Line::styled(" Delay accounting ", t.title()), true, t);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hints_fit_whole() {
+        let h = "q quit  ? help  Enter go to its process (to ionice it)  T close";
+        assert_eq!(super::fit_hints(h, 30), "q quit  ? help  T close");
+        assert_eq!(super::fit_hints(h, 200), h);
+        assert_eq!(super::fit_hints(h, 3), "");
+    }
 }
