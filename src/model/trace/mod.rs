@@ -22,7 +22,7 @@ use crate::collect::trace::reader::Counters;
 use crate::model::pattern::Pattern;
 use hist::{LatHist, Log2Hist};
 use requests::{Issued, Matcher, Outcome, Request, Task};
-use seq::Streams;
+use seq::Classifier;
 
 /// Requests kept for the live log.
 pub const LOG_LEN: usize = 2000;
@@ -98,7 +98,7 @@ impl OpLatency {
 #[serde(default)]
 pub struct DeviceTrace {
     /// Requests issued with data (reads, writes, discards) and how many of
-    /// them were sequential.
+    /// them were sequential ([`seq`]).
     pub issued: u64,
     pub sequential: u64,
     /// Completed requests per op (read, write, discard, flush).
@@ -149,6 +149,8 @@ pub struct ProcDevTrace {
 }
 
 impl ProcDevTrace {
+    /// Share of the process's requests on the device that were sequential
+    /// in its own streams (or the device's: [`seq`]).
     pub fn seq_share(&self) -> Option<f64> {
         (self.issued > 0).then(|| self.sequential as f64 / self.issued as f64)
     }
@@ -217,9 +219,10 @@ mod pairs {
 #[derive(Debug, Default)]
 pub struct Tracker {
     matcher: Matcher,
-    /// Per device: the stream ends (sequential share) and where the last
-    /// request ended (seek distance).
-    devs: HashMap<Dev, (Streams, Option<u64>)>,
+    /// The stream ends per process and per device (sequential share).
+    streams: Classifier,
+    /// Per device: where the last request ended (seek distance).
+    last_end: HashMap<Dev, u64>,
     cur: TraceInterval,
     log: VecDeque<Request>,
     last_counters: Counters,
@@ -255,11 +258,13 @@ impl Tracker {
 
     fn issued(&mut self, i: &Issued) {
         let Some(d) = dir(i.op) else { return };
-        let (streams, last_end) = self.devs.entry(i.dev).or_default();
-        let seq = streams.check(d, i.sector, i.sectors);
+        let seq = self
+            .streams
+            .check(proc_key(&i.task), i.dev, self.last_ts, d, i.sector, i.sectors);
         let end = i.sector.saturating_add(i.sectors);
-        let seek = last_end
-            .replace(end)
+        let seek = self
+            .last_end
+            .insert(i.dev, end)
             .map(|prev| prev.abs_diff(i.sector).saturating_mul(512));
         let dt = self.cur.devices.entry(i.dev).or_default();
         dt.issued += 1;
@@ -312,6 +317,7 @@ impl Tracker {
     /// Close the interval: expire stale entries, return what was gathered.
     pub fn take_interval(&mut self) -> TraceInterval {
         self.matcher.expire(self.last_ts);
+        self.streams.expire(self.last_ts);
         let dropped = self.matcher.dropped - self.dropped_seen;
         self.dropped_seen = self.matcher.dropped;
         let mut out = std::mem::take(&mut self.cur);
