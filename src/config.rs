@@ -59,9 +59,11 @@ pub struct ThresholdCfg {
     pub await_crit_ms: Option<f64>,
     pub util_warn_pct: Option<f64>,
     pub util_crit_pct: Option<f64>,
-    /// Traced sequential share (%) at or above which a device reads SEQ.
+    /// Traced sequential share of bytes (%) at or above which a device
+    /// reads SEQ.
     pub seq_pct: Option<f64>,
-    /// Traced sequential share (%) at or below which a device reads RAND.
+    /// Traced sequential share of bytes (%) at or below which a device
+    /// reads RAND.
     pub rand_pct: Option<f64>,
 }
 
@@ -73,7 +75,7 @@ pub struct Settings {
     pub dev_cols: Vec<DevCol>,
     pub proc_cols: Vec<ProcCol>,
     pub vim_keys: bool,
-    /// Where the traced sequential share switches SEQ / MIXED / RAND.
+    /// Where the traced sequential share of bytes switches SEQ / MIXED / RAND.
     pub pattern: crate::model::trace::Thresholds,
     /// The file the settings came from, if any.
     pub file: Option<PathBuf>,
@@ -167,7 +169,7 @@ pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Resu
     })
 }
 
-/// The SEQ / RAND cut-offs of the traced sequential share: percentages in
+/// The SEQ / RAND cut-offs of the traced sequential share of bytes: percentages in
 /// the file, 0 ≤ rand_pct < seq_pct ≤ 100.
 pub fn pattern_thresholds(f: &ThresholdCfg) -> anyhow::Result<crate::model::trace::Thresholds> {
     let d = crate::model::trace::Thresholds::default();

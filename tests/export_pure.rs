@@ -73,3 +73,38 @@ fn text_format_names_counter_families_by_their_samples() {
          iolens_sample_duration_seconds 0.5\n"
     );
 }
+
+/// The traced counters per device: requests and bytes, all and
+/// sequential (the bytes' share is what the pattern column shows).
+#[test]
+fn traced_requests_and_bytes() {
+    use iolens::collect::trace::block::Dev;
+    use iolens::model::trace::view::TraceView;
+    use iolens::model::trace::{DeviceTrace, TraceInterval};
+    let mut m = common::model();
+    let mut interval = TraceInterval::default();
+    let d = DeviceTrace {
+        issued: 42,
+        sequential: 2,
+        issued_bytes: (2 << 20) + 40 * 4096,
+        sequential_bytes: 2 << 20,
+        completed: [42, 0, 0, 0],
+        ..Default::default()
+    };
+    interval.devices.insert(Dev { major: 7, minor: 0 }, d);
+    m.apply_trace(TraceView {
+        active: true,
+        reason: None,
+        interval,
+        log: Vec::new(),
+    });
+    let mut e = Exported::new(1);
+    e.update(&m, 0.004);
+    e.update(&m, 0.004);
+    let om = e.openmetrics();
+    let v = |name: &str| value(&om, &format!("iolens_{name}_total{{device=\"loop0\"}}"));
+    assert_eq!(v("traced_requests"), Some(84.0), "{om}");
+    assert_eq!(v("traced_sequential_requests"), Some(4.0));
+    assert_eq!(v("traced_bytes"), Some(2.0 * ((2 << 20) + 40 * 4096) as f64));
+    assert_eq!(v("traced_sequential_bytes"), Some(2.0 * (2 << 20) as f64));
+}

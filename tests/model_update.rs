@@ -517,8 +517,13 @@ fn trace_interval_applied_to_the_model() {
     m.apply_trace(view);
     let r = row(&m, "loop0").rates.clone().unwrap();
     assert_eq!(
-        (r.seq_share, r.pattern, r.pattern_basis),
-        (Some(18.0 / 20.0), Some(Pattern::Seq), Basis::Requests)
+        (r.seq_share, r.seq_byte_share, r.pattern, r.pattern_basis),
+        (
+            Some(18.0 / 20.0),
+            Some(18.0 / 20.0),
+            Some(Pattern::Seq),
+            Basis::Requests
+        )
     );
     let sda = row(&m, "sda").rates.clone().unwrap();
     assert_eq!(
@@ -707,4 +712,37 @@ fn exited_processes_get_one_row_each_named_by_their_uid_and_kept_five_seconds() 
     m.procs.retain(|p| p.raw.key.pid != 310);
     m.update(exits_sample(10, vec![alice()], vec![]));
     assert_eq!(exited(&m), vec![]);
+}
+
+/// A trace frame recorded before the requests' bytes were kept (issued
+/// requests, no bytes) leaves the counter estimate: its share of bytes is
+/// not known, and the figure shown is of bytes.
+#[test]
+fn a_trace_interval_without_bytes_keeps_the_estimate() {
+    use iolens::collect::trace::block::Dev;
+    use iolens::model::pattern::Basis;
+    use iolens::model::trace::view::TraceView;
+    use iolens::model::trace::{DeviceTrace, TraceInterval};
+
+    let mut m = common::model();
+    let before = row(&m, "loop0").rates.clone().unwrap();
+    let mut interval = TraceInterval::default();
+    let old = DeviceTrace {
+        issued: 20,
+        sequential: 18,
+        completed: [20, 0, 0, 0],
+        ..Default::default()
+    };
+    interval.devices.insert(Dev { major: 7, minor: 0 }, old);
+    m.apply_trace(TraceView {
+        active: true,
+        reason: None,
+        interval,
+        log: Vec::new(),
+    });
+    let r = row(&m, "loop0").rates.clone().unwrap();
+    assert_eq!(
+        (r.pattern, r.pattern_basis, r.seq_share, r.seq_byte_share),
+        (before.pattern, Basis::Estimate, None, None)
+    );
 }

@@ -121,7 +121,53 @@ fn devices_pane_shows_the_exact_share_and_p99() {
     assert!(sda.contains("~SEQ") && sda.contains(" - "), "{sda}");
     let sda1 = s.lines().find(|l| l.contains("├sda1")).unwrap();
     assert!(sda1.contains("n/a"), "{sda1}");
+    // the heading says what the percentage is of
+    assert!(s.contains(" seq bytes "), "{s}");
     insta::assert_snapshot!("traced_devices_200x60", draw(&m, &v, 200, 60).backend());
+}
+
+/// The percentage shown, and the label, are of bytes: 1 MiB sequential
+/// reads next to 4 KiB random ones are 2 of 42 requests and 2 MiB of
+/// 2 MiB + 160 KiB (92.8%). Untraced, the heading stays `pat`.
+#[test]
+fn the_share_shown_is_of_bytes() {
+    use iolens::model::trace::{DeviceTrace, TraceInterval};
+    let mut m = common::model();
+    let s = text(&draw(&m, &ViewState::default(), 200, 60));
+    assert!(s.contains("  pat ") && !s.contains("seq bytes"), "{s}");
+    let mut interval = TraceInterval::default();
+    let d = DeviceTrace {
+        issued: 42,
+        sequential: 2,
+        issued_bytes: (2 << 20) + 40 * 4096,
+        sequential_bytes: 2 << 20,
+        completed: [42, 0, 0, 0],
+        ..Default::default()
+    };
+    interval.devices.insert(Dev { major: 7, minor: 0 }, d);
+    m.apply_trace(TraceView {
+        active: true,
+        reason: None,
+        interval,
+        log: Vec::new(),
+    });
+    let s = text(&draw(&m, &ViewState::default(), 200, 60));
+    let lo = s.lines().find(|l| l.contains("│loop0")).unwrap();
+    assert!(lo.contains("SEQ 93%"), "{lo}");
+    assert!(s.contains(" seq bytes "), "{s}");
+    // the batch text: the same heading and figure; its traced report has
+    // the bytes' share and the requests' (2 of 42)
+    let text = iolens::batch::text_report(&m, 10);
+    assert!(text.contains(" seq bytes mount"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("loop0 ") && l.contains(" SEQ 93% ")),
+        "{text}"
+    );
+    let (_, traced) = text.split_once("traced requests:").unwrap();
+    assert!(traced.contains(" seq B  seq R "), "{traced}");
+    let row = traced.lines().find(|l| l.starts_with("loop0 ")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[..5], ["loop0", "read", "42", "93%", "5%"], "{row}");
 }
 
 #[test]

@@ -78,7 +78,7 @@ fn device_row(out: &mut String, t: &str, name: &str, r: Option<&DiskRates>, moun
     dir(out, r.and_then(|r| r.discard.as_ref()));
     let flush = r.and_then(|r| r.flush);
     let pat = r.map_or(format::NA.to_string(), |r| {
-        pattern::text(r.pattern, r.seq_share, r.pattern_basis)
+        pattern::text(r.pattern, r.seq_byte_share, r.pattern_basis)
     });
     let _ = writeln!(
         out,

@@ -166,13 +166,14 @@ fn cell(c: Col, r: &DiskRates, units: Units) -> String {
     }
 }
 
-/// The heading line of the table.
-pub fn header(out: &mut String, cols: &[Col], units: Units) {
+/// The heading line of the table; `pat` is the pattern column's heading
+/// ([`pattern::heading`]).
+pub fn header(out: &mut String, cols: &[Col], units: Units, pat: &str) {
     let _ = write!(out, "{:<NAME_W$}", "Device");
     for &c in cols {
         let _ = write!(out, " {:>w$}", heading(c, units), w = width(c, units));
     }
-    let _ = writeln!(out, " {:<9} mount", "pat");
+    let _ = writeln!(out, " {pat:<9} mount");
 }
 
 /// One device's line (or the `total`'s, with an empty mount).
@@ -184,7 +185,7 @@ pub fn line(out: &mut String, cols: &[Col], name: &str, r: &DiskRates, mount: &s
     let _ = writeln!(
         out,
         " {:<9} {}",
-        pattern::text(r.pattern, r.seq_share, r.pattern_basis),
+        pattern::text(r.pattern, r.seq_byte_share, r.pattern_basis),
         mount
     );
 }
@@ -244,11 +245,11 @@ mod tests {
     fn default_table_fits_120_columns_before_the_mount() {
         for units in [Units::Human, Units::Raw] {
             let mut h = String::new();
-            header(&mut h, &DEFAULT, units);
+            header(&mut h, &DEFAULT, units, "pat");
             let before_mount = h.trim_end().len() - "mount".len();
             assert!(before_mount <= 120, "{units:?}: {h}");
             let mut w = String::new();
-            header(&mut w, &WIDE, units);
+            header(&mut w, &WIDE, units, "pat");
             assert!(w.len() > 200, "the wide set is the full one: {w}");
         }
     }

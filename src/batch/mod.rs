@@ -382,7 +382,8 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
     }
     out.push('\n');
     let cols = devices::columns(style.wide);
-    devices::header(&mut out, cols, units);
+    let pat = crate::model::pattern::heading(model.devices.iter().map(|d| d.rates.as_ref()));
+    devices::header(&mut out, cols, units, pat);
     for d in model.devices.iter().filter(|d| !d.has_no_media()) {
         let name = format::escape(&d.name);
         let mount = d

@@ -23,19 +23,25 @@ pub(super) fn dev_name(model: &Model, d: &crate::collect::trace::block::Dev) -> 
         .map_or_else(|| format!("{}:{}", d.major, d.minor), |r| format::escape(&r.name))
 }
 
-/// Per-request latency per device and op, and requests per process.
+fn pct(share: Option<f64>) -> String {
+    share.map_or(String::new(), |s| format!("{:.0}%", s * 100.0))
+}
+
+/// Per-request latency per device and op, and requests per process; the
+/// sequential shares of bytes (`seq B`) and of requests (`seq R`).
 pub(super) fn traced_report(out: &mut String, model: &Model) {
     use crate::collect::trace::block::Op;
     let iv = &model.trace.interval;
     let _ = writeln!(
         out,
-        "\ntraced requests: lost events {}  unmatched {}\n{:<12} {:<7} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "\ntraced requests: lost events {}  unmatched {}\n{:<12} {:<7} {:>7} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         iv.lost_events + iv.missed_pages,
         iv.unmatched,
         "Device",
         "op",
         "reqs",
-        "seq",
+        "seq B",
+        "seq R",
         "p50 ms",
         "p95 ms",
         "p99 ms",
@@ -44,21 +50,23 @@ pub(super) fn traced_report(out: &mut String, model: &Model) {
         "dev p99"
     );
     for (dev, d) in &iv.devices {
-        // The device's sequential share goes on its first line.
-        let mut seq = d.seq_share().map(|s| format!("{:.0}%", s * 100.0));
+        // The device's sequential shares go on its first line.
+        let mut seq = Some((pct(d.seq_byte_share()), pct(d.seq_share())));
         for (i, op) in Op::ALL.iter().enumerate() {
             let l = &d.latency[i];
             if d.completed[i] == 0 {
                 continue;
             }
             let p = l.total.percentiles();
+            let (seq_b, seq_r) = seq.take().unwrap_or_default();
             let _ = writeln!(
                 out,
-                "{:<12} {:<7} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "{:<12} {:<7} {:>7} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 dev_name(model, dev),
                 op.name(),
                 d.completed[i],
-                seq.take().unwrap_or_default(),
+                seq_b,
+                seq_r,
                 ms3(p.map(|p| p.p50)),
                 ms3(p.map(|p| p.p95)),
                 ms3(p.map(|p| p.p99)),
@@ -72,8 +80,8 @@ pub(super) fn traced_report(out: &mut String, model: &Model) {
     rows.sort_by_key(|(_, p)| std::cmp::Reverse(p.read_bytes + p.write_bytes));
     let _ = writeln!(
         out,
-        "{:>8} {:<16} {:<12} {:>7} {:>11} {:>11} {:>6} {:>9}",
-        "PID", "command", "device", "reqs", "read", "written", "seq", "p99 ms"
+        "{:>8} {:<16} {:<12} {:>7} {:>11} {:>11} {:>6} {:>6} {:>9}",
+        "PID", "command", "device", "reqs", "read", "written", "seq B", "seq R", "p99 ms"
     );
     for ((key, dev), p) in rows.into_iter().take(10) {
         let pid = if *key > 0 {
@@ -88,14 +96,15 @@ pub(super) fn traced_report(out: &mut String, model: &Model) {
         };
         let _ = writeln!(
             out,
-            "{:>8} {:<16} {:<12} {:>7} {:>11} {:>11} {:>6} {:>9}",
+            "{:>8} {:<16} {:<12} {:>7} {:>11} {:>11} {:>6} {:>6} {:>9}",
             pid,
             format::escape(&who),
             dev_name(model, dev),
             p.issued,
             format::decimal(p.read_bytes as f64),
             format::decimal(p.write_bytes as f64),
-            p.seq_share().map_or(String::new(), |s| format!("{:.0}%", s * 100.0)),
+            pct(p.seq_byte_share()),
+            pct(p.seq_share()),
             ms3(p.total.quantile(0.99)),
         );
     }

@@ -121,6 +121,9 @@ struct DevTrace {
     name: String,
     issued: u64,
     sequential: u64,
+    /// Bytes of the issued requests, and of the sequential ones.
+    bytes: u64,
+    sequential_bytes: u64,
     /// Total latency (start → completion) per op: read, write, discard, flush.
     latency: [Hist; 4],
 }
@@ -198,6 +201,8 @@ impl Exported {
             d.name = name;
             d.issued += t.issued;
             d.sequential += t.sequential;
+            d.bytes += t.issued_bytes;
+            d.sequential_bytes += t.sequential_bytes;
             for (h, l) in d.latency.iter_mut().zip(&t.latency) {
                 h.add(&l.total);
             }
@@ -419,8 +424,20 @@ impl Collector for Exported {
         counter_family(
             &mut enc,
             "traced_sequential_requests",
-            "Of traced_requests, those that started where a recent request in the same direction ended",
+            "Of traced_requests, those that started where a recent request in the same direction ended (of the same process, or of the device)",
             &dev(&|d| d.sequential as f64),
+        )?;
+        counter_family(
+            &mut enc,
+            "traced_bytes",
+            "Bytes of traced_requests",
+            &dev(&|d| d.bytes as f64),
+        )?;
+        counter_family(
+            &mut enc,
+            "traced_sequential_bytes",
+            "Bytes of traced_sequential_requests: rate over rate(traced_bytes) is the share the pattern column shows",
+            &dev(&|d| d.sequential_bytes as f64),
         )?;
         if !self.devices.is_empty() {
             let mut f = enc.encode_descriptor(

@@ -53,10 +53,16 @@ pub struct DiskRates {
     pub util_pct: f64,
     /// Requests in flight at the end of the interval.
     pub in_flight: u64,
+    /// SEQ / MIXED / RAND: of `seq_byte_share` when traced, else the
+    /// counter estimate.
     pub pattern: Option<Pattern>,
     /// Share of requests that were sequential (0..1), from traced requests;
     /// `None` when not traced.
     pub seq_share: Option<f64>,
+    /// Share of the requests' bytes in sequential requests (0..1), from
+    /// traced requests: the figure shown with the label; `None` when not
+    /// traced.
+    pub seq_byte_share: Option<f64>,
     /// What `pattern` rests on: traced requests, or the counter estimate.
     pub pattern_basis: Basis,
 }
@@ -212,6 +218,7 @@ pub fn disk_rates(prev: &DiskStat, cur: &DiskStat, dt_s: f64) -> Result<DiskRate
         in_flight: cur.in_flight,
         pattern: pattern_of(&read, &write),
         seq_share: None,
+        seq_byte_share: None,
         pattern_basis: Basis::Estimate,
     })
 }
@@ -264,6 +271,7 @@ pub fn sum(name: &str, rows: &[&DiskRates]) -> Option<DiskRates> {
         in_flight: rows.iter().map(|r| r.in_flight).sum(),
         pattern: pattern_of(&read, &write),
         seq_share: None,
+        seq_byte_share: None,
         pattern_basis: Basis::Estimate,
     })
 }

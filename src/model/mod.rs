@@ -223,7 +223,7 @@ pub struct Model {
     cgroup_tracker: cgroup::CgroupTracker,
     /// Per-request tracing: the last interval, or why it is off.
     pub trace: trace::view::TraceView,
-    /// Where the traced sequential share switches labels.
+    /// Where the traced sequential share of bytes switches labels.
     pub thresholds: trace::Thresholds,
     /// Exit records behind the exited rows (root).
     pub exits: ExitStatus,
@@ -341,20 +341,24 @@ impl Model {
     }
 
     /// Fold in the tracer's interval (taken right after [`Model::update`]):
-    /// devices with traced requests get the exact sequential share and
-    /// label (`pattern_basis` "requests"); others keep the counter
-    /// estimate (device-mapper and md devices issue no requests of their
-    /// own, partitions' requests are their disk's).
+    /// devices with traced requests get the exact sequential shares (of
+    /// requests and of bytes) and the label of the byte share
+    /// (`pattern_basis` "requests"); others keep the counter estimate
+    /// (device-mapper and md devices issue no requests of their own,
+    /// partitions' requests are their disk's), as do devices of a
+    /// recording made before the bytes were kept.
     pub fn apply_trace(&mut self, view: trace::view::TraceView) {
         for row in &mut self.devices {
             let Some(r) = row.rates.as_mut() else { continue };
             let Some(d) = view.device(row.major, row.minor) else {
                 continue;
             };
-            if d.issued == 0 && d.completed.iter().all(|c| *c == 0) {
+            let no_bytes = d.issued > 0 && d.issued_bytes == 0;
+            if no_bytes || (d.issued == 0 && d.completed.iter().all(|c| *c == 0)) {
                 continue;
             }
             r.seq_share = d.seq_share();
+            r.seq_byte_share = d.seq_byte_share();
             r.pattern = d.pattern(&self.thresholds);
             r.pattern_basis = pattern::Basis::Requests;
         }

@@ -47,14 +47,25 @@ pub enum Basis {
     Estimate,
 }
 
-/// The pattern as shown: `SEQ 97%` from traced requests, `~SEQ` for the
-/// counter estimate, `-` without enough requests.
+/// The pattern as shown: `SEQ 97%` from traced requests (`share`: the
+/// share of bytes in sequential requests, which the label is of too),
+/// `~SEQ` for the counter estimate, `-` without enough requests.
 pub fn text(p: Option<Pattern>, share: Option<f64>, basis: Basis) -> String {
     match (p, basis, share) {
         (Some(p), Basis::Requests, Some(s)) => format!("{} {:.0}%", p.label(), s * 100.0),
         (Some(p), _, _) => format!("~{}", p.label()),
         (None, _, _) => "-".to_string(),
     }
+}
+
+/// The pattern column's heading: `seq bytes` while a row shows a traced
+/// share (its percentage is of bytes; the requests' share is in the JSON
+/// and the traced report), `pat` otherwise.
+pub fn heading<'a>(rates: impl IntoIterator<Item = Option<&'a crate::model::disk::DiskRates>>) -> &'static str {
+    let traced = rates
+        .into_iter()
+        .any(|r| r.is_some_and(|r| r.pattern_basis == Basis::Requests && r.seq_byte_share.is_some()));
+    if traced { "seq bytes" } else { "pat" }
 }
 
 pub const MIN_REQUESTS: u64 = 10;

@@ -103,11 +103,13 @@ pub fn fit_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<DevCol> {
     DevCol::ALL.into_iter().filter(|c| keep.contains(c)).collect()
 }
 
-fn header(c: DevCol) -> &'static str {
+/// A column's heading; `pat` is the pattern column's
+/// ([`crate::model::pattern::heading`]).
+fn header(c: DevCol, pat: &'static str) -> &'static str {
     match c {
         DevCol::Name => "Device",
         DevCol::Spark => "%util hist",
-        DevCol::Pattern => "pat",
+        DevCol::Pattern => pat,
         DevCol::P99 => "p99 ms",
         other => other.key(),
     }
@@ -217,7 +219,7 @@ fn cell<'a>(c: DevCol, l: &DevLine, w: u16, model: &Model, view: &ViewState) -> 
                     t.severity(t.util_severity(Some(rates.util_pct))),
                 ),
                 DevCol::Pattern => right(
-                    crate::model::pattern::text(rates.pattern, rates.seq_share, rates.pattern_basis),
+                    crate::model::pattern::text(rates.pattern, rates.seq_byte_share, rates.pattern_basis),
                     t.accent(),
                 ),
                 _ => {
@@ -314,9 +316,10 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
         .clamp(6, 16);
     let cols = layout_columns(&view.dev_cols, inner_w, name_w);
     let widths: Vec<Constraint> = cols.iter().map(|(_, w)| Constraint::Length(*w)).collect();
+    let pat = crate::model::pattern::heading(model.devices.iter().map(|d| d.rates.as_ref()));
     let head = Row::new(cols.iter().map(|(c, w)| {
         let w = usize::from(*w);
-        let h = header(*c);
+        let h = header(*c, pat);
         Cell::from(match c {
             DevCol::Name | DevCol::Mount | DevCol::Spark => format!("{h:<w$}"),
             _ => format!("{h:>w$}"),

@@ -11,6 +11,9 @@ use super::{ViewState, centered, keymap, pane_block};
 /// What the less obvious numbers mean, under the keys.
 const NOTES: &[&str] = &[
     " \"-\": no request completed in the interval; n/a: cannot be known",
+    " pat (seq bytes when traced): SEQ 97% = 97% of the bytes were in requests",
+    "   starting where one of the same process (or device) ended; by default SEQ",
+    "   at >= 70%, RAND at <= 30%; ~SEQ: estimated from sizes and merges (untraced)",
     " DISK WR: bytes dirtied for writeback (charged when written into the",
     "   page cache; the disk writes them later). CANCEL: dirtied bytes dropped",
     "   before writeback by this process's truncate or delete",

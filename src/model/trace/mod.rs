@@ -1,7 +1,8 @@
 //! Per-request statistics from decoded block events (pure: no I/O, no
 //! clock). The tracer thread feeds events to a [`Tracker`]; each sample
 //! takes the interval's [`TraceInterval`]: per device the sequential share
-//! in issue order, latency histograms per op for queue / device / total
+//! in issue order (of requests and of bytes: [`seq`] says what is
+//! sequential), latency histograms per op for queue / device / total
 //! time, request sizes and seek distances; per process × device requests,
 //! bytes, latency and sequential share; lost and unmatched counts; and the
 //! last requests for the live log.
@@ -22,7 +23,7 @@ use crate::collect::trace::reader::Counters;
 use crate::model::pattern::Pattern;
 use hist::{LatHist, Log2Hist};
 use requests::{Issued, Matcher, Outcome, Request, Task};
-use seq::Streams;
+use seq::Classifier;
 
 /// Requests kept for the live log.
 pub const LOG_LEN: usize = 2000;
@@ -32,7 +33,8 @@ pub const MAX_PROC_ROWS: usize = 512;
 /// Fewer requests than this in an interval: no SEQ/MIXED/RAND label.
 pub const MIN_REQUESTS: u64 = 10;
 
-/// Where the labels switch: SEQ at or above `seq`, RAND at or below `rand`.
+/// Where the labels switch: SEQ at or above `seq`, RAND at or below `rand`
+/// (of the sequential share of bytes: [`DeviceTrace::pattern`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Thresholds {
     pub seq: f64,
@@ -98,9 +100,13 @@ impl OpLatency {
 #[serde(default)]
 pub struct DeviceTrace {
     /// Requests issued with data (reads, writes, discards) and how many of
-    /// them were sequential.
+    /// them were sequential ([`seq`]).
     pub issued: u64,
     pub sequential: u64,
+    /// The bytes of those requests, and of the sequential ones (0 in a
+    /// recording made before these were kept).
+    pub issued_bytes: u64,
+    pub sequential_bytes: u64,
     /// Completed requests per op (read, write, discard, flush).
     pub completed: [u64; 4],
     pub bytes: [u64; 4],
@@ -119,6 +125,14 @@ impl DeviceTrace {
         (self.issued > 0).then(|| self.sequential as f64 / self.issued as f64)
     }
 
+    /// Share of the issued bytes in sequential requests, `None` without
+    /// requests (or bytes). The figure shown and labelled: `dd bs=1M`
+    /// beside fio's 4 KiB random reads at queue depth 4 on a loop device
+    /// read 93-98% of the bytes and 9-27% of the requests sequential.
+    pub fn seq_byte_share(&self) -> Option<f64> {
+        (self.issued > 0 && self.issued_bytes > 0).then(|| self.sequential_bytes as f64 / self.issued_bytes as f64)
+    }
+
     /// Quantile `q` of the total time of the reads and writes together, ns.
     pub fn rw_total_quantile(&self, q: f64) -> Option<u64> {
         let mut h = self.latency[0].total.clone();
@@ -126,11 +140,13 @@ impl DeviceTrace {
         h.quantile(q)
     }
 
+    /// SEQ / MIXED / RAND of the sequential share of bytes; `None` under
+    /// [`MIN_REQUESTS`] requests.
     pub fn pattern(&self, t: &Thresholds) -> Option<Pattern> {
         if self.issued < MIN_REQUESTS {
             return None;
         }
-        self.seq_share().map(|s| t.label(s))
+        self.seq_byte_share().map(|s| t.label(s))
     }
 }
 
@@ -142,6 +158,9 @@ pub struct ProcDevTrace {
     pub kernel: bool,
     pub issued: u64,
     pub sequential: u64,
+    /// Bytes issued, and in sequential requests.
+    pub issued_bytes: u64,
+    pub sequential_bytes: u64,
     pub completed: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
@@ -149,8 +168,15 @@ pub struct ProcDevTrace {
 }
 
 impl ProcDevTrace {
+    /// Share of the process's requests on the device that were sequential
+    /// in its own streams (or the device's: [`seq`]).
     pub fn seq_share(&self) -> Option<f64> {
         (self.issued > 0).then(|| self.sequential as f64 / self.issued as f64)
+    }
+
+    /// The same share of its bytes.
+    pub fn seq_byte_share(&self) -> Option<f64> {
+        (self.issued > 0 && self.issued_bytes > 0).then(|| self.sequential_bytes as f64 / self.issued_bytes as f64)
     }
 }
 
@@ -217,9 +243,10 @@ mod pairs {
 #[derive(Debug, Default)]
 pub struct Tracker {
     matcher: Matcher,
-    /// Per device: the stream ends (sequential share) and where the last
-    /// request ended (seek distance).
-    devs: HashMap<Dev, (Streams, Option<u64>)>,
+    /// The stream ends per process and per device (sequential share).
+    streams: Classifier,
+    /// Per device: where the last request ended (seek distance).
+    last_end: HashMap<Dev, u64>,
     cur: TraceInterval,
     log: VecDeque<Request>,
     last_counters: Counters,
@@ -255,22 +282,30 @@ impl Tracker {
 
     fn issued(&mut self, i: &Issued) {
         let Some(d) = dir(i.op) else { return };
-        let (streams, last_end) = self.devs.entry(i.dev).or_default();
-        let seq = streams.check(d, i.sector, i.sectors);
+        let seq = self
+            .streams
+            .check(proc_key(&i.task), i.dev, self.last_ts, d, i.sector, i.sectors);
         let end = i.sector.saturating_add(i.sectors);
-        let seek = last_end
-            .replace(end)
+        let seek = self
+            .last_end
+            .insert(i.dev, end)
             .map(|prev| prev.abs_diff(i.sector).saturating_mul(512));
+        let bytes = i.sectors.saturating_mul(512);
+        let seq_bytes = if seq { bytes } else { 0 };
         let dt = self.cur.devices.entry(i.dev).or_default();
         dt.issued += 1;
         dt.sequential += u64::from(seq);
-        dt.sizes.record(i.sectors * 512);
+        dt.issued_bytes += bytes;
+        dt.sequential_bytes += seq_bytes;
+        dt.sizes.record(bytes);
         if let Some(s) = seek {
             dt.seeks.record(s);
         }
         let row = self.proc_row(&i.task, i.dev);
         row.issued += 1;
         row.sequential += u64::from(seq);
+        row.issued_bytes += bytes;
+        row.sequential_bytes += seq_bytes;
     }
 
     fn done(&mut self, r: Request) {
@@ -312,6 +347,7 @@ impl Tracker {
     /// Close the interval: expire stale entries, return what was gathered.
     pub fn take_interval(&mut self) -> TraceInterval {
         self.matcher.expire(self.last_ts);
+        self.streams.expire(self.last_ts);
         let dropped = self.matcher.dropped - self.dropped_seen;
         self.dropped_seen = self.matcher.dropped;
         let mut out = std::mem::take(&mut self.cur);

@@ -157,10 +157,72 @@ fn sequential_share_and_labels() {
     assert_eq!(d.seeks.buckets().iter().map(|b| b.1).sum::<u64>(), 9);
     assert_eq!(d.sizes.buckets(), vec![(8192, 10)]);
     assert_eq!(iv.procs[&(3, D)].seq_share(), Some(0.7));
+    // all of one size: the bytes' share is the requests'
+    assert_eq!((d.issued_bytes, d.sequential_bytes), (40_960, 28_672));
+    assert_eq!(d.seq_byte_share(), Some(0.7));
     // under MIN_REQUESTS: a share but no label
     let (iv, _) = run(&evs[..9]);
     assert_eq!(iv.devices[&D].pattern(&th), None);
 }
+
+/// One request of `pid`: start, issue, completion.
+fn request(evs: &mut Vec<BlockEvent>, ts: &mut u64, pid: i32, sector: u64, sectors: u32) {
+    evs.push(ev(*ts, Kind::Start, "R", sector, sectors, pid));
+    evs.push(ev(*ts + 1, Kind::Issue, "R", sector, sectors, pid));
+    evs.push(ev(*ts + 2, Kind::Complete, "R", sector, sectors, 0));
+    *ts += 10;
+}
+
+#[test]
+fn a_sequential_reader_next_to_a_random_one() {
+    // dd's 1 MiB reads from 0, each after 30 random 4 KiB reads of fio
+    // over 256 MiB (more than the device's window of stream ends)
+    let mut evs = Vec::new();
+    let (mut ts, mut x) = (0, 12345u64);
+    for i in 0..50u64 {
+        for _ in 0..30 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            request(&mut evs, &mut ts, 20, (x >> 33) % 65_536 * 8, 8);
+        }
+        request(&mut evs, &mut ts, 10, i * 2048, 2048);
+    }
+    let (iv, _) = run(&evs);
+    let (dd, fio) = (&iv.procs[&(10, D)], &iv.procs[&(20, D)]);
+    // each judged in its own streams: dd starts one and continues it 49
+    // times, fio never continues anything
+    assert_eq!((dd.issued, dd.sequential), (50, 49));
+    assert_eq!((fio.issued, fio.sequential), (1500, 0));
+    assert_eq!(dd.seq_share(), Some(0.98));
+    assert_eq!((dd.seq_byte_share(), fio.seq_byte_share()), (Some(0.98), Some(0.0)));
+    // the device: 49 of 1550 requests, 49 MiB of 50 MiB + 1500 x 4 KiB
+    let d = &iv.devices[&D];
+    assert_eq!((d.issued, d.sequential), (1550, 49));
+    assert_eq!((d.issued_bytes, d.sequential_bytes), (50 * MIB + 1500 * 4096, 49 * MIB));
+    let bytes = 49.0 * MIB as f64 / (50.0 * MIB as f64 + 1500.0 * 4096.0);
+    assert_eq!(d.seq_byte_share(), Some(bytes));
+    assert!((0.87..0.88).contains(&bytes), "{bytes}");
+    // the label is of the bytes' share
+    assert_eq!(d.pattern(&Thresholds::default()), Some(Pattern::Seq));
+    let j = view::device_json(d);
+    assert_eq!(
+        (
+            &j["requests"],
+            &j["sequential"],
+            &j["request_bytes"],
+            &j["sequential_bytes"]
+        ),
+        (
+            &1550.into(),
+            &49.into(),
+            &(50 * MIB + 1500 * 4096).into(),
+            &(49 * MIB).into()
+        )
+    );
+    let p = view::ProcDevJson::new("loop0".into(), dd);
+    assert_eq!((p.seq_share, p.seq_byte_share), (Some(0.98), Some(0.98)));
+}
+
+const MIB: u64 = 1 << 20;
 
 #[test]
 fn captured_workload() {

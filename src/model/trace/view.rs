@@ -117,6 +117,8 @@ pub fn device_json(d: &DeviceTrace) -> Value {
     json!({
         "requests": d.issued,
         "sequential": d.sequential,
+        "request_bytes": d.issued_bytes,
+        "sequential_bytes": d.sequential_bytes,
         "completed": {"read": d.completed[0], "write": d.completed[1], "discard": d.completed[2], "flush": d.completed[3]},
         "merges": d.merges,
         "unmatched": d.unmatched,
@@ -135,7 +137,9 @@ pub struct ProcDevJson {
     pub completed: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// Sequential share of the requests, and of their bytes.
     pub seq_share: Option<f64>,
+    pub seq_byte_share: Option<f64>,
     pub total_p50_ms: Option<f64>,
     pub total_p99_ms: Option<f64>,
 }
@@ -151,6 +155,7 @@ impl ProcDevJson {
             read_bytes: p.read_bytes,
             write_bytes: p.write_bytes,
             seq_share: p.seq_share(),
+            seq_byte_share: p.seq_byte_share(),
             total_p50_ms: pc.map(|p| ms(p.p50)),
             total_p99_ms: pc.map(|p| ms(p.p99)),
         }
