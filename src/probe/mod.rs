@@ -45,6 +45,7 @@ pub mod layout;
 pub mod mechanics;
 pub mod qd;
 pub mod random;
+pub mod reach;
 pub mod seek;
 mod setup;
 pub mod size;
@@ -357,6 +358,11 @@ pub fn run(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    // Nothing on a FUSE or network mount is touched; "loop0" is /dev/loop0.
+    let cfg = &ProbeConfig {
+        target: reach::resolve(&cfg.target, &cfg.root)?,
+        ..cfg.clone()
+    };
     if cfg.tests == Tests::SyncWrite {
         return sync::probe(cfg, started_unix, cancel, on_progress);
     }
