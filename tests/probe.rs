@@ -661,6 +661,75 @@ fn cli_reports_bad_targets_and_exits_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
 }
 
+/// `iolens probe rand loopN`, the name the dashboard and iostat show, is
+/// /dev/loopN (before: "cannot open loopN"); without root the error says
+/// that root is needed (before: only "Permission denied (os error 13)").
+#[test]
+fn cli_takes_a_bare_device_name_and_says_when_root_is_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(dev) = loop_or_skip(dir.path(), 16, true) else {
+        return;
+    };
+    let name = dev.path().file_name().unwrap().to_str().unwrap().to_string();
+    let save = dir.path().join("results.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", &name, "--duration", "0.5", "--json", "--save"])
+        .arg(&save)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["method"]["target"], dev.path().to_str().unwrap());
+    assert_eq!(v["method"]["target_kind"], "block_device");
+    if !have("setpriv") {
+        return eprintln!("skipped: setpriv not installed (the non-root part)");
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", &name, "--save", "/dev/null"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot open {} read-only", dev.path().display()))
+            && err.contains("Permission denied")
+            && err.contains("reading a block device needs root"),
+        "{err}"
+    );
+}
+
+/// Every `iolens probe KIND` the README shows is a probe that exists
+/// (the exporter's example said `probe random`, which does not).
+#[test]
+fn every_probe_command_in_the_readme_exists() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let mut kinds: Vec<&str> = readme
+        .split("iolens probe ")
+        .skip(1)
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_alphanumeric()).next())
+        .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase()))
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert!(kinds.len() >= 8, "{kinds:?}");
+    for k in kinds {
+        let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+            .args(["probe", k, "--help"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "README: `iolens probe {k}`: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 fn thread_ioprio() -> libc::c_long {
     // SAFETY: reads the calling thread's I/O priority.
     unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, 0 as libc::c_long) }
