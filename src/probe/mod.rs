@@ -487,13 +487,20 @@ pub fn run(
         .and_then(|q| q.points.first())
         .filter(|p| p.queue_depth == 1)
         .map(|p| &p.latency);
-    let smallest = size_res.as_ref().and_then(|s| s.points.first()).map(|p| &p.latency);
-    let lat = random.as_ref().map(|r| &r.latency).or(qd1).or(smallest);
+    let smallest = size_res.as_ref().and_then(|s| s.points.first());
+    // The same figure whichever test gave it: the p50 of random reads at QD1.
+    let (lat, lat_bs, lat_from) = match (random.as_ref(), qd1, smallest) {
+        (Some(r), _, _) => (Some(&r.latency), bs, Some("random read test")),
+        (None, Some(l), _) => (Some(l), bs, Some("queue-depth sweep")),
+        (None, None, Some(p)) => (Some(&p.latency), p.bytes, Some("request-size sweep")),
+        _ => (None, bs, None),
+    };
     let evidence = verdict::Evidence {
-        bs,
+        bs: lat_bs,
         rand_count: lat.map_or(0, |l| l.count),
         p50_ms: lat.and_then(|l| l.p50_ms),
         p90_ms: lat.and_then(|l| l.p90_ms),
+        lat_from,
         qd_speedup: qd_res.as_ref().and_then(|q| {
             let deepest = q.points.iter().rfind(|p| p.iops.is_some())?;
             Some((q.speedup?, q.knee?, deepest.queue_depth))
