@@ -134,7 +134,7 @@ fn depth_sweep_on_a_loop_device_with_both_engines() {
     for pread in [false, true] {
         let mut cfg = ProbeConfig::new(dev.path(), Tests::QueueDepth, Depth::Quick);
         cfg.qd.depths = Some(vec![1, 2, 8]);
-        cfg.qd.step = Some(Duration::from_millis(200));
+        cfg.qd.step = Some(Duration::from_millis(600));
         cfg.qd.force_pread = pread;
         let r = run(&cfg).unwrap();
         let q = r.queue_depth_sweep.as_ref().unwrap();
@@ -158,7 +158,18 @@ fn depth_sweep_on_a_loop_device_with_both_engines() {
             let busy = p.iops.unwrap() * p.latency.mean_ms.unwrap() / 1000.0;
             let qd = f64::from(p.queue_depth);
             assert!(busy > 0.6 * qd && busy < 1.05 * qd, "QD{qd}: IOPS × mean = {busy}");
+            // The noise check saw the rate in 100 ms slices (≥ 5 of them).
+            let cv = p
+                .iops_cv
+                .unwrap_or_else(|| panic!("QD{qd}: no slices in {:.2} s", p.duration_s));
+            assert!(cv.is_finite() && cv >= 0.0, "QD{qd}: {cv}");
         }
+        eprintln!(
+            "{}: rate spread {:?}, noise {:?}",
+            q.engine.label(),
+            q.points.iter().map(|p| p.iops_cv).collect::<Vec<_>>(),
+            q.noise
+        );
         assert_eq!(
             q.speedup,
             Some(q.points.iter().filter_map(|p| p.iops).fold(0.0, f64::max) / q.points[0].iops.unwrap())

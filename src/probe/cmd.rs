@@ -446,6 +446,9 @@ fn qd_report(s: &mut String, q: &super::QdResult) {
             None => "none: no depth kept its p99 under the target".into(),
         }
     );
+    if !q.noise.is_empty() {
+        let _ = writeln!(s, "  {}", super::qd::noisy_text(&q.noise));
+    }
     if let Some(c) = &q.disk_check {
         let _ = writeln!(s, "  {}", c.describe());
     }

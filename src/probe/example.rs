@@ -182,6 +182,7 @@ pub fn qd_result(status: Status) -> ProbeResult {
             hist,
             issued: n + u64::from(depth) + 8,
             stopped: Stop::Done,
+            slices: Vec::new(),
         };
         let p = qd::point(depth, 4096, &run, &points);
         points.push(p);
@@ -239,6 +240,7 @@ pub fn qd_result(status: Status) -> ProbeResult {
         } else {
             "every planned depth was measured".into()
         },
+        noise: Vec::new(),
         stopped: if status == Status::Cancelled {
             Stop::Cancelled
         } else {

@@ -448,6 +448,11 @@ pub fn run(
         if let (Some(n), Some(b), Some(a)) = (&dev_name, before, snap()) {
             q.disk_check = Some(DiskCheck::compare(n, b, a, q.reads_issued, q.reads_issued * bs));
         }
+        q.noise
+            .extend(q.disk_check.as_ref().and_then(|c| c.disturbance.clone()));
+        if !q.noise.is_empty() {
+            notes.push(format!("queue-depth sweep: {}", qd::noisy_text(&q.noise)));
+        }
         qd_res = Some(q);
     }
     let alignment = (cfg.tests == Tests::Align)
