@@ -741,6 +741,40 @@ fn every_probe_command_in_the_readme_exists() {
     }
 }
 
+/// Ctrl-C ends `iolens probe` within about a second even when the probe
+/// thread is in a call that does not return (simulated: it sleeps deaf to
+/// cancelling); before, the command waited for the thread's result.
+#[test]
+fn ctrl_c_ends_the_probe_command_when_the_probe_is_stuck() {
+    let start = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", "/dev/null", "--save", "/dev/null"])
+        .env("IOLENS_DEBUG_PROBE_STALL", "30")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signals the child we started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("iolens probe did not end within 10 s of SIGINT")
+        .unwrap();
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGINT), "{:?}: {err}", out.status);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(
+        err.contains("the probe of /dev/null did not stop within 1 s of the signal"),
+        "{err}"
+    );
+}
+
 fn thread_ioprio() -> libc::c_long {
     // SAFETY: reads the calling thread's I/O priority.
     unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, 0 as libc::c_long) }

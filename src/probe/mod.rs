@@ -315,6 +315,16 @@ pub fn spawn(
     sink: impl Fn(ProbeMsg) + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name("iolens-probe".into()).spawn(move || {
+        // `IOLENS_DEBUG_PROBE_STALL=<seconds>`: the probe first sleeps that
+        // long, deaf to cancelling, as in a call that does not return
+        // (tests of the command's way out).
+        if let Some(s) = std::env::var("IOLENS_DEBUG_PROBE_STALL")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+        {
+            std::thread::sleep(Duration::from_secs_f64(s.min(600.0)));
+        }
         let msg = match run(&cfg, &cancel, &mut |p| sink(ProbeMsg::Progress(p))) {
             Ok(r) => ProbeMsg::Finished(Box::new(r)),
             Err(e) => ProbeMsg::Failed(format!("{e:#}")),
