@@ -12,8 +12,9 @@
 //! A bare name such as `loop0`, `nvme0n1` or `dm-0` — what the dashboard,
 //! `iostat` and `/proc/diskstats` call a device — is `/dev/<name>` when
 //! `/sys/class/block/<name>` exists (`!` in a sysfs name is a `/` under
-//! `/dev`, as in `cciss!c0d0`). A file of that name in the current
-//! directory is `./loop0`.
+//! `/dev`, as in `cciss!c0d0`), and a device-mapper name (`iostat -N`) is
+//! `/dev/mapper/<name>`. A file of that name in the current directory is
+//! `./loop0`.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -152,9 +153,13 @@ fn device_name(given: &Path, root: &Path) -> Option<PathBuf> {
     if b.is_empty() || b.contains(&b'/') || b == b"." || b == b".." {
         return None;
     }
-    let sys = Reader::new(root).path("/sys/class/block").join(given);
-    // sysfs is local: this lookup cannot hang.
-    std::fs::symlink_metadata(&sys).ok()?;
+    let r = Reader::new(root);
+    // sysfs and /dev are local: these lookups cannot hang.
+    if std::fs::symlink_metadata(r.path("/sys/class/block").join(given)).is_err() {
+        // A device-mapper name, as `iostat -N` shows it ("vg0-root").
+        let mapper = Path::new("/dev/mapper").join(given);
+        return std::fs::symlink_metadata(r.path(&mapper)).is_ok().then_some(mapper);
+    }
     let dev: Vec<u8> = b.iter().map(|&c| if c == b'!' { b'/' } else { c }).collect();
     Some(Path::new("/dev").join(OsString::from_vec(dev)))
 }
@@ -244,6 +249,9 @@ mod tests {
         assert_eq!(r("loop0"), Some(PathBuf::from("/dev/loop0")));
         assert_eq!(r("nvme0n1"), Some(PathBuf::from("/dev/nvme0n1")));
         assert_eq!(r("cciss!c0d0"), Some(PathBuf::from("/dev/cciss/c0d0")));
+        std::fs::create_dir_all(root.path().join("dev/mapper")).unwrap();
+        std::fs::write(root.path().join("dev/mapper/vg0-root"), b"").unwrap();
+        assert_eq!(r("vg0-root"), Some(PathBuf::from("/dev/mapper/vg0-root")));
         for not in ["loop9", "./loop0", "/dev/loop0", "", ".."] {
             assert_eq!(r(not), None, "{not}");
         }
