@@ -446,8 +446,14 @@ fn qd_report(s: &mut String, q: &super::QdResult) {
             None => "none: no depth kept its p99 under the target".into(),
         }
     );
-    if !q.noise.is_empty() {
-        let _ = writeln!(s, "  {}", super::qd::noisy_text(&q.noise));
+    if let (Some(r), Some(first)) = (q.repeat, q.points.first().and_then(|p| p.iops)) {
+        let _ = writeln!(
+            s,
+            "  QD{} again after the sweep: {:.0} IOPS ({:+.0}%)",
+            r.queue_depth,
+            r.iops,
+            (r.iops / first - 1.0) * 100.0
+        );
     }
     if let Some(c) = &q.disk_check {
         let _ = writeln!(s, "  {}", c.describe());

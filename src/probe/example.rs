@@ -241,6 +241,7 @@ pub fn qd_result(status: Status) -> ProbeResult {
             "every planned depth was measured".into()
         },
         noise: Vec::new(),
+        repeat: None,
         stopped: if status == Status::Cancelled {
             Stop::Cancelled
         } else {

@@ -461,6 +461,7 @@ pub fn run(
         q.noise
             .extend(q.disk_check.as_ref().and_then(|c| c.disturbance.clone()));
         if !q.noise.is_empty() {
+            // The notes end the text report and the results pane.
             notes.push(format!("queue-depth sweep: {}", qd::noisy_text(&q.noise)));
         }
         qd_res = Some(q);

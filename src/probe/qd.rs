@@ -81,6 +81,27 @@ pub struct QdPoint {
     pub histogram: Vec<Bucket>,
 }
 
+/// The first depth measured again at the end of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Repeat {
+    pub queue_depth: u32,
+    pub iops: f64,
+}
+
+/// Noise when the repeat of the first depth read more than
+/// [`NOISE_FALL`] away from the first reading.
+pub fn repeat_noise(first: &QdPoint, again: Option<f64>) -> Option<String> {
+    let (a, b) = (first.iops?, again?);
+    let change = b / a - 1.0;
+    (a > 0.0 && change.abs() > NOISE_FALL).then(|| {
+        format!(
+            "QD{} read {a:.0} IOPS first and {b:.0} ({:+.0}%) when measured again after the sweep",
+            first.queue_depth,
+            change * 100.0
+        )
+    })
+}
+
 /// The most IOPS at a depth whose p99 stayed under the target.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Bounded {
@@ -114,6 +135,8 @@ pub struct QdResult {
     /// an unsteady rate, a deeper depth slower than a shallower one);
     /// empty when none of that was seen.
     pub noise: Vec<String>,
+    /// The first depth measured once more after the sweep.
+    pub repeat: Option<Repeat>,
     pub stopped: Stop,
     /// Every read issued, warm-up and drained ones included.
     pub reads_issued: u64,
@@ -358,7 +381,36 @@ pub fn run(
         }
     }
     let (knee, latency_bounded, speedup) = summarize(&points, p99_target_ms);
-    let noise = noise(&points);
+    let mut noise = noise(&points);
+    // The first depth once more: a load that changed between depths
+    // without showing within one (a busy neighbour) shows here.
+    let mut repeat = None;
+    let left = cap.saturating_sub(began.elapsed());
+    if let Some(first) = points.first().filter(|_| stopped == Stop::Done && left >= step) {
+        let limits = engine::Limits {
+            min_time: step,
+            max_time: depth_cap.min(left),
+            min_completions: MIN_COMPLETIONS,
+            max_completions: MAX_COMPLETIONS,
+        };
+        let run = engine::run_depth(
+            engine,
+            t,
+            first.queue_depth,
+            bs,
+            blocks,
+            &limits,
+            cancel,
+            &mut |_, _, _, _| {},
+        )?;
+        issued += run.issued;
+        let again = (run.completions > 0 && run.secs > 0.0).then(|| run.completions as f64 / run.secs);
+        noise.extend(repeat_noise(first, again));
+        repeat = again.map(|iops| Repeat {
+            queue_depth: first.queue_depth,
+            iops,
+        });
+    }
     Ok(QdResult {
         engine,
         engine_note,
@@ -375,6 +427,7 @@ pub fn run(
         speedup,
         end,
         noise,
+        repeat,
         stopped,
         reads_issued: issued,
         duration_s: began.elapsed().as_secs_f64(),
@@ -522,6 +575,17 @@ mod tests {
         let why = noise(&[p]);
         assert_eq!(why.len(), 1);
         assert!(why[0] == "the rate at QD2 varied 30% between 100 ms slices", "{why:?}");
+    }
+
+    #[test]
+    fn a_repeat_that_reads_otherwise_is_noise() {
+        let p = sweep(&[(1, 10_000.0, 1.0)]).remove(0);
+        assert_eq!(repeat_noise(&p, Some(10_800.0)), None);
+        assert_eq!(
+            repeat_noise(&p, Some(8_000.0)).as_deref(),
+            Some("QD1 read 10000 IOPS first and 8000 (-20%) when measured again after the sweep")
+        );
+        assert_eq!(repeat_noise(&p, None), None);
     }
 
     #[test]
