@@ -102,6 +102,31 @@ pub fn repeat_noise(first: &QdPoint, again: Option<f64>) -> Option<String> {
     })
 }
 
+fn limits_for(step: Duration) -> engine::Limits {
+    engine::Limits {
+        min_time: step,
+        max_time: step,
+        min_completions: MIN_COMPLETIONS,
+        max_completions: MAX_COMPLETIONS,
+    }
+}
+
+/// The first depth once more after the sweep: a load that changed between
+/// depths without showing within one (a busy neighbour) shows here.
+/// Returns its IOPS and the reads issued.
+fn measure_again(
+    engine: Engine,
+    t: &Target,
+    qd: u32,
+    bs: u64,
+    limits: &engine::Limits,
+    cancel: &CancelToken,
+) -> anyhow::Result<(Option<f64>, u64)> {
+    let run = engine::run_depth(engine, t, qd, bs, t.size / bs, limits, cancel, &mut |_, _, _, _| {})?;
+    let iops = (run.completions > 0 && run.secs > 0.0).then(|| run.completions as f64 / run.secs);
+    Ok((iops, run.issued))
+}
+
 /// The most IOPS at a depth whose p99 stayed under the target.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Bounded {
@@ -333,10 +358,8 @@ pub fn run(
             break;
         }
         let limits = engine::Limits {
-            min_time: step,
             max_time: depth_cap.min(left),
-            min_completions: MIN_COMPLETIONS,
-            max_completions: MAX_COMPLETIONS,
+            ..limits_for(step)
         };
         let done_points = points.clone();
         let mut report = |reads: u64, elapsed: f64, p50_ms: Option<f64>, iops: Option<f64>| {
@@ -382,29 +405,15 @@ pub fn run(
     }
     let (knee, latency_bounded, speedup) = summarize(&points, p99_target_ms);
     let mut noise = noise(&points);
-    // The first depth once more: a load that changed between depths
-    // without showing within one (a busy neighbour) shows here.
     let mut repeat = None;
     let left = cap.saturating_sub(began.elapsed());
     if let Some(first) = points.first().filter(|_| stopped == Stop::Done && left >= step) {
         let limits = engine::Limits {
-            min_time: step,
             max_time: depth_cap.min(left),
-            min_completions: MIN_COMPLETIONS,
-            max_completions: MAX_COMPLETIONS,
+            ..limits_for(step)
         };
-        let run = engine::run_depth(
-            engine,
-            t,
-            first.queue_depth,
-            bs,
-            blocks,
-            &limits,
-            cancel,
-            &mut |_, _, _, _| {},
-        )?;
-        issued += run.issued;
-        let again = (run.completions > 0 && run.secs > 0.0).then(|| run.completions as f64 / run.secs);
+        let (again, n) = measure_again(engine, t, first.queue_depth, bs, &limits, cancel)?;
+        issued += n;
         noise.extend(repeat_noise(first, again));
         repeat = again.map(|iops| Repeat {
             queue_depth: first.queue_depth,
