@@ -310,3 +310,55 @@ fn dashboard_shows_a_stuck_sample_and_quits_at_once() {
     eprintln!("shell back {:.2} s after q", back.as_secs_f64());
     assert!(back < Duration::from_secs(1), "q took {back:?}");
 }
+
+/// `iolens probe ARGS`: (seconds taken, exit status, stderr), or `None`
+/// when it has not ended within 5 s (the child is then left to `m`, which
+/// frees and kills it when dropped).
+fn probe_run(m: &mut HungMount, args: &[&std::ffi::OsStr]) -> Option<(f64, std::process::ExitStatus, String)> {
+    let start = Instant::now();
+    let mut child = Command::new(BIN)
+        .arg("probe")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            return Some((start.elapsed().as_secs_f64(), status, err));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    m.stuck.push(child);
+    None
+}
+
+#[test]
+fn probes_refuse_a_hung_fuse_mount_without_touching_it() {
+    if let Some(why) = unavailable() {
+        return skip(&why);
+    }
+    let mut m = HungMount::start();
+    m.hang();
+    let file = m.mnt().join("data");
+    // A symlink on a local filesystem to the file on the mount.
+    let link = m.dir.path().join("link");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let mnt = m.mnt();
+    for (what, kind, target) in [
+        ("rand on a file there", "rand", file.as_os_str()),
+        ("rand through a symlink", "rand", link.as_os_str()),
+        ("sync in the directory", "sync", mnt.as_os_str()),
+    ] {
+        let Some((secs, status, err)) = probe_run(&mut m, &[std::ffi::OsStr::new(kind), target]) else {
+            panic!("probe {what}: still running after 5 s (stuck on the mount)");
+        };
+        eprintln!("probe {what}: {status:?} after {secs:.2} s: {err}");
+        assert_eq!(status.code(), Some(2), "{what}: {status:?} {err}");
+        assert!(secs < 2.0, "{what}: took {secs:.2} s");
+        assert!(err.contains("is on a fuse"), "{what}: {err}");
+        assert!(err.contains("touches nothing on a FUSE"), "{what}: {err}");
+    }
+}

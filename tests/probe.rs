@@ -134,7 +134,7 @@ fn depth_sweep_on_a_loop_device_with_both_engines() {
     for pread in [false, true] {
         let mut cfg = ProbeConfig::new(dev.path(), Tests::QueueDepth, Depth::Quick);
         cfg.qd.depths = Some(vec![1, 2, 8]);
-        cfg.qd.step = Some(Duration::from_millis(200));
+        cfg.qd.step = Some(Duration::from_millis(600));
         cfg.qd.force_pread = pread;
         let r = run(&cfg).unwrap();
         let q = r.queue_depth_sweep.as_ref().unwrap();
@@ -158,7 +158,18 @@ fn depth_sweep_on_a_loop_device_with_both_engines() {
             let busy = p.iops.unwrap() * p.latency.mean_ms.unwrap() / 1000.0;
             let qd = f64::from(p.queue_depth);
             assert!(busy > 0.6 * qd && busy < 1.05 * qd, "QD{qd}: IOPS × mean = {busy}");
+            // The noise check saw the rate in 100 ms slices (≥ 5 of them).
+            let cv = p
+                .iops_cv
+                .unwrap_or_else(|| panic!("QD{qd}: no slices in {:.2} s", p.duration_s));
+            assert!(cv.is_finite() && cv >= 0.0, "QD{qd}: {cv}");
         }
+        eprintln!(
+            "{}: rate spread {:?}, noise {:?}",
+            q.engine.label(),
+            q.points.iter().map(|p| p.iops_cv).collect::<Vec<_>>(),
+            q.noise
+        );
         assert_eq!(
             q.speedup,
             Some(q.points.iter().filter_map(|p| p.iops).fold(0.0, f64::max) / q.points[0].iops.unwrap())
@@ -659,6 +670,82 @@ fn cli_reports_bad_targets_and_exits_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
+}
+
+/// `iolens probe rand loopN`, the name the dashboard and iostat show, is
+/// /dev/loopN (before: "cannot open loopN"); without root the error says
+/// that root is needed (before: only "Permission denied (os error 13)").
+#[test]
+fn cli_takes_a_bare_device_name_and_says_when_root_is_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(dev) = loop_or_skip(dir.path(), 16, true) else {
+        return;
+    };
+    let name = dev.path().file_name().unwrap().to_str().unwrap().to_string();
+    let save = dir.path().join("results.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", &name, "--duration", "0.5", "--json", "--save"])
+        .arg(&save)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["method"]["target"], dev.path().to_str().unwrap());
+    assert_eq!(v["method"]["target_kind"], "block_device");
+    if !have("setpriv") {
+        return eprintln!("skipped: setpriv not installed (the non-root part)");
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", &name, "--save", "/dev/null"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot open {} read-only", dev.path().display()))
+            && err.contains("Permission denied")
+            && err.contains("reading a block device needs root"),
+        "{err}"
+    );
+}
+
+/// Ctrl-C ends `iolens probe` within about a second even when the probe
+/// thread is in a call that does not return (simulated: it sleeps deaf to
+/// cancelling); before, the command waited for the thread's result.
+#[test]
+fn ctrl_c_ends_the_probe_command_when_the_probe_is_stuck() {
+    let start = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["probe", "rand", "/dev/null", "--save", "/dev/null"])
+        .env("IOLENS_DEBUG_PROBE_STALL", "30")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signals the child we started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("iolens probe did not end within 10 s of SIGINT")
+        .unwrap();
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGINT), "{:?}: {err}", out.status);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(
+        err.contains("the probe of /dev/null did not stop within 1 s of the signal"),
+        "{err}"
+    );
 }
 
 fn thread_ioprio() -> libc::c_long {

@@ -523,10 +523,20 @@ fn probe_menu_popup() {
         "( ) seek and rotation",
         "( ) sync-write latency in /srv",
         "Enter start",
+        // How long the probe runs, not a queue depth.
+        "d  length: thorough",
     ] {
         assert!(s.contains(want), "{want} not in\n{s}");
     }
+    assert!(!s.contains("depth: thorough") && !s.contains("Needs root"), "{s}");
     insta::assert_snapshot!("probe_menu_80x24", draw(&m, &v, 80, 24).backend());
+    // Without root the menu says that the probe needs it (before, the
+    // probe was offered and failed with "Permission denied").
+    let mut user = common::model();
+    user.host.is_root = false;
+    let s = text(&draw(&user, &v, 80, 24));
+    assert!(s.contains("Needs root: only root may read the device"), "{s}");
+    assert!(s.contains("dropping the page cache needs root"), "{s}");
     menu.confirm_drop = true;
     let v = ViewState {
         popup: Popup::ProbeMenu(menu),

@@ -92,16 +92,30 @@ pub fn run(cli: &Cli, args: &ProbeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     crate::sys::signal::catch_interrupts();
+    let live = std::io::stderr().is_terminal();
+    let mut err = std::io::stderr();
     let cancel = CancelToken::new();
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = super::spawn(cfg, cancel.clone(), move |m| {
         let _ = tx.send(m);
     })?;
-    let live = std::io::stderr().is_terminal();
-    let mut err = std::io::stderr();
+    let shown = super::target::describe_path(&args.target);
+    let mut asked: Option<std::time::Instant> = None;
     let outcome = loop {
         if crate::sys::signal::interrupted() {
             cancel.cancel();
+            let since = *asked.get_or_insert_with(std::time::Instant::now);
+            // A probe stops between two reads; one that has not within the
+            // grace is in a call that does not return: end without it.
+            if since.elapsed() >= crate::stop::GRACE {
+                if live {
+                    let _ = write!(err, "\r\x1b[K");
+                }
+                anyhow::bail!(
+                    "the probe of {shown} did not stop within {:.0} s of the signal: a call on it does not return (a dying disk?); iolens ends without it",
+                    crate::stop::GRACE.as_secs_f64()
+                );
+            }
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(ProbeMsg::Progress(p)) if live => {
@@ -432,6 +446,15 @@ fn qd_report(s: &mut String, q: &super::QdResult) {
             None => "none: no depth kept its p99 under the target".into(),
         }
     );
+    if let (Some(r), Some(first)) = (q.repeat, q.points.first().and_then(|p| p.iops)) {
+        let _ = writeln!(
+            s,
+            "  QD{} again after the sweep: {:.0} IOPS ({:+.0}%)",
+            r.queue_depth,
+            r.iops,
+            (r.iops / first - 1.0) * 100.0
+        );
+    }
     if let Some(c) = &q.disk_check {
         let _ = writeln!(s, "  {}", c.describe());
     }

@@ -86,6 +86,37 @@ pub struct DepthRun {
     /// Every read issued, warm-up and drained ones included.
     pub issued: u64,
     pub stopped: Stop,
+    /// Completions in each whole [`SLICE`] of the measured window, in
+    /// order: how steady the rate was (the noise check).
+    pub slices: Vec<u64>,
+}
+
+/// The length of one slice of [`DepthRun::slices`].
+pub const SLICE: Duration = Duration::from_millis(100);
+
+/// Counts completions per [`SLICE`] of a window.
+#[derive(Debug, Default)]
+struct Slices {
+    counts: Vec<u64>,
+}
+
+impl Slices {
+    /// One completion `since` the window opened.
+    fn add(&mut self, since: Duration) {
+        let i = (since.as_nanos() / SLICE.as_nanos()) as usize;
+        if self.counts.len() <= i {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += 1;
+    }
+
+    /// The whole slices of a window `secs` long (a last partial one is
+    /// dropped).
+    fn whole(mut self, secs: f64) -> Vec<u64> {
+        let n = (secs / SLICE.as_secs_f64()).floor() as usize;
+        self.counts.resize(n, 0);
+        self.counts
+    }
 }
 
 /// Progress callback: (measured completions, seconds, p50 ms, IOPS).
@@ -149,6 +180,7 @@ fn uring(
     let mut window: Option<Instant> = None;
     let (mut seen, mut issued) = (0u64, u64::from(qd));
     let mut hist = Histogram::new();
+    let mut slices = Slices::default();
     let mut done: Vec<Completion> = Vec::with_capacity(qd as usize);
     let mut throttle = Throttle::new();
     let (stopped, end) = loop {
@@ -171,9 +203,10 @@ fn uring(
                 t.display
             );
             seen += 1;
-            if window.is_some() {
+            if let Some(w) = window {
                 let ns = now.duration_since(sent[c.slot as usize]).as_nanos();
                 hist.record(u64::try_from(ns).unwrap_or(u64::MAX));
+                slices.add(now.duration_since(w));
             } else if seen >= warmup(qd) {
                 window = Some(now);
             }
@@ -200,6 +233,7 @@ fn uring(
         secs,
         issued,
         stopped,
+        slices: slices.whole(secs),
     })
 }
 
@@ -250,6 +284,8 @@ fn pool(
     let mut window: Option<Instant> = None;
     let mut throttle = Throttle::new();
     let began = Instant::now();
+    // Measured completions at the end of each whole slice so far.
+    let mut marks: Vec<u64> = Vec::new();
     let (stopped, secs, counted) = std::thread::scope(|s| {
         let mut handles = Vec::new();
         for i in 0..qd {
@@ -288,6 +324,10 @@ fn pool(
             }
             let elapsed = window.map_or(Duration::ZERO, |w| now.duration_since(w));
             let n = measured.load(Ordering::Relaxed);
+            // Polled every 5 ms: a slice boundary is seen within 5 ms of it.
+            while window.is_some() && SLICE * (marks.len() as u32 + 1) <= elapsed {
+                marks.push(n);
+            }
             let s = limits
                 .stop(n, elapsed, cancel)
                 .or((now.duration_since(began) >= limits.max_time).then_some(Stop::TimeCap));
@@ -316,12 +356,21 @@ fn pool(
         .into_inner()
         .map_err(|_| anyhow::anyhow!("a read thread panicked"))?;
     debug_assert_eq!(counted, hist.count());
+    let slices = marks
+        .iter()
+        .scan(0u64, |prev, &m| {
+            let d = m.saturating_sub(*prev);
+            *prev = m;
+            Some(d)
+        })
+        .collect();
     Ok(DepthRun {
         completions: hist.count(),
         hist,
         secs,
         issued: issued.load(Ordering::Relaxed),
         stopped,
+        slices,
     })
 }
 

@@ -103,6 +103,7 @@ pub fn result(status: Status) -> ProbeResult {
         rand_count: latency.count,
         p50_ms: latency.p50_ms,
         p90_ms: latency.p90_ms,
+        lat_from: Some("random read test"),
         seek_correlation: Some(0.48),
         sweep_zones: sweep.as_ref().map_or(0, |s| s.zones.len()),
         sweep_median_mbps: median.filter(|_| sweep.is_some()),
@@ -181,6 +182,7 @@ pub fn qd_result(status: Status) -> ProbeResult {
             hist,
             issued: n + u64::from(depth) + 8,
             stopped: Stop::Done,
+            slices: Vec::new(),
         };
         let p = qd::point(depth, 4096, &run, &points);
         points.push(p);
@@ -209,6 +211,7 @@ pub fn qd_result(status: Status) -> ProbeResult {
         rand_count: q1.count,
         p50_ms: q1.p50_ms,
         p90_ms: q1.p90_ms,
+        lat_from: Some("queue-depth sweep"),
         qd_speedup: speedup.zip(knee).map(|(x, k)| (x, k, r.method.queue_depth)),
         reached_device: Some(true),
         has_device: true,
@@ -237,6 +240,8 @@ pub fn qd_result(status: Status) -> ProbeResult {
         } else {
             "every planned depth was measured".into()
         },
+        noise: Vec::new(),
+        repeat: None,
         stopped: if status == Status::Cancelled {
             Stop::Cancelled
         } else {

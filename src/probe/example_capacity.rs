@@ -108,6 +108,7 @@ pub fn size_result() -> ProbeResult {
         rand_count: first.count,
         p50_ms: first.p50_ms,
         p90_ms: first.p90_ms,
+        lat_from: Some("request-size sweep"),
         reached_device: Some(true),
         has_device: true,
         hints,

@@ -45,6 +45,7 @@ pub mod layout;
 pub mod mechanics;
 pub mod qd;
 pub mod random;
+pub mod reach;
 pub mod seek;
 mod setup;
 pub mod size;
@@ -314,6 +315,16 @@ pub fn spawn(
     sink: impl Fn(ProbeMsg) + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name("iolens-probe".into()).spawn(move || {
+        // `IOLENS_DEBUG_PROBE_STALL=<seconds>`: the probe first sleeps that
+        // long, deaf to cancelling, as in a call that does not return
+        // (tests of the command's way out).
+        if let Some(s) = std::env::var("IOLENS_DEBUG_PROBE_STALL")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+        {
+            std::thread::sleep(Duration::from_secs_f64(s.min(600.0)));
+        }
         let msg = match run(&cfg, &cancel, &mut |p| sink(ProbeMsg::Progress(p))) {
             Ok(r) => ProbeMsg::Finished(Box::new(r)),
             Err(e) => ProbeMsg::Failed(format!("{e:#}")),
@@ -357,6 +368,11 @@ pub fn run(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    // Nothing on a FUSE or network mount is touched; "loop0" is /dev/loop0.
+    let cfg = &ProbeConfig {
+        target: reach::resolve(&cfg.target, &cfg.root)?,
+        ..cfg.clone()
+    };
     if cfg.tests == Tests::SyncWrite {
         return sync::probe(cfg, started_unix, cancel, on_progress);
     }
@@ -442,6 +458,12 @@ pub fn run(
         if let (Some(n), Some(b), Some(a)) = (&dev_name, before, snap()) {
             q.disk_check = Some(DiskCheck::compare(n, b, a, q.reads_issued, q.reads_issued * bs));
         }
+        q.noise
+            .extend(q.disk_check.as_ref().and_then(|c| c.disturbance.clone()));
+        if !q.noise.is_empty() {
+            // The notes end the text report and the results pane.
+            notes.push(format!("queue-depth sweep: {}", qd::noisy_text(&q.noise)));
+        }
         qd_res = Some(q);
     }
     let alignment = (cfg.tests == Tests::Align)
@@ -481,13 +503,20 @@ pub fn run(
         .and_then(|q| q.points.first())
         .filter(|p| p.queue_depth == 1)
         .map(|p| &p.latency);
-    let smallest = size_res.as_ref().and_then(|s| s.points.first()).map(|p| &p.latency);
-    let lat = random.as_ref().map(|r| &r.latency).or(qd1).or(smallest);
+    let smallest = size_res.as_ref().and_then(|s| s.points.first());
+    // The same figure whichever test gave it: the p50 of random reads at QD1.
+    let (lat, lat_bs, lat_from) = match (random.as_ref(), qd1, smallest) {
+        (Some(r), _, _) => (Some(&r.latency), bs, Some("random read test")),
+        (None, Some(l), _) => (Some(l), bs, Some("queue-depth sweep")),
+        (None, None, Some(p)) => (Some(&p.latency), p.bytes, Some("request-size sweep")),
+        _ => (None, bs, None),
+    };
     let evidence = verdict::Evidence {
-        bs,
+        bs: lat_bs,
         rand_count: lat.map_or(0, |l| l.count),
         p50_ms: lat.and_then(|l| l.p50_ms),
         p90_ms: lat.and_then(|l| l.p90_ms),
+        lat_from,
         qd_speedup: qd_res.as_ref().and_then(|q| {
             let deepest = q.points.iter().rfind(|p| p.iops.is_some())?;
             Some((q.speedup?, q.knee?, deepest.queue_depth))

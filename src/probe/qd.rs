@@ -37,6 +37,12 @@ pub const MAX_COMPLETIONS: u64 = 1_000_000;
 pub const GAIN: f64 = 0.10;
 /// Default p99 bound for the latency-bounded IOPS.
 pub const P99_TARGET_MS: f64 = 10.0;
+/// A depth whose rate varied more than this between 100 ms slices (beyond
+/// counting noise) makes the sweep noisy: its IOPS may be off by 15%.
+pub const NOISE_CV: f64 = 0.15;
+/// A depth this much below a shallower one makes the sweep noisy: more
+/// requests in flight do not slow a device down by that much.
+pub const NOISE_FALL: f64 = 0.10;
 
 /// Options of the sweep (all optional on the command line).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -65,11 +71,60 @@ pub struct QdPoint {
     pub gain: Option<f64>,
     /// IOPS over QD1's.
     pub speedup: Option<f64>,
+    /// How much the rate varied between 100 ms slices beyond counting
+    /// noise ([`excess_cv`]); `None` under 5 slices.
+    pub iops_cv: Option<f64>,
     /// Fewer than [`MIN_COMPLETIONS`] (time cap or cancel): p99 may be n/a.
     pub short: bool,
     pub stopped: Stop,
     /// Non-empty buckets of the latency histogram, in ns.
     pub histogram: Vec<Bucket>,
+}
+
+/// The first depth measured again at the end of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Repeat {
+    pub queue_depth: u32,
+    pub iops: f64,
+}
+
+/// Noise when the repeat of the first depth read more than
+/// [`NOISE_FALL`] away from the first reading.
+pub fn repeat_noise(first: &QdPoint, again: Option<f64>) -> Option<String> {
+    let (a, b) = (first.iops?, again?);
+    let change = b / a - 1.0;
+    (a > 0.0 && change.abs() > NOISE_FALL).then(|| {
+        format!(
+            "QD{} read {a:.0} IOPS first and {b:.0} ({:+.0}%) when measured again after the sweep",
+            first.queue_depth,
+            change * 100.0
+        )
+    })
+}
+
+fn limits_for(step: Duration) -> engine::Limits {
+    engine::Limits {
+        min_time: step,
+        max_time: step,
+        min_completions: MIN_COMPLETIONS,
+        max_completions: MAX_COMPLETIONS,
+    }
+}
+
+/// The first depth once more after the sweep: a load that changed between
+/// depths without showing within one (a busy neighbour) shows here.
+/// Returns its IOPS and the reads issued.
+fn measure_again(
+    engine: Engine,
+    t: &Target,
+    qd: u32,
+    bs: u64,
+    limits: &engine::Limits,
+    cancel: &CancelToken,
+) -> anyhow::Result<(Option<f64>, u64)> {
+    let run = engine::run_depth(engine, t, qd, bs, t.size / bs, limits, cancel, &mut |_, _, _, _| {})?;
+    let iops = (run.completions > 0 && run.secs > 0.0).then(|| run.completions as f64 / run.secs);
+    Ok((iops, run.issued))
 }
 
 /// The most IOPS at a depth whose p99 stayed under the target.
@@ -101,6 +156,12 @@ pub struct QdResult {
     pub speedup: Option<f64>,
     /// Why the sweep ended, in words.
     pub end: String,
+    /// Why the IOPS may be off by more than 15% (other I/O on the device,
+    /// an unsteady rate, a deeper depth slower than a shallower one);
+    /// empty when none of that was seen.
+    pub noise: Vec<String>,
+    /// The first depth measured once more after the sweep.
+    pub repeat: Option<Repeat>,
     pub stopped: Stop,
     /// Every read issued, warm-up and drained ones included.
     pub reads_issued: u64,
@@ -169,10 +230,71 @@ pub fn point(qd: u32, bs: u64, run: &DepthRun, before: &[QdPoint]) -> QdPoint {
         latency: LatencySummary::of(&run.hist),
         gain: ratio(iops, prev).map(|r| r - 1.0),
         speedup: ratio(iops, base),
+        iops_cv: excess_cv(&run.slices),
         short: run.completions < MIN_COMPLETIONS,
         stopped: run.stopped,
         histogram: run.hist.buckets(),
     }
+}
+
+/// The spread of completions between slices beyond what counting alone
+/// gives (a steady rate of random arrivals has variance = mean):
+/// `sqrt(max(0, variance − mean)) / mean`; `None` under 5 slices.
+pub fn excess_cv(slices: &[u64]) -> Option<f64> {
+    if slices.len() < 5 {
+        return None;
+    }
+    let n = slices.len() as f64;
+    let mean = slices.iter().sum::<u64>() as f64 / n;
+    if mean <= 0.0 {
+        return None;
+    }
+    let var = slices.iter().map(|&c| (c as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((var - mean).max(0.0).sqrt() / mean)
+}
+
+/// Why a sweep's IOPS may be off by more than 15%, from its points.
+pub fn noise(points: &[QdPoint]) -> Vec<String> {
+    let mut why = Vec::new();
+    for p in points {
+        if let Some(cv) = p.iops_cv.filter(|cv| *cv > NOISE_CV) {
+            why.push(format!(
+                "the rate at QD{} varied {:.0}% between 100 ms slices",
+                p.queue_depth,
+                cv * 100.0
+            ));
+        }
+    }
+    let mut best: Option<&QdPoint> = None;
+    for p in points {
+        if let (Some(b), Some(i)) = (best, p.iops)
+            && let Some(bi) = b.iops
+            && i < bi * (1.0 - NOISE_FALL)
+        {
+            why.push(format!(
+                "QD{} read {:.0} IOPS, {:.0}% below QD{}'s {:.0}: more requests in flight do not slow a device down that much, so other I/O changed during the sweep",
+                p.queue_depth,
+                i,
+                (1.0 - i / bi) * 100.0,
+                b.queue_depth,
+                bi
+            ));
+        }
+        if p.iops
+            .is_some_and(|i| best.and_then(|b| b.iops).is_none_or(|bi| i > bi))
+        {
+            best = Some(p);
+        }
+    }
+    why
+}
+
+/// "NOISY: … (the IOPS may be off by more than 15%; …)" for reports.
+pub fn noisy_text(why: &[String]) -> String {
+    format!(
+        "NOISY, the IOPS may be off by more than 15%: {}; measure longer (--thorough: 3 s per depth, or --qd-time 5) or when the device is quieter",
+        why.join("; ")
+    )
 }
 
 /// Parse "1,4,16": depths between 1 and [`MAX_DEPTH`], increasing.
@@ -236,10 +358,8 @@ pub fn run(
             break;
         }
         let limits = engine::Limits {
-            min_time: step,
             max_time: depth_cap.min(left),
-            min_completions: MIN_COMPLETIONS,
-            max_completions: MAX_COMPLETIONS,
+            ..limits_for(step)
         };
         let done_points = points.clone();
         let mut report = |reads: u64, elapsed: f64, p50_ms: Option<f64>, iops: Option<f64>| {
@@ -284,6 +404,22 @@ pub fn run(
         }
     }
     let (knee, latency_bounded, speedup) = summarize(&points, p99_target_ms);
+    let mut noise = noise(&points);
+    let mut repeat = None;
+    let left = cap.saturating_sub(began.elapsed());
+    if let Some(first) = points.first().filter(|_| stopped == Stop::Done && left >= step) {
+        let limits = engine::Limits {
+            max_time: depth_cap.min(left),
+            ..limits_for(step)
+        };
+        let (again, n) = measure_again(engine, t, first.queue_depth, bs, &limits, cancel)?;
+        issued += n;
+        noise.extend(repeat_noise(first, again));
+        repeat = again.map(|iops| Repeat {
+            queue_depth: first.queue_depth,
+            iops,
+        });
+    }
     Ok(QdResult {
         engine,
         engine_note,
@@ -299,6 +435,8 @@ pub fn run(
         latency_bounded,
         speedup,
         end,
+        noise,
+        repeat,
         stopped,
         reads_issued: issued,
         duration_s: began.elapsed().as_secs_f64(),
@@ -350,6 +488,7 @@ mod tests {
             secs: 2000.0 / iops,
             issued: 2010,
             stopped: Stop::Done,
+            slices: Vec::new(),
         }
     }
 
@@ -397,6 +536,65 @@ mod tests {
         assert_eq!(bounded, None);
         assert!((speedup.unwrap() - 3050.0 / 3000.0).abs() < 1e-9);
         assert_eq!(summarize(&[], 10.0), (None, None, None));
+    }
+
+    /// The busy box: QD4 read below QD2. The sweep says it is
+    /// noisy instead of presenting the dip as the device's curve.
+    #[test]
+    fn a_deeper_depth_slower_than_a_shallower_one_is_noise() {
+        let pts = sweep(&[
+            (1, 10_000.0, 1.0),
+            (2, 18_000.0, 1.0),
+            (4, 15_000.0, 1.0),
+            (8, 30_000.0, 1.0),
+        ]);
+        let why = noise(&pts);
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(
+            why[0].starts_with("QD4 read 15000 IOPS, 17% below QD2's 18000"),
+            "{why:?}"
+        );
+        // A flat or slightly lower curve past the knee is not noise.
+        let pts = sweep(&[
+            (1, 10_000.0, 1.0),
+            (2, 18_000.0, 1.0),
+            (4, 17_500.0, 1.0),
+            (8, 17_200.0, 1.0),
+        ]);
+        assert_eq!(noise(&pts), Vec::<String>::new());
+        assert!(noisy_text(&why).starts_with("NOISY, the IOPS may be off by more than 15%: QD4 read"));
+    }
+
+    #[test]
+    fn an_unsteady_rate_is_noise_and_counting_noise_is_not() {
+        // A steady device at 100 completions per slice: Poisson-like
+        // spread (±10) is what counting gives, not noise.
+        let steady = [92, 108, 100, 95, 105, 110, 90, 101, 99, 100];
+        assert_eq!(excess_cv(&steady), Some(0.0));
+        // Other I/O took half the device for 0.4 s of the second.
+        let bursty = [100, 100, 100, 50, 50, 50, 50, 100, 100, 100];
+        let cv = excess_cv(&bursty).unwrap();
+        assert!(cv > NOISE_CV && cv < 0.35, "{cv}");
+        assert_eq!(excess_cv(&[100, 100, 100, 100]), None, "too few slices");
+        assert_eq!(excess_cv(&[0; 10]), None);
+        let mut r = run(1000.0, 1.0);
+        r.slices = bursty.to_vec();
+        let p = point(2, 4096, &r, &[]);
+        assert_eq!(p.iops_cv, Some(cv));
+        let why = noise(&[p]);
+        assert_eq!(why.len(), 1);
+        assert!(why[0] == "the rate at QD2 varied 30% between 100 ms slices", "{why:?}");
+    }
+
+    #[test]
+    fn a_repeat_that_reads_otherwise_is_noise() {
+        let p = sweep(&[(1, 10_000.0, 1.0)]).remove(0);
+        assert_eq!(repeat_noise(&p, Some(10_800.0)), None);
+        assert_eq!(
+            repeat_noise(&p, Some(8_000.0)).as_deref(),
+            Some("QD1 read 10000 IOPS first and 8000 (-20%) when measured again after the sweep")
+        );
+        assert_eq!(repeat_noise(&p, None), None);
     }
 
     #[test]

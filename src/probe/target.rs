@@ -118,7 +118,8 @@ pub fn describe_path(p: &Path) -> String {
 /// /proc are read (normally "/").
 pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
     let shown = describe_path(path);
-    let meta = std::fs::metadata(path).map_err(|e| anyhow::anyhow!("cannot open {shown}: {e}"))?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| anyhow::anyhow!("cannot open {shown}: {e}{}", needs_root(&e, TargetKind::RegularFile)))?;
     let checked = (meta.dev(), meta.ino());
     let ft = meta.file_type();
     let kind = if ft.is_block_device() {
@@ -143,11 +144,15 @@ pub fn open(path: &Path, root: &Path) -> anyhow::Result<Target> {
     let (file, cache) = match open_flags(path, true) {
         Ok(f) => (f, CacheMode::Direct),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            let f = open_flags(path, false).map_err(|e| anyhow::anyhow!("cannot open {shown} read-only: {e}"))?;
+            let f = open_flags(path, false)
+                .map_err(|e| anyhow::anyhow!("cannot open {shown} read-only: {e}{}", needs_root(&e, kind)))?;
             fadvise(&f, 0, 0, Advice::Random);
             (f, CacheMode::BufferedFadvise)
         }
-        Err(e) => anyhow::bail!("cannot open {shown} read-only with O_DIRECT: {e}"),
+        Err(e) => anyhow::bail!(
+            "cannot open {shown} read-only with O_DIRECT: {e}{}",
+            needs_root(&e, kind)
+        ),
     };
     // Check again on the descriptor: the path may have been replaced between
     // the check above and the open.
@@ -217,6 +222,19 @@ impl Target {
         if self.cache == CacheMode::BufferedFadvise {
             fadvise(&self.file, off, len, Advice::DontNeed);
         }
+    }
+}
+
+/// What to add to a refused open: probing a device needs root (or the
+/// device's group), and without root a file may just not be readable.
+pub fn needs_root(e: &io::Error, kind: TargetKind) -> &'static str {
+    let denied = matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM));
+    match (denied, crate::sys::is_root(), kind) {
+        (true, false, TargetKind::BlockDevice) => {
+            " (reading a block device needs root: run iolens as root, e.g. with sudo)"
+        }
+        (true, false, _) => " (you are not root, and it is not readable by you)",
+        _ => "",
     }
 }
 

@@ -87,6 +87,9 @@ pub struct Evidence {
     pub rand_count: u64,
     pub p50_ms: Option<f64>,
     pub p90_ms: Option<f64>,
+    /// Which test's QD1 reads gave `p50_ms` ("random read test",
+    /// "request-size sweep", …), said beside the class.
+    pub lat_from: Option<&'static str>,
     pub seek_correlation: Option<f64>,
     /// Queue-depth sweep: (best IOPS over QD1, knee depth, deepest depth run).
     pub qd_speedup: Option<(f64, u32, u32)>,
@@ -129,6 +132,69 @@ fn us(ms: f64) -> String {
         format!("{:.0} µs", ms * 1000.0)
     } else {
         format!("{ms:.2} ms")
+    }
+}
+
+/// The class the QD1 p50 reads as, and the evidence line that names the
+/// figure compared, the line it was compared with and the reads it came
+/// from; the p90 follows in brackets (the class is never read from it).
+fn latency_class(e: &Evidence, p50: f64) -> (Option<Class>, String) {
+    let (c, cmp) = if p50 < NVME_P50_MS {
+        (Some(Class::Nvme), "< 90 µs: NVMe-class".to_string())
+    } else if p50 < SATA_P50_MS {
+        (Some(Class::SataSsd), "within 90–600 µs: SATA-class SSD".into())
+    } else if p50 < HDD_P50_MS {
+        (
+            None,
+            "within 0.6–2 ms: between flash and a spinning disk, a busy or slow device, USB or network storage".into(),
+        )
+    } else {
+        (Some(Class::Hdd), "≥ 2 ms: a spinning disk, seek and rotation".into())
+    };
+    let from = e.lat_from.map(|f| format!(" in the {f}")).unwrap_or_default();
+    let p90 = e.p90_ms.map(|p| format!("p90 {}; ", us(p))).unwrap_or_default();
+    let line = format!(
+        "p50 {} {cmp} ({p90}{} random {} reads at QD1{from})",
+        us(p50),
+        e.rand_count,
+        size(e.bs)
+    );
+    (c, line)
+}
+
+/// "4 KiB", "1 MiB", "4096 B".
+fn size(bs: u64) -> String {
+    match bs {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// A p50 within this factor of a class line may read as the next class
+/// at a busier moment or in the next probe.
+const FIRM_FACTOR: f64 = 1.5;
+
+/// How stable the latency class is: how far the p50 lies from the
+/// nearest class line.
+pub fn firmness(p50: f64) -> String {
+    let lines = [
+        (NVME_P50_MS, "NVMe-class and SATA-class SSD"),
+        (SATA_P50_MS, "SATA-class SSD and the 0.6–2 ms band"),
+        (HDD_P50_MS, "the 0.6–2 ms band and a spinning disk"),
+    ];
+    let factor = |l: f64| if p50 > l { p50 / l } else { l / p50 };
+    let Some((line, between)) = lines.iter().min_by(|a, b| factor(a.0).total_cmp(&factor(b.0))) else {
+        return String::new();
+    };
+    let f = factor(*line);
+    if f < FIRM_FACTOR {
+        format!(
+            "not firm: the p50 is within {FIRM_FACTOR}× of the {} line between {between}, so other I/O on the device can move it across and another probe may read the other class",
+            us(*line)
+        )
+    } else {
+        format!("firm: the p50 is {f:.1}× from the nearest class line ({})", us(*line))
     }
 }
 
@@ -290,20 +356,9 @@ pub fn judge(e: &Evidence) -> Verdict {
                 e.bs / 1024
             ));
         } else {
-            let p90 = e.p90_ms.map(|p| format!(", p90 {}", us(p))).unwrap_or_default();
-            let (c, why) = if p50 < NVME_P50_MS {
-                (Some(Class::Nvme), "NVMe-class (< 90 µs)")
-            } else if p50 < SATA_P50_MS {
-                (Some(Class::SataSsd), "SATA-class SSD (90–600 µs)")
-            } else if p50 < HDD_P50_MS {
-                (
-                    None,
-                    "between flash and a spinning disk (0.6–2 ms): a busy or slow device, USB or network storage",
-                )
-            } else {
-                (Some(Class::Hdd), "a spinning disk (≥ 2 ms: seek and rotation)")
-            };
-            evidence.push(format!("random read p50 {}{p90}: {why}", us(p50)));
+            let (c, line) = latency_class(e, p50);
+            evidence.push(line);
+            evidence.push(firmness(p50));
             lat_class = c;
         }
     }
@@ -640,6 +695,50 @@ mod tests {
         });
         assert_eq!(v.class, Class::Inconclusive);
         assert_eq!(v.evidence, ["no measurement was completed"]);
+    }
+
+    /// The issue's case: p50 65 µs, p90 119 µs. The figure compared and
+    /// the line it is compared with stand side by side (before: "p50 65 µs,
+    /// p90 119 µs: NVMe-class (< 90 µs)", as if 119 < 90), with the reads it
+    /// came from and how firm the class is.
+    #[test]
+    fn the_compared_figure_its_source_and_the_firmness_are_stated() {
+        let mut e = base(0.065, 0.119);
+        e.lat_from = Some("random read test");
+        let v = judge(&e);
+        assert_eq!(v.class, Class::Nvme);
+        assert_eq!(
+            v.evidence[0],
+            "p50 65 µs < 90 µs: NVMe-class (p90 119 µs; 5000 random 4 KiB reads at QD1 in the random read test)"
+        );
+        assert!(
+            v.evidence[1].starts_with(
+                "not firm: the p50 is within 1.5× of the 90 µs line between NVMe-class and SATA-class SSD"
+            ),
+            "{v:?}"
+        );
+        // The size sweep's first point a little later: 95 µs reads as
+        // SATA-class by the same rule, and says it is not firm either.
+        let mut e = base(0.095, 0.13);
+        e.lat_from = Some("request-size sweep");
+        let v = judge(&e);
+        assert_eq!(v.class, Class::SataSsd);
+        assert!(
+            v.evidence[0].starts_with("p50 95 µs within 90–600 µs: SATA-class SSD (p90 130 µs; ")
+                && v.evidence[0].ends_with("in the request-size sweep)"),
+            "{v:?}"
+        );
+        assert!(v.evidence[1].starts_with("not firm"), "{v:?}");
+        // Far from every line: firm.
+        assert_eq!(
+            firmness(0.02),
+            "firm: the p50 is 4.5× from the nearest class line (90 µs)"
+        );
+        assert_eq!(
+            firmness(8.0),
+            "firm: the p50 is 4.0× from the nearest class line (2.00 ms)"
+        );
+        assert!(firmness(0.7).contains("0.6–2 ms band"), "{}", firmness(0.7));
     }
 
     #[test]

@@ -35,7 +35,14 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState, m: &ProbeMenu, is
                 ),
                 _ => Line::raw(format!(" Read-only probe of /dev/{}", format::escape(&m.device))),
             },
-            Line::raw(""),
+            if is_root || m.tests == Tests::SyncWrite {
+                Line::raw("")
+            } else {
+                Line::styled(
+                    " Needs root: only root may read the device (start iolens as root)",
+                    t.error(),
+                )
+            },
             choice(
                 "r",
                 format!("{} random read latency (4 KiB, QD1)", mark(m.tests == Tests::Random)),
@@ -78,7 +85,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &ViewState, m: &ProbeMenu, is
             choice(
                 "d",
                 format!(
-                    "depth: {}",
+                    "length: {}",
                     match m.depth {
                         Depth::Quick => "quick (≤10 s random, 20 zones)",
                         Depth::Thorough => "thorough (≤30 s random, 100 zones)",
