@@ -177,7 +177,8 @@ fn gauge_family(
 
 /// The probe gauges.
 pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    let dev = |p: &LastProbe| vec![("device", p.device.clone())];
+    use super::metrics::label;
+    let dev = |p: &LastProbe| vec![("device", label(&p.device))];
     let each = |f: &dyn Fn(&LastProbe) -> Option<f64>| -> Vec<(Labels, f64)> {
         probes.iter().filter_map(|p| f(p).map(|v| (dev(p), v))).collect()
     };
@@ -187,7 +188,7 @@ pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), s
         "The device's last completed probe (iolens probe or the dashboard): its verdict, value 1",
         &probes
             .iter()
-            .map(|p| (vec![("device", p.device.clone()), ("verdict", p.verdict.clone())], 1.0))
+            .map(|p| (vec![("device", label(&p.device)), ("verdict", label(&p.verdict))], 1.0))
             .collect::<Vec<_>>(),
     )?;
     gauge_family(
@@ -213,7 +214,7 @@ pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), s
         .flat_map(|p| {
             p.latency_s
                 .iter()
-                .map(|(q, s)| (vec![("device", p.device.clone()), ("percentile", (*q).to_string())], *s))
+                .map(|(q, s)| (vec![("device", label(&p.device)), ("percentile", (*q).to_string())], *s))
         })
         .collect();
     gauge_family(
