@@ -6,7 +6,8 @@
 //! `NO_COLOR` (non-empty) turns colours off like `--no-color`. An annotated
 //! example is `assets/config.toml`. The file is read bounded
 //! ([`MAX_FILE`]) and only if it is a regular file; `/dev/null` stands for
-//! no file.
+//! no file. Batch and JSON output take its `interval` and pattern
+//! thresholds too.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -151,6 +152,34 @@ pub fn read_file(explicit: Option<&Path>) -> anyhow::Result<(FileConfig, Option<
     Ok((parse(&text, &path)?, Some(path)))
 }
 
+/// The interval: the command line's (`--interval`, `IOLENS_INTERVAL`), else
+/// the file's, else the default ([`crate::batch::DEFAULT_INTERVAL`]); a bad
+/// value is refused naming where it came from.
+pub fn interval(cli: Option<f64>, file: Option<f64>) -> anyhow::Result<Duration> {
+    match (cli, file) {
+        (None, Some(v)) => crate::batch::check_interval(v, "interval"),
+        _ => crate::batch::interval(cli),
+    }
+}
+
+/// Every threshold finite and not negative (`nan` and `inf` are TOML).
+fn check_thresholds(f: &ThresholdCfg) -> anyhow::Result<()> {
+    let all = [
+        ("await_warn_ms", f.await_warn_ms),
+        ("await_crit_ms", f.await_crit_ms),
+        ("util_warn_pct", f.util_warn_pct),
+        ("util_crit_pct", f.util_crit_pct),
+        ("seq_pct", f.seq_pct),
+        ("rand_pct", f.rand_pct),
+    ];
+    for (key, v) in all {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+            bail!("thresholds.{key} must be a number from 0 up, got {v}");
+        }
+    }
+    Ok(())
+}
+
 fn color(name: &Option<String>, default: Color, what: &str) -> anyhow::Result<Color> {
     match name {
         None => Ok(default),
@@ -178,7 +207,8 @@ fn columns<T: Copy>(
 /// Merge command line, file and defaults. `no_color_env` is whether
 /// `NO_COLOR` is set to a non-empty value.
 pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Result<Settings> {
-    let interval = crate::batch::interval(cli.interval.or(file.interval))?;
+    let interval = interval(cli.interval, file.interval)?;
+    check_thresholds(&file.thresholds)?;
     let d = Palette::default();
     let palette = Palette {
         accent: color(&file.colors.accent, d.accent, "accent")?,
@@ -237,7 +267,19 @@ fn in_file(path: Option<&Path>) -> String {
 /// given with `--config`, else the XDG one), defaults without one.
 pub fn load_pattern(cli: &Cli) -> anyhow::Result<crate::model::trace::Thresholds> {
     let (file, path) = read_file(cli.config.as_deref())?;
-    pattern_thresholds(&file.thresholds).with_context(|| in_file(path.as_deref()))
+    check_thresholds(&file.thresholds)
+        .and_then(|()| pattern_thresholds(&file.thresholds))
+        .with_context(|| in_file(path.as_deref()))
+}
+
+/// The interval of batch and JSON output: command line > config file >
+/// default, as for the dashboard.
+pub fn load_interval(cli: &Cli) -> anyhow::Result<Duration> {
+    let (file, path) = read_file(cli.config.as_deref())?;
+    if cli.interval.is_some() {
+        return interval(cli.interval, None);
+    }
+    interval(None, file.interval).with_context(|| in_file(path.as_deref()))
 }
 
 /// Everything at once, for the dashboard.
@@ -301,6 +343,30 @@ mod tests {
         assert!(e.to_string().contains("rand_pct 60 and seq_pct 40"), "{e}");
         let bad_interval = parse("interval = 0\n", p).unwrap();
         assert!(resolve(&cli(&[]), &bad_interval, false).is_err());
+    }
+
+    #[test]
+    fn a_bad_value_in_the_file_names_its_key() {
+        let p = Path::new("t.toml");
+        for v in ["nan", "inf", "-inf", "0", "-1", "1e9"] {
+            let f = parse(&format!("interval = {v}\n"), p).unwrap();
+            let e = resolve(&cli(&[]), &f, false).unwrap_err().to_string();
+            assert!(
+                e.starts_with("interval must be between 0.05 and 3600 seconds"),
+                "{v}: {e}"
+            );
+            // The command line's value is used (and checked) instead.
+            let s = resolve(&cli(&["--interval", "2"]), &f, false).unwrap();
+            assert_eq!(s.interval, Duration::from_secs(2));
+        }
+        let e = resolve(&cli(&["--interval", "NaN"]), &FileConfig::default(), false).unwrap_err();
+        assert!(e.to_string().starts_with("--interval must be"), "{e}");
+        let f = parse("[thresholds]\nawait_warn_ms = nan\n", p).unwrap();
+        let e = resolve(&cli(&[]), &f, false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "thresholds.await_warn_ms must be a number from 0 up, got NaN"
+        );
     }
 
     #[test]

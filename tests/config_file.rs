@@ -1,6 +1,7 @@
-//! The config file as batch and JSON output read it: a parse error echoes
-//! no raw control character, and a FIFO, a device or an oversized file is
-//! an error at once.
+//! The config file as batch and JSON output read it: its `interval`
+//! applies (command line > file > default), bad values are refused naming
+//! the key, a parse error echoes no raw control character, and a FIFO, a
+//! device or an oversized file is an error at once.
 
 mod common;
 
@@ -38,6 +39,73 @@ fn run(config: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     (status.code().unwrap_or(-1), out, err)
+}
+
+fn intervals(json: &str) -> Vec<f64> {
+    json.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["interval_s"].as_f64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn batch_and_json_take_the_interval_from_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "interval = 0.2\n").unwrap();
+    let (code, out, err) = run(&cfg, &["--json", "--count", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let iv = intervals(&out);
+    assert_eq!(iv.len(), 2, "{out}");
+    for s in &iv {
+        assert!((0.15..0.5).contains(s), "interval_s {iv:?}, the file says 0.2");
+    }
+    // The command line wins over the file (the first interval is at most
+    // 0.25 s: the second shows the setting).
+    let (code, out, err) = run(&cfg, &["--json", "--count", "2", "--interval", "0.6"]);
+    assert_eq!(code, 0, "{err}");
+    let iv = intervals(&out);
+    assert!(
+        iv.len() == 2 && (0.55..0.9).contains(&iv[1]),
+        "interval_s {iv:?}, --interval 0.6"
+    );
+    // Plain text too: two reports at 0.2 s take well under the default's 2 s.
+    let t0 = Instant::now();
+    let (code, out, err) = run(&cfg, &["--batch", "--count", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("sda"), "{out}");
+    assert!(t0.elapsed() < Duration::from_millis(1500), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn bad_intervals_are_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    for v in ["nan", "inf", "-inf", "0", "-1", "0.01", "1e9"] {
+        std::fs::write(&cfg, format!("interval = {v}\n")).unwrap();
+        for mode in ["--batch", "--json"] {
+            let (code, _, err) = run(&cfg, &[mode, "--count", "1"]);
+            assert_eq!(code, 2, "interval = {v} {mode}: {err}");
+            assert!(
+                err.contains(&format!("in config file {}", cfg.display()))
+                    && err.contains(": interval must be between 0.05 and 3600 seconds"),
+                "interval = {v}: {err}"
+            );
+            assert!(!err.contains("--interval"), "{err}");
+        }
+    }
+    // On the command line, the flag is named (and wins over a good file).
+    std::fs::write(&cfg, "interval = 1\n").unwrap();
+    for v in ["NaN", "inf", "0", "-2", "86400"] {
+        let (code, _, err) = run(&cfg, &["--batch", "--count", "1", &format!("--interval={v}")]);
+        assert_eq!(code, 2, "--interval {v}: {err}");
+        assert!(
+            err.contains("--interval must be between 0.05 and 3600 seconds"),
+            "{err}"
+        );
+    }
 }
 
 /// toml's message quotes the offending line: an OSC 52 clipboard write and
