@@ -4,8 +4,12 @@
 //! `~/.config/iolens/config.toml`), or wherever `--config` says. Precedence:
 //! command line (and its `IOLENS_*` variables) > config file > default.
 //! `NO_COLOR` (non-empty) turns colours off like `--no-color`. An annotated
-//! example is `assets/config.toml`.
+//! example is `assets/config.toml`. The file is read bounded
+//! ([`MAX_FILE`]) and only if it is a regular file; `/dev/null` stands for
+//! no file. Batch and JSON output take its `interval` and pattern
+//! thresholds too.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -15,6 +19,7 @@ use ratatui::style::Color;
 use serde::Deserialize;
 
 use crate::cli::Cli;
+use crate::format;
 use crate::ui::theme::{Palette, Theme, Thresholds};
 use crate::ui::{DevCol, ProcCol};
 
@@ -90,22 +95,91 @@ pub fn default_path() -> Option<PathBuf> {
     Some(base.join("iolens").join("config.toml"))
 }
 
+/// The largest config file read (the annotated example is ~3 KiB).
+pub const MAX_FILE: u64 = 1 << 20;
+
+/// A path as error messages show it: escaped ([`format::escape_bytes`]).
+fn shown(path: &Path) -> String {
+    format::escape_bytes(path.as_os_str().as_bytes())
+}
+
+/// toml's message quotes the offending line of the file: every line of it
+/// escaped ([`format::escape`]), so that no control character in the file
+/// reaches the terminal; the lines stay lines.
+fn escape_lines(text: &str) -> String {
+    text.split('\n').map(format::escape).collect::<Vec<_>>().join("\n")
+}
+
 pub fn parse(text: &str, path: &Path) -> anyhow::Result<FileConfig> {
-    toml::from_str(text).with_context(|| format!("parsing config file {}", path.display()))
+    toml::from_str(text).map_err(|e| {
+        anyhow::anyhow!(
+            "parsing config file {}: {}",
+            shown(path),
+            escape_lines(e.to_string().trim_end())
+        )
+    })
+}
+
+/// Whether `path` is the null device (`--config /dev/null`: no file).
+fn is_null_device(path: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    std::fs::metadata(path).is_ok_and(|m| {
+        let rdev = m.rdev();
+        m.file_type().is_char_device() && rustix::fs::major(rdev) == 1 && rustix::fs::minor(rdev) == 3
+    })
 }
 
 /// Read the config file: the one given with `--config` (must exist), else the
-/// XDG one if it exists.
+/// XDG one if it exists. A FIFO, a device (but the null device, which is no
+/// file) or a directory is an error at once, and so is a file over
+/// [`MAX_FILE`] ([`crate::sys::input::read_regular`]).
 pub fn read_file(explicit: Option<&Path>) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
     let path = match explicit {
+        Some(p) if is_null_device(p) => return Ok((FileConfig::default(), None)),
         Some(p) => p.to_path_buf(),
         None => match default_path() {
             Some(p) if p.exists() => p,
             _ => return Ok((FileConfig::default(), None)),
         },
     };
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading config file {}", path.display()))?;
+    let bytes = crate::sys::input::read_regular(&path, MAX_FILE)
+        .with_context(|| format!("reading config file {}", shown(&path)))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "reading config file {}: not UTF-8 (byte {})",
+            shown(&path),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     Ok((parse(&text, &path)?, Some(path)))
+}
+
+/// The interval: the command line's (`--interval`, `IOLENS_INTERVAL`), else
+/// the file's, else the default ([`crate::batch::DEFAULT_INTERVAL`]); a bad
+/// value is refused naming where it came from.
+pub fn interval(cli: Option<f64>, file: Option<f64>) -> anyhow::Result<Duration> {
+    match (cli, file) {
+        (None, Some(v)) => crate::batch::check_interval(v, "interval"),
+        _ => crate::batch::interval(cli),
+    }
+}
+
+/// Every threshold finite and not negative (`nan` and `inf` are TOML).
+fn check_thresholds(f: &ThresholdCfg) -> anyhow::Result<()> {
+    let all = [
+        ("await_warn_ms", f.await_warn_ms),
+        ("await_crit_ms", f.await_crit_ms),
+        ("util_warn_pct", f.util_warn_pct),
+        ("util_crit_pct", f.util_crit_pct),
+        ("seq_pct", f.seq_pct),
+        ("rand_pct", f.rand_pct),
+    ];
+    for (key, v) in all {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+            bail!("thresholds.{key} must be a number from 0 up, got {v}");
+        }
+    }
+    Ok(())
 }
 
 fn color(name: &Option<String>, default: Color, what: &str) -> anyhow::Result<Color> {
@@ -135,7 +209,8 @@ fn columns<T: Copy>(
 /// Merge command line, file and defaults. `no_color_env` is whether
 /// `NO_COLOR` is set to a non-empty value.
 pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Result<Settings> {
-    let interval = crate::batch::interval(cli.interval.or(file.interval))?;
+    let interval = interval(cli.interval, file.interval)?;
+    check_thresholds(&file.thresholds)?;
     let d = Palette::default();
     let palette = Palette {
         accent: color(&file.colors.accent, d.accent, "accent")?,
@@ -185,28 +260,35 @@ pub fn pattern_thresholds(f: &ThresholdCfg) -> anyhow::Result<crate::model::trac
     Ok(crate::model::trace::Thresholds { seq, rand })
 }
 
+/// "in config file PATH", the context of a bad value in the file.
+fn in_file(path: Option<&Path>) -> String {
+    format!("in config file {}", path.map_or_else(|| "(none)".to_string(), shown))
+}
+
 /// The pattern cut-offs for batch output: from the config file (the one
 /// given with `--config`, else the XDG one), defaults without one.
 pub fn load_pattern(cli: &Cli) -> anyhow::Result<crate::model::trace::Thresholds> {
     let (file, path) = read_file(cli.config.as_deref())?;
-    pattern_thresholds(&file.thresholds).with_context(|| {
-        format!(
-            "in config file {}",
-            path.as_deref().unwrap_or(Path::new("(none)")).display()
-        )
-    })
+    check_thresholds(&file.thresholds)
+        .and_then(|()| pattern_thresholds(&file.thresholds))
+        .with_context(|| in_file(path.as_deref()))
+}
+
+/// The interval of batch and JSON output: command line > config file >
+/// default, as for the dashboard.
+pub fn load_interval(cli: &Cli) -> anyhow::Result<Duration> {
+    let (file, path) = read_file(cli.config.as_deref())?;
+    if cli.interval.is_some() {
+        return interval(cli.interval, None);
+    }
+    interval(None, file.interval).with_context(|| in_file(path.as_deref()))
 }
 
 /// Everything at once, for the dashboard.
 pub fn load(cli: &Cli) -> anyhow::Result<Settings> {
     let (file, path) = read_file(cli.config.as_deref())?;
     let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let mut s = resolve(cli, &file, no_color_env).with_context(|| {
-        format!(
-            "in config file {}",
-            path.as_deref().unwrap_or(Path::new("(none)")).display()
-        )
-    })?;
+    let mut s = resolve(cli, &file, no_color_env).with_context(|| in_file(path.as_deref()))?;
     s.file = path;
     Ok(s)
 }
@@ -263,6 +345,48 @@ mod tests {
         assert!(e.to_string().contains("rand_pct 60 and seq_pct 40"), "{e}");
         let bad_interval = parse("interval = 0\n", p).unwrap();
         assert!(resolve(&cli(&[]), &bad_interval, false).is_err());
+    }
+
+    #[test]
+    fn a_bad_value_in_the_file_names_its_key() {
+        let p = Path::new("t.toml");
+        for v in ["nan", "inf", "-inf", "0", "-1", "1e9"] {
+            let f = parse(&format!("interval = {v}\n"), p).unwrap();
+            let e = resolve(&cli(&[]), &f, false).unwrap_err().to_string();
+            assert!(
+                e.starts_with("interval must be between 0.05 and 3600 seconds"),
+                "{v}: {e}"
+            );
+            // The command line's value is used (and checked) instead.
+            let s = resolve(&cli(&["--interval", "2"]), &f, false).unwrap();
+            assert_eq!(s.interval, Duration::from_secs(2));
+        }
+        let e = resolve(&cli(&["--interval", "NaN"]), &FileConfig::default(), false).unwrap_err();
+        assert!(e.to_string().starts_with("--interval must be"), "{e}");
+        let f = parse("[thresholds]\nawait_warn_ms = nan\n", p).unwrap();
+        let e = resolve(&cli(&[]), &f, false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "thresholds.await_warn_ms must be a number from 0 up, got NaN"
+        );
+    }
+
+    #[test]
+    fn a_parse_error_quotes_the_line_escaped() {
+        let e = parse("color = tru\x1b]52;c;aGk=\x07\n", Path::new("/x/c\x1b.toml")).unwrap_err();
+        let text = format!("{e:#}");
+        assert!(
+            text.starts_with("parsing config file /x/c\\x1b.toml: TOML parse error"),
+            "{text}"
+        );
+        assert!(text.contains("1 | color = tru\\x1b]52;c;aGk=\\x07\n"), "{text}");
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+    }
+
+    #[test]
+    fn dev_null_is_no_file() {
+        let (f, path) = read_file(Some(Path::new("/dev/null"))).unwrap();
+        assert_eq!((f, path), (FileConfig::default(), None));
     }
 
     #[test]

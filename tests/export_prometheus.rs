@@ -279,6 +279,7 @@ fn bad_requests_get_http_errors_and_sampling_goes_on() {
     })
     .expect("no metrics");
     assert_eq!(get(&addr, "/other", "*/*").0, 404);
+    assert_eq!(get(&addr, "/", "*/*").0, 404, "the README: other paths get 404");
     let (s, head, _) = http(
         &addr,
         &format!("POST /metrics HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),

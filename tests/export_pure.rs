@@ -108,3 +108,100 @@ fn traced_requests_and_bytes() {
     assert_eq!(v("traced_bytes"), Some(2.0 * ((2 << 20) + 40 * 4096) as f64));
     assert_eq!(v("traced_sequential_bytes"), Some(2.0 * (2 << 20) as f64));
 }
+
+/// A comm (and a probe's device and verdict) carrying an OSC 52 clipboard
+/// write, BEL, DEL, a one-character CSI (U+009B), a quote, a backslash and
+/// a newline: no byte a terminal acts on is left in either encoding, and
+/// the label value read back by the exposition format's rules is the name
+/// as the text output shows it (`format::escape`).
+#[test]
+fn hostile_names_reach_labels_escaped_and_parse_back() {
+    use iolens::export::probes::LastProbe;
+    const HOSTILE: &str = "x\x1b]52;c;aGk=\x07\x7f\u{9b}2J\x1b[2J\"q\\b\nz";
+    let mut m = iolens::model::Model::new(common::host(), 100.0);
+    for mut s in common::samples(3) {
+        for p in &mut s.procs.procs {
+            if p.key.pid == 31337 {
+                p.comm = HOSTILE.into();
+            }
+        }
+        m.update(s);
+    }
+    let mut e = Exported::new(100);
+    e.update(&m, 0.001);
+    e.probes = vec![LastProbe {
+        device: HOSTILE.into(),
+        verdict: HOSTILE.into(),
+        started_unix: 1.0,
+        ..Default::default()
+    }];
+    assert!(e.exported_comms().contains(&HOSTILE), "{:?}", e.exported_comms());
+    let om = e.openmetrics();
+    let text = text_format(&om);
+    let want = iolens::format::escape(HOSTILE);
+    for body in [&om, &text] {
+        let bad: Vec<(usize, char)> = body
+            .char_indices()
+            .filter(|(_, c)| (*c < ' ' && *c != '\n') || ('\u{7f}'..='\u{9f}').contains(c))
+            .collect();
+        assert!(bad.is_empty(), "raw controls at {bad:?} in\n{body}");
+        // Every sample line parses; the hostile series are there with the
+        // escaped name as their value.
+        let mut found = [0; 3];
+        for l in body.lines().filter(|l| !l.starts_with('#')) {
+            let (name, labels) = parse_sample(l).unwrap_or_else(|| panic!("does not parse: {l:?}"));
+            for (k, v) in labels {
+                if v.contains("52;c;") {
+                    assert_eq!(v, want, "{l}");
+                    match (name.as_str(), k.as_str()) {
+                        ("iolens_process_dirtied_bytes_total", "comm") => found[0] += 1,
+                        ("iolens_probe_info", "device") => found[1] += 1,
+                        ("iolens_probe_info", "verdict") => found[2] += 1,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert_eq!(found, [1, 1, 1], "{body}");
+    }
+}
+
+/// One sample line by the exposition format's rules: the metric name and
+/// its labels with values unescaped (`\\`, `\"`, `\n`); `None` if the line
+/// is not well formed (a raw quote or newline in a value, an unknown escape).
+fn parse_sample(line: &str) -> Option<(String, Vec<(String, String)>)> {
+    let name_end = line.find(['{', ' '])?;
+    let name = line[..name_end].to_string();
+    let mut labels = Vec::new();
+    let mut rest = &line[name_end..];
+    if let Some(r) = rest.strip_prefix('{') {
+        rest = r;
+        loop {
+            if let Some(r) = rest.strip_prefix('}') {
+                rest = r;
+                break;
+            }
+            let (k, r) = rest.split_once("=\"")?;
+            let mut v = String::new();
+            let mut chars = r.char_indices();
+            let end = loop {
+                match chars.next()? {
+                    (i, '"') => break i,
+                    (_, '\\') => match chars.next()?.1 {
+                        '\\' => v.push('\\'),
+                        '"' => v.push('"'),
+                        'n' => v.push('\n'),
+                        _ => return None,
+                    },
+                    (_, c) => v.push(c),
+                }
+            };
+            labels.push((k.to_string(), v));
+            rest = &r[end + 1..];
+            rest = rest.strip_prefix(',').unwrap_or(rest);
+        }
+    }
+    let value = rest.strip_prefix(' ')?;
+    value.split(' ').next()?.parse::<f64>().ok()?;
+    Some((name, labels))
+}

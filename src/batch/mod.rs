@@ -43,12 +43,18 @@ pub fn clk_tck() -> f64 {
     }
 }
 
-/// Validate an interval given on the command line or in a config file.
+/// Validate an interval given on the command line (`--interval`), or the
+/// default.
 pub fn interval(v: Option<f64>) -> anyhow::Result<Duration> {
-    let s = v.unwrap_or(DEFAULT_INTERVAL);
+    check_interval(v.unwrap_or(DEFAULT_INTERVAL), "--interval")
+}
+
+/// Validate an interval, naming where it came from (`key`): NaN, infinite,
+/// not positive or absurd values are refused.
+pub fn check_interval(s: f64, key: &str) -> anyhow::Result<Duration> {
     anyhow::ensure!(
         s.is_finite() && (0.05..=3600.0).contains(&s),
-        "--interval must be between 0.05 and 3600 seconds, got {s}"
+        "{key} must be between 0.05 and 3600 seconds, got {s}"
     );
     Ok(Duration::from_secs_f64(s))
 }
@@ -81,7 +87,7 @@ pub struct Reports {
 
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let reports = Reports {
-        every: interval(cli.interval)?,
+        every: crate::config::load_interval(cli)?,
         count: cli.count,
         top: cli.top,
         json: cli.json,

@@ -72,7 +72,7 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
 
 /// Answer one request, counting it.
 pub fn respond(state: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
-    let r = answer(state, req);
+    let r = answer(state, req.method(), req.uri().path(), req.headers().get(ACCEPT));
     let s = &state.stats;
     let counter = if !r.status().is_success() {
         &s.errors
@@ -85,20 +85,16 @@ pub fn respond(state: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>>
     r
 }
 
-fn answer(state: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
-    let path = req.uri().path();
-    if path != "/metrics" && path != "/" {
+fn answer(state: &Shared, method: &Method, path: &str, accept: Option<&HeaderValue>) -> Response<Full<Bytes>> {
+    if path != "/metrics" {
         return plain(StatusCode::NOT_FOUND, "not found: iolens serves /metrics\n");
     }
-    if req.method() != Method::GET && req.method() != Method::HEAD {
+    if method != Method::GET && method != Method::HEAD {
         let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed: use GET\n");
         r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
-    if path == "/" {
-        return plain(StatusCode::OK, "iolens exporter: metrics at /metrics\n");
-    }
-    let om = wants_openmetrics(req.headers().get(ACCEPT));
+    let om = wants_openmetrics(accept);
     let b = state.bodies.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (body, ty) = if om {
         (b.openmetrics.clone(), OPENMETRICS_TYPE)
@@ -153,5 +149,26 @@ pub async fn serve(listener: TcpListener, bodies: Shared) {
             let _ = tokio::time::timeout(CONNECTION_LIMIT, conn).await;
             drop(permit);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_metrics_is_served() {
+        let state = Shared::default();
+        let get = |path| answer(&state, &Method::GET, path, None).status();
+        // Before the first sample.
+        assert_eq!(get("/metrics"), StatusCode::SERVICE_UNAVAILABLE);
+        state.bodies.write().unwrap().text = Bytes::from_static(b"iolens_samples_total 1\n");
+        assert_eq!(get("/metrics"), StatusCode::OK);
+        // The README: other paths get 404, "/" included.
+        for path in ["/", "/index.html", "/metrics/", "/other"] {
+            assert_eq!(get(path), StatusCode::NOT_FOUND, "{path}");
+        }
+        let post = answer(&state, &Method::POST, "/metrics", None);
+        assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
     }
 }

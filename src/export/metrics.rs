@@ -334,6 +334,15 @@ fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<
 
 type Labels = Vec<(&'static str, String)>;
 
+/// A label value from the system (a comm, a cgroup, a device name, a probe
+/// result's fields) as the text output shows it: control characters as
+/// `\xNN` ([`crate::format::escape`]), so that a scrape shown on a
+/// terminal cannot drive it. The encoder then escapes `\`, `"` and newline
+/// for the exposition format, so the value reads back as this text.
+pub fn label(s: &str) -> String {
+    crate::format::escape(s)
+}
+
 fn counter_family(
     enc: &mut DescriptorEncoder,
     name: &str,
@@ -360,7 +369,7 @@ impl Collector for Exported {
         for (i, (name, help)) in PROC_COUNTERS.iter().enumerate() {
             let mut series: Vec<(Labels, f64)> = comms
                 .iter()
-                .map(|(k, c)| (vec![("comm", (*k).clone())], c.own[i]))
+                .map(|(k, c)| (vec![("comm", label(k))], c.own[i]))
                 .collect();
             series.push((vec![("comm", OTHER.to_string())], self.other[i]));
             counter_family(&mut enc, name, help, &series)?;
@@ -369,7 +378,7 @@ impl Collector for Exported {
         let cg = |f: &dyn Fn(&Cgroup) -> Option<f64>| -> Vec<(Labels, f64)> {
             self.cgroups
                 .iter()
-                .filter_map(|(path, c)| f(c).map(|v| (vec![("cgroup", path.clone()), ("name", c.name.clone())], v)))
+                .filter_map(|(path, c)| f(c).map(|v| (vec![("cgroup", label(path)), ("name", label(&c.name))], v)))
                 .collect()
         };
         counter_family(
@@ -412,7 +421,7 @@ impl Collector for Exported {
         let dev = |f: &dyn Fn(&DevTrace) -> f64| -> Vec<(Labels, f64)> {
             self.devices
                 .values()
-                .map(|d| (vec![("device", d.name.clone())], f(d)))
+                .map(|d| (vec![("device", label(&d.name))], f(d)))
                 .collect()
         };
         counter_family(
@@ -451,7 +460,7 @@ impl Collector for Exported {
                     if h.count == 0 {
                         continue;
                     }
-                    let labels: Labels = vec![("device", d.name.clone()), ("op", (*op).to_string())];
+                    let labels: Labels = vec![("device", label(&d.name)), ("op", (*op).to_string())];
                     f.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
                         h.sum_ns as f64 / 1e9,
                         h.count,

@@ -138,12 +138,11 @@ impl ResultsFile {
     }
 }
 
-/// The last `cap` bytes of a regular file, from its first whole line.
+/// The last `cap` bytes of a regular file, from its first whole line. A
+/// FIFO, a device or a directory is an error at once, never a wait in
+/// `open` ([`crate::sys::input::open_regular`]).
 fn read_tail(path: &Path, cap: u64) -> std::io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
+    let mut f = crate::sys::input::open_regular(path)?;
     let len = f.metadata()?.len();
     let from = len.saturating_sub(cap);
     f.seek(SeekFrom::Start(from))?;
@@ -177,7 +176,8 @@ fn gauge_family(
 
 /// The probe gauges.
 pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    let dev = |p: &LastProbe| vec![("device", p.device.clone())];
+    use super::metrics::label;
+    let dev = |p: &LastProbe| vec![("device", label(&p.device))];
     let each = |f: &dyn Fn(&LastProbe) -> Option<f64>| -> Vec<(Labels, f64)> {
         probes.iter().filter_map(|p| f(p).map(|v| (dev(p), v))).collect()
     };
@@ -187,7 +187,7 @@ pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), s
         "The device's last completed probe (iolens probe or the dashboard): its verdict, value 1",
         &probes
             .iter()
-            .map(|p| (vec![("device", p.device.clone()), ("verdict", p.verdict.clone())], 1.0))
+            .map(|p| (vec![("device", label(&p.device)), ("verdict", label(&p.verdict))], 1.0))
             .collect::<Vec<_>>(),
     )?;
     gauge_family(
@@ -213,7 +213,7 @@ pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), s
         .flat_map(|p| {
             p.latency_s
                 .iter()
-                .map(|(q, s)| (vec![("device", p.device.clone()), ("percentile", (*q).to_string())], *s))
+                .map(|(q, s)| (vec![("device", label(&p.device)), ("percentile", (*q).to_string())], *s))
         })
         .collect();
     gauge_family(
@@ -270,6 +270,31 @@ mod tests {
         let ex = example::result(Status::Completed);
         assert_eq!(sda.seq_bps, ex.sweep.and_then(|s| s.median_mb_per_s).map(|m| m * 1e6));
         assert_eq!(p[1].device, "sdb");
+    }
+
+    /// A FIFO with no writer: `open` would wait forever in the sampler
+    /// (`/metrics` then answers 503); it is an error at once, said once.
+    #[test]
+    fn a_fifo_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("probes.fifo");
+        let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let mut f = ResultsFile::new(&path);
+            f.refresh();
+            let _ = tx.send(f);
+        });
+        let f = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("refresh of a FIFO still blocked after 5 s");
+        assert!(f.last.is_empty());
+        assert_eq!(
+            f.error,
+            Some(format!("reading {}: not a regular file (a FIFO)", fifo.display()))
+        );
     }
 
     #[test]
