@@ -272,6 +272,44 @@ fn newer_format_and_foreign_files_are_refused() {
 }
 
 #[test]
+fn a_fifo_and_a_device_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.rec");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    for (path, what) in [
+        (Path::new("/dev/zero"), "not a regular file (a character device)"),
+        (fifo.as_path(), "not a regular file (a FIFO)"),
+    ] {
+        // Before: /dev/zero was read until memory ran out, and a FIFO
+        // with no writer waited in open() forever, silently.
+        let start = Instant::now();
+        let mut child = Command::new(BIN)
+            .args(["replay", path.to_str().unwrap(), "--batch"])
+            .env("IOLENS_CONFIG", "/dev/null")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{path:?} took {:?}",
+            start.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(2), "{path:?}: {err}");
+        assert!(err.contains(what) && err.contains(path.to_str().unwrap()), "{err}");
+        let e = Recording::open(path).err().map(|e| format!("{e:#}"));
+        assert_eq!(e, Some(format!("reading {}: {what}", path.display())));
+    }
+}
+
+#[test]
 fn max_size_holds_while_recording_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("capped.rec");

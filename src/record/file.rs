@@ -271,9 +271,16 @@ pub struct Recording {
 
 impl Recording {
     /// Read and index a recording. Fails only when it is not one (or is of
-    /// a newer format); damage inside is listed, not fatal.
+    /// a newer format); damage inside is listed, not fatal. Opened without
+    /// blocking and only if it is a regular file (a FIFO or `/dev/zero` is
+    /// an error at once), and read up to the size it had when opened: a
+    /// recorder appending meanwhile does not grow what is read.
     pub fn open(path: &Path) -> anyhow::Result<Recording> {
-        let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let what = || format!("reading {}", path.display());
+        let f = crate::sys::input::open_regular(path).with_context(what)?;
+        let size = f.metadata().with_context(what)?.len();
+        let mut data = Vec::new();
+        f.take(size).read_to_end(&mut data).with_context(what)?;
         Self::from_bytes(path, data)
     }
 
