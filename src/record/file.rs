@@ -94,7 +94,18 @@ pub struct Writer {
     header: Vec<u8>,
     /// Times the oldest samples were dropped to stay under `max_size`.
     pub rotations: u64,
+    /// Samples offered, and those that could not be written.
+    pub samples: u64,
+    pub lost: u64,
+    /// Samples lost in a row (0 after one is written).
+    failing_in_a_row: u32,
 }
+
+/// The recorder stops (status 1) when this many samples in a row could
+/// not be written: a full or failing filesystem that stays so. Fewer are
+/// retried with the next sample (space may be freed meanwhile); each lost
+/// sample is said on stderr, and a run that lost any ends with status 1.
+pub const MAX_LOST_IN_A_ROW: u32 = 6;
 
 impl Writer {
     /// Open `path` for recording: create it (never overwriting anything),
@@ -145,6 +156,9 @@ impl Writer {
             max_size,
             header: frame::encode(kind::HOST, 0, crate::collect::realtime_ns(), &payload),
             rotations: 0,
+            samples: 0,
+            lost: 0,
+            failing_in_a_row: 0,
         };
         let h = w.header.clone();
         w.append_frame(&h)?;
@@ -158,6 +172,29 @@ impl Writer {
             Some(t) => self.append_payload(kind::TRACE, s.wall_ns, &sample_payload(t)?),
             None => Ok(()),
         }
+    }
+
+    /// [`Writer::append`], saying on stderr when the sample could not be
+    /// written; `Break` when [`MAX_LOST_IN_A_ROW`] samples in a row were
+    /// lost (the recorder then stops).
+    pub fn record(&mut self, s: &RawSample, trace: Option<&TraceInterval>) -> std::ops::ControlFlow<()> {
+        self.samples += 1;
+        let Err(e) = self.append(s, trace) else {
+            self.failing_in_a_row = 0;
+            return std::ops::ControlFlow::Continue(());
+        };
+        self.lost += 1;
+        self.failing_in_a_row += 1;
+        eprintln!("iolens: {e:#}: sample not recorded");
+        if self.failing_in_a_row >= MAX_LOST_IN_A_ROW {
+            eprintln!(
+                "iolens: {} samples in a row could not be written to {}: recording stopped",
+                self.failing_in_a_row,
+                self.path.display()
+            );
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
     }
 
     fn append_payload(&mut self, kind: u8, wall_ns: u64, payload: &[u8]) -> anyhow::Result<()> {
@@ -185,9 +222,12 @@ impl Writer {
     }
 
     fn append_frame(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
-        self.file
-            .write_all(bytes)
-            .with_context(|| format!("writing {}", self.path.display()))?;
+        if let Err(e) = self.file.write_all(bytes) {
+            // No part of a frame stays behind (a full filesystem may have
+            // taken some of it): the file keeps its length.
+            let _ = self.file.set_len(self.len);
+            return Err(e).with_context(|| format!("writing {}", self.path.display()));
+        }
         self.len += bytes.len() as u64;
         Ok(())
     }
@@ -465,5 +505,40 @@ mod tests {
         let rec = Recording::open(&path).unwrap();
         assert_eq!(rec.segments.len(), 2);
         assert_eq!(rec.segments[1].samples.len(), 1);
+    }
+
+    #[test]
+    fn lost_samples_are_counted_and_a_run_of_them_stops_the_recorder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.rec");
+        let mut w = Writer::open(&path, &Header::default(), None).unwrap();
+        assert!(w.record(&sample(0), None).is_continue());
+        let good = std::fs::read(&path).unwrap();
+        // A full filesystem: every write fails with ENOSPC.
+        let full = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        let file = std::mem::replace(&mut w.file, full);
+        for i in 1..MAX_LOST_IN_A_ROW {
+            assert!(w.record(&sample(u64::from(i)), None).is_continue(), "sample {i}");
+        }
+        // Space freed: the next sample is written, the run of losses ends.
+        w.file = file;
+        assert!(w.record(&sample(100), None).is_continue());
+        assert_eq!((w.samples, w.lost), (7, 5));
+        w.file = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        for i in 1..MAX_LOST_IN_A_ROW {
+            assert!(w.record(&sample(u64::from(i)), None).is_continue(), "sample {i}");
+        }
+        assert!(w.record(&sample(200), None).is_break());
+        assert_eq!((w.samples, w.lost), (13, 11));
+        // The file holds the samples written, nothing of the lost ones.
+        let rec = Recording::open(&path).unwrap();
+        assert!(rec.damage.is_empty(), "{:?}", rec.damage);
+        let kept: Vec<u64> = rec.segments[0]
+            .samples
+            .iter()
+            .map(|f| rec.sample(f).unwrap().mono_ns / 1_000_000_000)
+            .collect();
+        assert_eq!(kept, vec![0, 100]);
+        assert!(std::fs::read(&path).unwrap().starts_with(&good));
     }
 }
