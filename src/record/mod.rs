@@ -9,6 +9,7 @@
 //! - [`replay`]: the batch and JSON replay; [`when`]: `--from`/`--to` times;
 //!   [`player`]: where a replay on the dashboard is (time travel).
 
+mod crc;
 pub mod file;
 pub mod frame;
 pub mod player;
