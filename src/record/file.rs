@@ -8,7 +8,7 @@
 //! default), an older one skips fields it does not know.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -235,10 +235,21 @@ impl Writer {
     /// Drop the oldest samples: rewrite the file with the newest frames
     /// that fit in `keep` bytes, after the host frame they belong to, into
     /// a new file next to it that replaces it (rename: a reader of the old
-    /// file keeps a whole file).
+    /// file keeps a whole file). Streamed: the frames are found in one pass
+    /// through a fixed buffer ([`frame::valid_frames`]) and copied range by
+    /// range; what is held is the list of frames, never the data.
     fn rotate(&mut self, keep: u64) -> anyhow::Result<()> {
-        let data = std::fs::read(&self.path).with_context(|| format!("reading {}", self.path.display()))?;
-        let (frames, _) = frame::scan(&data, FILE_HEAD_LEN.min(data.len()));
+        let what = || format!("reading {}", self.path.display());
+        let src = File::open(&self.path).with_context(what)?;
+        let total = src.metadata().with_context(what)?.len();
+        let start = (FILE_HEAD_LEN as u64).min(total);
+        let mut hashed = 0;
+        let valid = (&src)
+            .seek(SeekFrom::Start(start))
+            .and_then(|_| frame::valid_frames((&src).take(total - start), start, total, &mut hashed))
+            .with_context(what)?;
+        let frames = frame::chain(&valid, start as usize);
+        drop(valid);
         // The newest frames that fit in `keep`.
         let mut first = frames.len();
         let mut size = 0;
@@ -249,14 +260,20 @@ impl Writer {
             size += f.total_len();
             first = i;
         }
-        let mut out = file_head().to_vec();
         // Kept samples come after the host frame they were taken with.
-        if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
-            let host = frames[..first].iter().rev().find(|g| g.kind == kind::HOST);
-            out.extend_from_slice(host.map_or(&self.header[..], |g| &data[g.offset..g.payload.1]));
-        }
-        for f in &frames[first..] {
-            out.extend_from_slice(&data[f.offset..f.payload.1]);
+        let host = if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
+            Some(frames[..first].iter().rev().find(|g| g.kind == kind::HOST))
+        } else {
+            None
+        };
+        // Byte ranges to copy, adjacent frames as one.
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for f in host.flatten().into_iter().chain(&frames[first..]) {
+            let (a, b) = (f.offset as u64, f.payload.1 as u64);
+            match ranges.last_mut() {
+                Some(r) if r.1 == a => r.1 = b,
+                _ => ranges.push((a, b)),
+            }
         }
         let name = self
             .path
@@ -265,20 +282,33 @@ impl Writer {
         let tmp = self
             .path
             .with_file_name(format!(".{name}.rotate-{}", std::process::id()));
-        let res = (|| -> std::io::Result<File> {
+        let res = (|| -> std::io::Result<(File, u64)> {
             let mut f = OpenOptions::new()
                 .append(true)
                 .create_new(true)
                 .mode(0o640)
                 .open(&tmp)?;
-            f.write_all(&out)?;
+            f.write_all(&file_head())?;
+            let mut len = FILE_HEAD_LEN as u64;
+            if host.is_some_and(|h| h.is_none()) {
+                f.write_all(&self.header)?;
+                len += self.header.len() as u64;
+            }
+            for (a, b) in ranges {
+                (&src).seek(SeekFrom::Start(a))?;
+                let n = std::io::copy(&mut (&src).take(b - a), &mut f)?;
+                if n != b - a {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                len += n;
+            }
             std::fs::rename(&tmp, &self.path)?;
-            Ok(f)
+            Ok((f, len))
         })();
         match res {
-            Ok(f) => {
+            Ok((f, len)) => {
                 self.file = f;
-                self.len = out.len() as u64;
+                self.len = len;
                 self.rotations += 1;
                 Ok(())
             }
@@ -540,5 +570,92 @@ mod tests {
             .collect();
         assert_eq!(kept, vec![0, 100]);
         assert!(std::fs::read(&path).unwrap().starts_with(&good));
+    }
+
+    /// The rotation as it was (the whole file in memory): the reference
+    /// the streamed one must equal byte for byte.
+    fn rotated_in_memory(data: &[u8], keep: u64, header: &[u8]) -> Vec<u8> {
+        let (frames, _) = frame::scan(data, FILE_HEAD_LEN.min(data.len()));
+        let mut first = frames.len();
+        let mut size = 0;
+        for (i, f) in frames.iter().enumerate().rev() {
+            if (size + f.total_len()) as u64 > keep {
+                break;
+            }
+            size += f.total_len();
+            first = i;
+        }
+        let mut out = file_head().to_vec();
+        if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
+            let host = frames[..first].iter().rev().find(|g| g.kind == kind::HOST);
+            out.extend_from_slice(host.map_or(header, |g| &data[g.offset..g.payload.1]));
+        }
+        for f in &frames[first..] {
+            out.extend_from_slice(&data[f.offset..f.payload.1]);
+        }
+        out
+    }
+
+    #[test]
+    fn streamed_rotation_writes_what_the_in_memory_one_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = Header {
+            host: "h".into(),
+            ..Default::default()
+        };
+        // Two runs, a corrupted frame, garbage and a torn tail; frames
+        // larger than the scan's buffer.
+        let mut data = file_head().to_vec();
+        let mut x = 1u64;
+        let mut bytes = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        };
+        for run in 0..2u64 {
+            data.extend(frame::encode(
+                kind::HOST,
+                0,
+                run,
+                format!("{{\"host\":\"run{run}\"}}").as_bytes(),
+            ));
+            for i in 0..30u64 {
+                let len = if i % 7 == 3 {
+                    3 * frame::SCAN_BUF
+                } else {
+                    500 + 37 * i as usize
+                };
+                let at = data.len();
+                data.extend(frame::encode(kind::SAMPLE, FLAG_ZSTD, run * 100 + i, &bytes(len)));
+                if i == 11 {
+                    data[at + 30] ^= 1;
+                }
+                if i == 20 {
+                    data.extend_from_slice(b"IOLf garbage");
+                }
+            }
+        }
+        let torn = frame::encode(kind::SAMPLE, 0, 999, &bytes(100));
+        data.extend_from_slice(&torn[..60]);
+        let total = data.len() as u64;
+        for keep in [0, 100, 5_000, 200_000, total / 2, total] {
+            let path = dir.path().join(format!("r{keep}.rec"));
+            std::fs::write(&path, &data).unwrap();
+            let mut w = Writer::open(&path, &header, None).unwrap();
+            let before = std::fs::read(&path).unwrap();
+            let want = rotated_in_memory(&before, keep, &w.header);
+            w.rotate(keep).unwrap();
+            let got = std::fs::read(&path).unwrap();
+            assert!(got == want, "keep {keep}: {} bytes, want {}", got.len(), want.len());
+            assert_eq!(w.len, got.len() as u64);
+            // Appending goes on in the new file.
+            w.append(&sample(1), None).unwrap();
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), w.len);
+        }
     }
 }
