@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use iolens::record::file::Recording;
 use serde_json::Value;
 
+#[path = "common/tools.rs"]
+mod tools;
+
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 
 fn iolens(args: &[&str]) -> Output {
@@ -272,6 +275,44 @@ fn newer_format_and_foreign_files_are_refused() {
 }
 
 #[test]
+fn a_fifo_and_a_device_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.rec");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    for (path, what) in [
+        (Path::new("/dev/zero"), "not a regular file (a character device)"),
+        (fifo.as_path(), "not a regular file (a FIFO)"),
+    ] {
+        // Before: /dev/zero was read until memory ran out, and a FIFO
+        // with no writer waited in open() forever, silently.
+        let start = Instant::now();
+        let mut child = Command::new(BIN)
+            .args(["replay", path.to_str().unwrap(), "--batch"])
+            .env("IOLENS_CONFIG", "/dev/null")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{path:?} took {:?}",
+            start.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(2), "{path:?}: {err}");
+        assert!(err.contains(what) && err.contains(path.to_str().unwrap()), "{err}");
+        let e = Recording::open(path).err().map(|e| format!("{e:#}"));
+        assert_eq!(e, Some(format!("reading {}: {what}", path.display())));
+    }
+}
+
+#[test]
 fn max_size_holds_while_recording_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("capped.rec");
@@ -326,4 +367,68 @@ fn max_size_holds_while_recording_goes_on() {
     );
     let out = replay(&file, &["--json"]);
     assert!(out.status.success(), "{out:?}");
+}
+
+/// A filesystem that fills up under the recorder: every lost sample is
+/// said, a run of them stops the recorder, and the status says so (before:
+/// status 0 with ENOSPC on every sample, recording forever).
+#[test]
+fn a_full_filesystem_stops_the_recorder_with_status_1() {
+    if !tools::is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "iolens-test", mnt.to_str().unwrap()])
+        .status();
+    if !mounted.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: cannot mount a tmpfs at {}", mnt.display());
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt);
+    let file = mnt.join("full.rec");
+    let mut child = Command::new(BIN)
+        .args(["record", file.to_str().unwrap(), "--interval", "0.1"])
+        .env("IOLENS_CONFIG", "/dev/null")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::fs::metadata(&file).map_or(0, |m| m.len()) < 4096 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Fill what is left.
+    let _ = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", mnt.join("filler").display()),
+            "bs=64k",
+        ])
+        .stderr(Stdio::null())
+        .status();
+    let filled = Instant::now();
+    while child.try_wait().unwrap().is_none() && filled.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("samples in a row could not be written"), "{err}");
+    assert!(err.contains("samples could not be written to"), "{err}");
+    // What was written before stays a valid recording.
+    let rec = Recording::open(&file).unwrap();
+    assert!(rec.damage.is_empty(), "{:?}", rec.damage);
+    assert!(!rec.segments[0].samples.is_empty());
 }

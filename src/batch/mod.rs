@@ -172,11 +172,12 @@ pub fn run_reports(
                 Ok(Some((tick, s))) => {
                     last_ns = s.mono_ns;
                     let trace = tracing.take();
+                    // A lost sample is said and retried with the next
+                    // one; samples lost in a row stop the recorder.
                     if let Some(r) = recorder.as_deref_mut()
-                        && let Err(e) = r.append(&s, trace.active.then_some(&trace.interval))
+                        && r.record(&s, trace.active.then_some(&trace.interval)).is_break()
                     {
-                        // Recording goes on with the next sample.
-                        eprintln!("iolens: {e:#}");
+                        break 'reports;
                     }
                     model.update(s);
                     // The first interval's requests (begun before the

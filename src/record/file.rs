@@ -8,7 +8,7 @@
 //! default), an older one skips fields it does not know.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -94,7 +94,18 @@ pub struct Writer {
     header: Vec<u8>,
     /// Times the oldest samples were dropped to stay under `max_size`.
     pub rotations: u64,
+    /// Samples offered, and those that could not be written.
+    pub samples: u64,
+    pub lost: u64,
+    /// Samples lost in a row (0 after one is written).
+    failing_in_a_row: u32,
 }
+
+/// The recorder stops (status 1) when this many samples in a row could
+/// not be written: a full or failing filesystem that stays so. Fewer are
+/// retried with the next sample (space may be freed meanwhile); each lost
+/// sample is said on stderr, and a run that lost any ends with status 1.
+pub const MAX_LOST_IN_A_ROW: u32 = 6;
 
 impl Writer {
     /// Open `path` for recording: create it (never overwriting anything),
@@ -145,6 +156,9 @@ impl Writer {
             max_size,
             header: frame::encode(kind::HOST, 0, crate::collect::realtime_ns(), &payload),
             rotations: 0,
+            samples: 0,
+            lost: 0,
+            failing_in_a_row: 0,
         };
         let h = w.header.clone();
         w.append_frame(&h)?;
@@ -158,6 +172,29 @@ impl Writer {
             Some(t) => self.append_payload(kind::TRACE, s.wall_ns, &sample_payload(t)?),
             None => Ok(()),
         }
+    }
+
+    /// [`Writer::append`], saying on stderr when the sample could not be
+    /// written; `Break` when [`MAX_LOST_IN_A_ROW`] samples in a row were
+    /// lost (the recorder then stops).
+    pub fn record(&mut self, s: &RawSample, trace: Option<&TraceInterval>) -> std::ops::ControlFlow<()> {
+        self.samples += 1;
+        let Err(e) = self.append(s, trace) else {
+            self.failing_in_a_row = 0;
+            return std::ops::ControlFlow::Continue(());
+        };
+        self.lost += 1;
+        self.failing_in_a_row += 1;
+        eprintln!("iolens: {e:#}: sample not recorded");
+        if self.failing_in_a_row >= MAX_LOST_IN_A_ROW {
+            eprintln!(
+                "iolens: {} samples in a row could not be written to {}: recording stopped",
+                self.failing_in_a_row,
+                self.path.display()
+            );
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
     }
 
     fn append_payload(&mut self, kind: u8, wall_ns: u64, payload: &[u8]) -> anyhow::Result<()> {
@@ -185,9 +222,12 @@ impl Writer {
     }
 
     fn append_frame(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
-        self.file
-            .write_all(bytes)
-            .with_context(|| format!("writing {}", self.path.display()))?;
+        if let Err(e) = self.file.write_all(bytes) {
+            // No part of a frame stays behind (a full filesystem may have
+            // taken some of it): the file keeps its length.
+            let _ = self.file.set_len(self.len);
+            return Err(e).with_context(|| format!("writing {}", self.path.display()));
+        }
         self.len += bytes.len() as u64;
         Ok(())
     }
@@ -195,10 +235,21 @@ impl Writer {
     /// Drop the oldest samples: rewrite the file with the newest frames
     /// that fit in `keep` bytes, after the host frame they belong to, into
     /// a new file next to it that replaces it (rename: a reader of the old
-    /// file keeps a whole file).
+    /// file keeps a whole file). Streamed: the frames are found in one pass
+    /// through a fixed buffer ([`frame::valid_frames`]) and copied range by
+    /// range; what is held is the list of frames, never the data.
     fn rotate(&mut self, keep: u64) -> anyhow::Result<()> {
-        let data = std::fs::read(&self.path).with_context(|| format!("reading {}", self.path.display()))?;
-        let (frames, _) = frame::scan(&data, FILE_HEAD_LEN.min(data.len()));
+        let what = || format!("reading {}", self.path.display());
+        let src = File::open(&self.path).with_context(what)?;
+        let total = src.metadata().with_context(what)?.len();
+        let start = (FILE_HEAD_LEN as u64).min(total);
+        let mut hashed = 0;
+        let valid = (&src)
+            .seek(SeekFrom::Start(start))
+            .and_then(|_| frame::valid_frames((&src).take(total - start), start, total, &mut hashed))
+            .with_context(what)?;
+        let frames = frame::chain(&valid, start as usize);
+        drop(valid);
         // The newest frames that fit in `keep`.
         let mut first = frames.len();
         let mut size = 0;
@@ -209,14 +260,20 @@ impl Writer {
             size += f.total_len();
             first = i;
         }
-        let mut out = file_head().to_vec();
         // Kept samples come after the host frame they were taken with.
-        if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
-            let host = frames[..first].iter().rev().find(|g| g.kind == kind::HOST);
-            out.extend_from_slice(host.map_or(&self.header[..], |g| &data[g.offset..g.payload.1]));
-        }
-        for f in &frames[first..] {
-            out.extend_from_slice(&data[f.offset..f.payload.1]);
+        let host = if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
+            Some(frames[..first].iter().rev().find(|g| g.kind == kind::HOST))
+        } else {
+            None
+        };
+        // Byte ranges to copy, adjacent frames as one.
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for f in host.flatten().into_iter().chain(&frames[first..]) {
+            let (a, b) = (f.offset as u64, f.payload.1 as u64);
+            match ranges.last_mut() {
+                Some(r) if r.1 == a => r.1 = b,
+                _ => ranges.push((a, b)),
+            }
         }
         let name = self
             .path
@@ -225,20 +282,33 @@ impl Writer {
         let tmp = self
             .path
             .with_file_name(format!(".{name}.rotate-{}", std::process::id()));
-        let res = (|| -> std::io::Result<File> {
+        let res = (|| -> std::io::Result<(File, u64)> {
             let mut f = OpenOptions::new()
                 .append(true)
                 .create_new(true)
                 .mode(0o640)
                 .open(&tmp)?;
-            f.write_all(&out)?;
+            f.write_all(&file_head())?;
+            let mut len = FILE_HEAD_LEN as u64;
+            if host.is_some_and(|h| h.is_none()) {
+                f.write_all(&self.header)?;
+                len += self.header.len() as u64;
+            }
+            for (a, b) in ranges {
+                (&src).seek(SeekFrom::Start(a))?;
+                let n = std::io::copy(&mut (&src).take(b - a), &mut f)?;
+                if n != b - a {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                len += n;
+            }
             std::fs::rename(&tmp, &self.path)?;
-            Ok(f)
+            Ok((f, len))
         })();
         match res {
-            Ok(f) => {
+            Ok((f, len)) => {
                 self.file = f;
-                self.len = out.len() as u64;
+                self.len = len;
                 self.rotations += 1;
                 Ok(())
             }
@@ -271,9 +341,16 @@ pub struct Recording {
 
 impl Recording {
     /// Read and index a recording. Fails only when it is not one (or is of
-    /// a newer format); damage inside is listed, not fatal.
+    /// a newer format); damage inside is listed, not fatal. Opened without
+    /// blocking and only if it is a regular file (a FIFO or `/dev/zero` is
+    /// an error at once), and read up to the size it had when opened: a
+    /// recorder appending meanwhile does not grow what is read.
     pub fn open(path: &Path) -> anyhow::Result<Recording> {
-        let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let what = || format!("reading {}", path.display());
+        let f = crate::sys::input::open_regular(path).with_context(what)?;
+        let size = f.metadata().with_context(what)?.len();
+        let mut data = Vec::new();
+        f.take(size).read_to_end(&mut data).with_context(what)?;
         Self::from_bytes(path, data)
     }
 
@@ -458,5 +535,127 @@ mod tests {
         let rec = Recording::open(&path).unwrap();
         assert_eq!(rec.segments.len(), 2);
         assert_eq!(rec.segments[1].samples.len(), 1);
+    }
+
+    #[test]
+    fn lost_samples_are_counted_and_a_run_of_them_stops_the_recorder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.rec");
+        let mut w = Writer::open(&path, &Header::default(), None).unwrap();
+        assert!(w.record(&sample(0), None).is_continue());
+        let good = std::fs::read(&path).unwrap();
+        // A full filesystem: every write fails with ENOSPC.
+        let full = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        let file = std::mem::replace(&mut w.file, full);
+        for i in 1..MAX_LOST_IN_A_ROW {
+            assert!(w.record(&sample(u64::from(i)), None).is_continue(), "sample {i}");
+        }
+        // Space freed: the next sample is written, the run of losses ends.
+        w.file = file;
+        assert!(w.record(&sample(100), None).is_continue());
+        assert_eq!((w.samples, w.lost), (7, 5));
+        w.file = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        for i in 1..MAX_LOST_IN_A_ROW {
+            assert!(w.record(&sample(u64::from(i)), None).is_continue(), "sample {i}");
+        }
+        assert!(w.record(&sample(200), None).is_break());
+        assert_eq!((w.samples, w.lost), (13, 11));
+        // The file holds the samples written, nothing of the lost ones.
+        let rec = Recording::open(&path).unwrap();
+        assert!(rec.damage.is_empty(), "{:?}", rec.damage);
+        let kept: Vec<u64> = rec.segments[0]
+            .samples
+            .iter()
+            .map(|f| rec.sample(f).unwrap().mono_ns / 1_000_000_000)
+            .collect();
+        assert_eq!(kept, vec![0, 100]);
+        assert!(std::fs::read(&path).unwrap().starts_with(&good));
+    }
+
+    /// The rotation as it was (the whole file in memory): the reference
+    /// the streamed one must equal byte for byte.
+    fn rotated_in_memory(data: &[u8], keep: u64, header: &[u8]) -> Vec<u8> {
+        let (frames, _) = frame::scan(data, FILE_HEAD_LEN.min(data.len()));
+        let mut first = frames.len();
+        let mut size = 0;
+        for (i, f) in frames.iter().enumerate().rev() {
+            if (size + f.total_len()) as u64 > keep {
+                break;
+            }
+            size += f.total_len();
+            first = i;
+        }
+        let mut out = file_head().to_vec();
+        if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
+            let host = frames[..first].iter().rev().find(|g| g.kind == kind::HOST);
+            out.extend_from_slice(host.map_or(header, |g| &data[g.offset..g.payload.1]));
+        }
+        for f in &frames[first..] {
+            out.extend_from_slice(&data[f.offset..f.payload.1]);
+        }
+        out
+    }
+
+    #[test]
+    fn streamed_rotation_writes_what_the_in_memory_one_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = Header {
+            host: "h".into(),
+            ..Default::default()
+        };
+        // Two runs, a corrupted frame, garbage and a torn tail; frames
+        // larger than the scan's buffer.
+        let mut data = file_head().to_vec();
+        let mut x = 1u64;
+        let mut bytes = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        };
+        for run in 0..2u64 {
+            data.extend(frame::encode(
+                kind::HOST,
+                0,
+                run,
+                format!("{{\"host\":\"run{run}\"}}").as_bytes(),
+            ));
+            for i in 0..30u64 {
+                let len = if i % 7 == 3 {
+                    3 * frame::SCAN_BUF
+                } else {
+                    500 + 37 * i as usize
+                };
+                let at = data.len();
+                data.extend(frame::encode(kind::SAMPLE, FLAG_ZSTD, run * 100 + i, &bytes(len)));
+                if i == 11 {
+                    data[at + 30] ^= 1;
+                }
+                if i == 20 {
+                    data.extend_from_slice(b"IOLf garbage");
+                }
+            }
+        }
+        let torn = frame::encode(kind::SAMPLE, 0, 999, &bytes(100));
+        data.extend_from_slice(&torn[..60]);
+        let total = data.len() as u64;
+        for keep in [0, 100, 5_000, 200_000, total / 2, total] {
+            let path = dir.path().join(format!("r{keep}.rec"));
+            std::fs::write(&path, &data).unwrap();
+            let mut w = Writer::open(&path, &header, None).unwrap();
+            let before = std::fs::read(&path).unwrap();
+            let want = rotated_in_memory(&before, keep, &w.header);
+            w.rotate(keep).unwrap();
+            let got = std::fs::read(&path).unwrap();
+            assert!(got == want, "keep {keep}: {} bytes, want {}", got.len(), want.len());
+            assert_eq!(w.len, got.len() as u64);
+            // Appending goes on in the new file.
+            w.append(&sample(1), None).unwrap();
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), w.len);
+        }
     }
 }

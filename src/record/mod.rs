@@ -9,6 +9,7 @@
 //! - [`replay`]: the batch and JSON replay; [`when`]: `--from`/`--to` times;
 //!   [`player`]: where a replay on the dashboard is (time travel).
 
+mod crc;
 pub mod file;
 pub mod frame;
 pub mod player;
@@ -38,7 +39,8 @@ pub fn header(interval_s: f64) -> file::Header {
 
 /// `iolens record FILE`: the batch loop with every sample appended to the
 /// file (with `--trace`, the tracer's interval too), printing reports only
-/// with `--batch` or `--json`.
+/// with `--batch` or `--json`. Status 1 when a sample could not be written
+/// (see [`file::MAX_LOST_IN_A_ROW`]).
 pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Result<std::process::ExitCode> {
     let every = crate::batch::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
     let mut writer = file::Writer::open(&args.file, &header(every.as_secs_f64()), args.max_size)?;
@@ -62,5 +64,15 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
         // The reason replay gives too: its reports equal the recorder's.
         Some(NOT_TRACED)
     };
-    crate::batch::run_reports(cli, &reports, trace_off, Some(&mut writer))
+    let code = crate::batch::run_reports(cli, &reports, trace_off, Some(&mut writer))?;
+    if writer.lost > 0 {
+        eprintln!(
+            "iolens: {} of {} samples could not be written to {}",
+            writer.lost,
+            writer.samples,
+            args.file.display()
+        );
+        return Ok(std::process::ExitCode::from(1));
+    }
+    Ok(code)
 }
