@@ -38,7 +38,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::collect::fdinfo::{Access, FdSnapshot, FdTarget, RawFd, ScanReason, TRACK_IDLE_SAMPLES};
+use crate::collect::fdinfo::{Access, FdProc, FdSnapshot, FdTarget, RawFd, ScanReason, TRACK_IDLE_SAMPLES};
 use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey};
 
 mod job;
@@ -79,6 +79,20 @@ struct ProcTrack {
     window: VecDeque<(u64, ProcIo)>,
     files_done: u32,
     comm: String,
+}
+
+/// What one interval says of a process, for each of its fds.
+struct ProcInterval {
+    /// Process read/write rates over the window.
+    read_bps: Option<f64>,
+    write_bps: Option<f64>,
+    /// This interval's Δrchar/Δwchar that its moving fds do not explain.
+    unexp_r: u64,
+    unexp_w: u64,
+    /// Watched or a known command: files shown before they move.
+    shown: bool,
+    /// It finished a file already (reads many in turn).
+    many: bool,
 }
 
 /// Tracks transfers across samples.
@@ -197,110 +211,12 @@ impl Tracker {
     pub fn update(&mut self, snap: &FdSnapshot, now_ns: u64) {
         let prev_jobs = std::mem::take(&mut self.jobs);
         self.round += 1;
-        let round = self.round;
         // Room for this snapshot's fds: most are tracked already (the
         // ones not seen again are dropped below).
         let fds: usize = snap.procs.iter().map(|p| p.fds.len()).sum();
         self.entries.reserve(fds.saturating_sub(self.entries.len()));
         for p in &snap.procs {
-            let pt = self.procs.entry(p.key).or_default();
-            pt.comm.clone_from(&p.comm);
-            let prev_io = pt.window.back().map(|(_, io)| *io);
-            if let Some(io) = p.io {
-                push_window(&mut pt.window, (now_ns, io));
-            }
-            let (read_bps, write_bps) = proc_rates(&pt.window);
-            // How much of this interval's logical I/O the moving fds explain.
-            let (mut moved_r, mut moved_w) = (0u64, 0u64);
-            for f in &p.fds {
-                let key = fd_key(p.key, f);
-                if let Some(old) = self.entries.get(&key).and_then(|e| e.window.back()) {
-                    let d = f.pos.saturating_sub(old.1);
-                    match f.access() {
-                        Access::Read => moved_r += d,
-                        Access::Write => moved_w += d,
-                        Access::ReadWrite => {
-                            moved_r += d;
-                            moved_w += d;
-                        }
-                    }
-                }
-            }
-            let (unexp_r, unexp_w) = match (prev_io, p.io) {
-                (Some(a), Some(b)) => (
-                    b.rchar.saturating_sub(a.rchar).saturating_sub(moved_r),
-                    b.wchar.saturating_sub(a.wchar).saturating_sub(moved_w),
-                ),
-                _ => (0, 0),
-            };
-            let shown = p.reason == ScanReason::Watched || self.known_names.contains(&p.comm);
-            let many = self.procs.get(&p.key).is_some_and(|pt| pt.files_done > 0);
-            for f in &p.fds {
-                let key = fd_key(p.key, f);
-                // No link text: never read into nor moved, not a transfer
-                // (yet); tracked, not shown. The scanner reads it once it moves.
-                let has_path = f.path.is_some();
-                let st = self.entries.entry(key).or_insert_with(|| EntryState {
-                    // Room for one: most entries are of a full scan's idle files.
-                    window: VecDeque::with_capacity(1),
-                    still: 0,
-                    moved_ns: now_ns,
-                    moved_ever: false,
-                    read_path: false,
-                    last: None,
-                    round: 0,
-                });
-                if st.round == round {
-                    continue; // the same fd twice in one snapshot: the first counts
-                }
-                st.round = round;
-                let before = st.window.back().map(|w| w.1);
-                if before.is_some_and(|b| f.pos < b) {
-                    st.window.clear(); // seek backwards: restart the rate
-                }
-                push_window(&mut st.window, (now_ns, f.pos, f.size));
-                let moved = before.is_some_and(|b| b != f.pos);
-                st.still = if moved || before.is_none() { 0 } else { st.still + 1 };
-                if moved {
-                    st.moved_ns = now_ns;
-                }
-                let unfinished = f.size.is_none_or(|s| f.pos < s);
-                // Two still intervals: one could be a race between reading
-                // /proc/<pid>/io and fdinfo (a read in between shows in pos
-                // first, in rchar one sample later).
-                let positional = st.still >= 2
-                    && unfinished
-                    && ((f.access().reads() && unexp_r >= POSITIONAL_MIN_BYTES)
-                        || (f.access().writes() && unexp_w >= POSITIONAL_MIN_BYTES));
-                let proc_rate = if f.access().reads() && unexp_r >= POSITIONAL_MIN_BYTES {
-                    read_bps
-                } else {
-                    write_bps
-                };
-                st.moved_ever |= moved;
-                // Small files are not transfers, except for a process that
-                // reads many in turn (tar, rsync: it finished one already).
-                let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !many;
-                let visible = st.last.is_some()
-                    || (has_path && !tiny && (moved || positional || (shown && f.size.is_some_and(|s| s > 0))));
-                st.read_path = has_path && f.access().reads();
-                if !visible {
-                    continue;
-                }
-                let (label, percent, rate_bps, eta_s) = classify(f, st, positional, proc_rate, now_ns);
-                let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
-                let t = Transfer {
-                    percent,
-                    rate_bps,
-                    eta_s,
-                    label,
-                    ..blank(key, f, path)
-                };
-                match &mut st.last {
-                    Some(last) => **last = t,
-                    None => st.last = Some(Box::new(t)),
-                }
-            }
+            self.fold_proc(p, now_ns);
         }
         // Entries that were not seen again: closed, reused, or their process
         // ended (when it was scanned or is known to have exited).
@@ -309,6 +225,147 @@ impl Tracker {
         // every scan).
         let scanned: PidSet<ProcKey> = snap.procs.iter().filter(|p| p.unread == 0).map(|p| p.key).collect();
         let parts: PidSet<ProcKey> = snap.procs.iter().filter(|p| p.unread > 0).map(|p| p.key).collect();
+        self.drop_unseen(snap, &scanned, &parts);
+        // Give back the room of a full scan once its files are untracked.
+        if self.entries.capacity() > 4 * self.entries.len().max(64) {
+            self.entries.shrink_to_fit();
+        }
+        let mut jobs = self.open_jobs();
+        self.end_gone_jobs(prev_jobs, &mut jobs, snap, &scanned, now_ns);
+        // Forget processes that are gone and have nothing left to show.
+        self.procs
+            .retain(|k, _| scanned.contains(k) || parts.contains(k) || jobs.iter().any(|j| j.proc == *k));
+        sort_jobs(&mut jobs);
+        self.jobs = jobs;
+        self.last_ns = Some(now_ns);
+    }
+
+    /// Fold in one process of the sample: its I/O counters, then each fd.
+    fn fold_proc(&mut self, p: &FdProc, now_ns: u64) {
+        let pt = self.procs.entry(p.key).or_default();
+        pt.comm.clone_from(&p.comm);
+        let prev_io = pt.window.back().map(|(_, io)| *io);
+        if let Some(io) = p.io {
+            push_window(&mut pt.window, (now_ns, io));
+        }
+        let (read_bps, write_bps) = proc_rates(&pt.window);
+        let (unexp_r, unexp_w) = match (prev_io, p.io) {
+            (Some(a), Some(b)) => {
+                let (moved_r, moved_w) = self.moved_bytes(p);
+                (
+                    b.rchar.saturating_sub(a.rchar).saturating_sub(moved_r),
+                    b.wchar.saturating_sub(a.wchar).saturating_sub(moved_w),
+                )
+            }
+            _ => (0, 0),
+        };
+        let ctx = ProcInterval {
+            read_bps,
+            write_bps,
+            unexp_r,
+            unexp_w,
+            shown: p.reason == ScanReason::Watched || self.known_names.contains(&p.comm),
+            many: self.procs.get(&p.key).is_some_and(|pt| pt.files_done > 0),
+        };
+        for f in &p.fds {
+            self.fold_fd(fd_key(p.key, f), f, &ctx, now_ns);
+        }
+    }
+
+    /// How much of this interval's logical I/O (read, written) the moving
+    /// fds of `p` explain.
+    fn moved_bytes(&self, p: &FdProc) -> (u64, u64) {
+        let (mut moved_r, mut moved_w) = (0u64, 0u64);
+        for f in &p.fds {
+            let key = fd_key(p.key, f);
+            if let Some(old) = self.entries.get(&key).and_then(|e| e.window.back()) {
+                let d = f.pos.saturating_sub(old.1);
+                match f.access() {
+                    Access::Read => moved_r += d,
+                    Access::Write => moved_w += d,
+                    Access::ReadWrite => {
+                        moved_r += d;
+                        moved_w += d;
+                    }
+                }
+            }
+        }
+        (moved_r, moved_w)
+    }
+
+    /// Fold in one fd: its window, stillness, label and what is shown of it.
+    fn fold_fd(&mut self, key: FdKey, f: &RawFd, ctx: &ProcInterval, now_ns: u64) {
+        let round = self.round;
+        // No link text: never read into nor moved, not a transfer
+        // (yet); tracked, not shown. The scanner reads it once it moves.
+        let has_path = f.path.is_some();
+        let st = self.entries.entry(key).or_insert_with(|| EntryState {
+            // Room for one: most entries are of a full scan's idle files.
+            window: VecDeque::with_capacity(1),
+            still: 0,
+            moved_ns: now_ns,
+            moved_ever: false,
+            read_path: false,
+            last: None,
+            round: 0,
+        });
+        if st.round == round {
+            return; // the same fd twice in one snapshot: the first counts
+        }
+        st.round = round;
+        let before = st.window.back().map(|w| w.1);
+        if before.is_some_and(|b| f.pos < b) {
+            st.window.clear(); // seek backwards: restart the rate
+        }
+        push_window(&mut st.window, (now_ns, f.pos, f.size));
+        let moved = before.is_some_and(|b| b != f.pos);
+        st.still = if moved || before.is_none() { 0 } else { st.still + 1 };
+        if moved {
+            st.moved_ns = now_ns;
+        }
+        let unfinished = f.size.is_none_or(|s| f.pos < s);
+        // Two still intervals: one could be a race between reading
+        // /proc/<pid>/io and fdinfo (a read in between shows in pos
+        // first, in rchar one sample later).
+        let positional = st.still >= 2
+            && unfinished
+            && ((f.access().reads() && ctx.unexp_r >= POSITIONAL_MIN_BYTES)
+                || (f.access().writes() && ctx.unexp_w >= POSITIONAL_MIN_BYTES));
+        let proc_rate = if f.access().reads() && ctx.unexp_r >= POSITIONAL_MIN_BYTES {
+            ctx.read_bps
+        } else {
+            ctx.write_bps
+        };
+        st.moved_ever |= moved;
+        // Small files are not transfers, except for a process that
+        // reads many in turn (tar, rsync: it finished one already).
+        let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !ctx.many;
+        let visible = st.last.is_some()
+            || (has_path && !tiny && (moved || positional || (ctx.shown && f.size.is_some_and(|s| s > 0))));
+        st.read_path = has_path && f.access().reads();
+        if !visible {
+            return;
+        }
+        let (label, percent, rate_bps, eta_s) = classify(f, st, positional, proc_rate, now_ns);
+        let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
+        let t = Transfer {
+            percent,
+            rate_bps,
+            eta_s,
+            label,
+            ..blank(key, f, path)
+        };
+        match &mut st.last {
+            Some(last) => **last = t,
+            None => st.last = Some(Box::new(t)),
+        }
+    }
+
+    /// Drop the entries this update did not see (counting a file read and
+    /// closed as done for its process); those of a process whose table was
+    /// read in parts stay a while.
+    fn drop_unseen(&mut self, snap: &FdSnapshot, scanned: &PidSet<ProcKey>, parts: &PidSet<ProcKey>) {
+        let round = self.round;
         let procs = &mut self.procs;
         self.entries.retain(|key, st| {
             if st.round == round {
@@ -327,11 +384,10 @@ impl Tracker {
             }
             false
         });
-        // Give back the room of a full scan once its files are untracked.
-        if self.entries.capacity() > 4 * self.entries.len().max(64) {
-            self.entries.shrink_to_fit();
-        }
-        // Build jobs from visible open entries.
+    }
+
+    /// Jobs built from the visible open entries, one per process.
+    fn open_jobs(&self) -> Vec<Job> {
         let mut by_proc: HashMap<ProcKey, Vec<(&EntryState, &Transfer)>> = HashMap::new();
         for st in self.entries.values() {
             if let Some(last) = st.last.as_deref() {
@@ -368,7 +424,19 @@ impl Tracker {
                 ended_ns: None,
             });
         }
-        // Jobs that disappeared: done, when we know why (scanned or exited).
+        jobs
+    }
+
+    /// Add to `jobs` the previous jobs that disappeared: done, when we know
+    /// why (scanned or exited), for [`DONE_KEEP_NS`].
+    fn end_gone_jobs(
+        &self,
+        prev_jobs: Vec<Job>,
+        jobs: &mut Vec<Job>,
+        snap: &FdSnapshot,
+        scanned: &PidSet<ProcKey>,
+        now_ns: u64,
+    ) {
         for mut j in prev_jobs {
             let gone = !jobs.iter().any(|n| n.proc == j.proc);
             let known = scanned.contains(&j.proc) || snap.exited.contains(&j.proc) || j.is_done();
@@ -390,12 +458,6 @@ impl Tracker {
             }
             jobs.push(j);
         }
-        // Forget processes that are gone and have nothing left to show.
-        self.procs
-            .retain(|k, _| scanned.contains(k) || parts.contains(k) || jobs.iter().any(|j| j.proc == *k));
-        sort_jobs(&mut jobs);
-        self.jobs = jobs;
-        self.last_ns = Some(now_ns);
     }
 }
 
