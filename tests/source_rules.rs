@@ -40,3 +40,69 @@ fn unsafe_code_is_denied_but_in_sys() {
         assert!(text.contains("#![deny(unsafe_code)]"), "{root} denies unsafe code");
     }
 }
+
+/// Lines of `text` before its first `#[cfg(test)]` line (all of them when
+/// it has none).
+fn lines_before_tests(text: &str) -> usize {
+    text.lines().take_while(|l| !l.contains("#[cfg(test)]")).count()
+}
+
+/// The files of modules declared `#[cfg(test)] mod name;` in `file`: test
+/// code as a whole.
+fn test_modules(file: &Path, text: &str) -> Vec<PathBuf> {
+    let dir = file.parent().unwrap();
+    let stem = file.file_stem().unwrap().to_str().unwrap();
+    let base = if ["mod", "lib", "main"].contains(&stem) {
+        dir.to_path_buf()
+    } else {
+        dir.join(stem)
+    };
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if *l != "#[cfg(test)]" {
+            continue;
+        }
+        let Some(decl) = lines[i + 1..].iter().find(|l| !l.starts_with("#[")) else {
+            continue;
+        };
+        let decl = decl.strip_prefix("pub ").unwrap_or(decl);
+        if let Some(name) = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';')) {
+            out.push(base.join(format!("{name}.rs")));
+            out.push(base.join(name).join("mod.rs"));
+        }
+    }
+    out
+}
+
+/// No file in `src/` has more than 600 lines before its first
+/// `#[cfg(test)]` line; files that are a `#[cfg(test)]` module as a whole
+/// (`app/tests.rs`) are test code.
+#[test]
+fn no_source_file_over_600_lines_outside_tests() {
+    const MAX: usize = 600;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let texts: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .map(|f| {
+            let t = std::fs::read_to_string(&f).unwrap();
+            (f, t)
+        })
+        .collect();
+    let tests: Vec<PathBuf> = texts.iter().flat_map(|(f, t)| test_modules(f, t)).collect();
+    let mut over: Vec<String> = texts
+        .iter()
+        .filter(|(f, _)| !tests.contains(f))
+        .map(|(f, t)| (f, lines_before_tests(t)))
+        .filter(|(_, n)| *n > MAX)
+        .map(|(f, n)| format!("{}: {n} lines", f.strip_prefix(&src).unwrap().display()))
+        .collect();
+    over.sort();
+    assert!(
+        over.is_empty(),
+        "over {MAX} lines outside #[cfg(test)] code:\n{}",
+        over.join("\n")
+    );
+}

@@ -171,28 +171,7 @@ impl App {
                     self.view.filter.clear();
                 }
             }
-            Action::Enter => match self.view.focus {
-                Pane::Devices => {
-                    if let Some(n) = self.view.dev_sel.clone() {
-                        self.view.popup = Popup::Detail(n);
-                        self.view.lat_scroll = 0;
-                    }
-                }
-                Pane::Progress => self.jump_to_transfer(),
-                Pane::Cgroups => match self.view.cg_sel.clone() {
-                    Some(p) => self.view.popup = Popup::Cgroup(p),
-                    None => self.status("no cgroup selected", true),
-                },
-                Pane::Processes => match self.view.proc_sel {
-                    Some(k) => {
-                        self.view.popup = Popup::Process(k);
-                        self.view.proc_info = None;
-                        return Some(Command::ReadProcInfo(k));
-                    }
-                    None => self.status("no process selected", true),
-                },
-                Pane::Results | Pane::Requests => {}
-            },
+            Action::Enter => return self.enter(),
             Action::FocusNext => self.cycle_focus(false),
             Action::FocusPrev => self.cycle_focus(true),
             Action::Down => self.move_sel(1),
@@ -216,17 +195,7 @@ impl App {
                     self.view.focus = Pane::Processes;
                 }
             }
-            Action::RequestLog => {
-                self.view.log.shown = !self.view.log.shown;
-                self.view.focus = if self.view.log.shown {
-                    Pane::Requests
-                } else {
-                    Pane::Processes
-                };
-                if let Some(why) = self.model.trace.reason.clone().filter(|_| self.view.log.shown) {
-                    self.status(format!("no request log: block tracing is off ({why})"), true);
-                }
-            }
+            Action::RequestLog => self.toggle_request_log(),
             Action::FreezeLog => {
                 self.view.log.frozen = match self.view.log.frozen {
                     Some(_) => None,
@@ -254,26 +223,10 @@ impl App {
             Action::Probe => self.open_probe_menu(),
             Action::DelayAcct => self.ask_delayacct(),
             Action::Follow => self.toggle_follow(),
-            Action::Tree => {
-                self.view.tree = !self.view.tree;
-                let s = if self.view.tree {
-                    "tree view: children under their parent, siblings sorted (v again: flat list)"
-                } else {
-                    "flat list, sorted"
-                };
-                self.status(s, false);
-            }
+            Action::Tree => self.toggle_tree(),
             Action::Zoom => self.view.zoom = !self.view.zoom,
             Action::ToggleResults => self.toggle_results(),
-            Action::ToggleTransfers => {
-                self.view.show_transfers = !self.view.show_transfers;
-                let s = if self.view.show_transfers {
-                    "open"
-                } else {
-                    "closed (T reopens it)"
-                };
-                self.status(format!("transfers pane {s}"), false);
-            }
+            Action::ToggleTransfers => self.toggle_transfers(),
             Action::OlderResult => self.pick_result(true),
             Action::NewerResult => self.pick_result(false),
             // Replay's own keys (handled above).
@@ -291,6 +244,70 @@ impl App {
             },
         }
         None
+    }
+
+    /// Enter: the selected device's, cgroup's or process's detail, or the
+    /// process of the selected transfer.
+    fn enter(&mut self) -> Option<Command> {
+        match self.view.focus {
+            Pane::Devices => {
+                if let Some(n) = self.view.dev_sel.clone() {
+                    self.view.popup = Popup::Detail(n);
+                    self.view.lat_scroll = 0;
+                }
+            }
+            Pane::Progress => self.jump_to_transfer(),
+            Pane::Cgroups => match self.view.cg_sel.clone() {
+                Some(p) => self.view.popup = Popup::Cgroup(p),
+                None => self.status("no cgroup selected", true),
+            },
+            Pane::Processes => match self.view.proc_sel {
+                Some(k) => {
+                    self.view.popup = Popup::Process(k);
+                    self.view.proc_info = None;
+                    return Some(Command::ReadProcInfo(k));
+                }
+                None => self.status("no process selected", true),
+            },
+            Pane::Results | Pane::Requests => {}
+        }
+        None
+    }
+
+    /// Show / hide the request log pane (focused when shown), saying why it
+    /// is empty when block tracing is off.
+    fn toggle_request_log(&mut self) {
+        self.view.log.shown = !self.view.log.shown;
+        self.view.focus = if self.view.log.shown {
+            Pane::Requests
+        } else {
+            Pane::Processes
+        };
+        if let Some(why) = self.model.trace.reason.clone().filter(|_| self.view.log.shown) {
+            self.status(format!("no request log: block tracing is off ({why})"), true);
+        }
+    }
+
+    /// Processes as a tree or a flat list, saying which.
+    fn toggle_tree(&mut self) {
+        self.view.tree = !self.view.tree;
+        let s = if self.view.tree {
+            "tree view: children under their parent, siblings sorted (v again: flat list)"
+        } else {
+            "flat list, sorted"
+        };
+        self.status(s, false);
+    }
+
+    /// Close / reopen the transfers pane, saying which.
+    fn toggle_transfers(&mut self) {
+        self.view.show_transfers = !self.view.show_transfers;
+        let s = if self.view.show_transfers {
+            "open"
+        } else {
+            "closed (T reopens it)"
+        };
+        self.status(format!("transfers pane {s}"), false);
     }
 
     /// Keys in the process detail: signals and ionice (each confirmed),

@@ -4,6 +4,7 @@
 //! frame per [`FRAME_MIN`]). Every message goes through [`App::update`];
 //! the loop carries out the [`Command`]s it returns.
 
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
@@ -17,6 +18,7 @@ use super::sampler::{SamplerCtl, sampler};
 use super::{App, Command, Msg, actions, terminal};
 use crate::batch::clk_tck;
 use crate::cli::Cli;
+use crate::collect::activity::Activity;
 use crate::collect::sample::HostInfo;
 use crate::collect::{Collector, Reader, delayacct};
 use crate::config;
@@ -105,12 +107,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mouse = !cli.no_mouse;
     let mut guard = terminal::enter(mouse)?;
     let mut events = EventStream::new();
-    let mut model = Model::new(HostInfo::read(), clk_tck());
-    model.thresholds = settings.pattern;
-    model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
-    model.progress.min_size = cli.min_transfer_size;
-    let mut app = App::new(model, view);
-    app.captured_tree = cli.root != std::path::Path::new("/");
+    let mut app = new_app(cli, view, settings.pattern);
     let (probe_tx, mut probe_rx) = tokio::sync::mpsc::unbounded_channel::<ProbeMsg>();
     let mut reader = Reader::new("/");
     let debug_panic = std::env::var_os("IOLENS_DEBUG_PANIC").is_some_and(|v| v == "1");
@@ -145,17 +142,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             _ = watchdog.tick() => {
                 // A sample later than stall_after(interval) is said in the
                 // header, with what the sampler waits on.
-                let stall = (!app.view.paused)
-                    .then(|| {
-                        crate::collect::activity::stall_text(
-                            crate::collect::monotonic_ns(),
-                            activity.last_done_ns(),
-                            start_ns,
-                            app.view.interval,
-                            &activity.describe(),
-                        )
-                    })
-                    .flatten();
+                let stall = stall_text(&app, &activity, start_ns);
                 if stall != app.view.stall {
                     app.view.stall = stall;
                     dirty = true;
@@ -200,39 +187,13 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
             guard = terminal::enter(mouse)?;
             guard.term.clear()?;
         }
-        match cmd {
-            None => {}
-            Some(Command::Quit) => break,
-            Some(Command::Exit(code)) => {
-                exit = Ok(ExitCode::from(code));
-                break;
+        if let Some(cmd) = cmd
+            && let ControlFlow::Break(code) = carry_out(&mut app, cmd, &ctl_tx, &mut reader, &probe_tx)
+        {
+            if let Some(code) = code {
+                exit = Ok(code);
             }
-            Some(Command::SetInterval(d)) => {
-                let _ = ctl_tx.send(SamplerCtl::Interval(d));
-            }
-            Some(Command::Pause(p)) => {
-                let _ = ctl_tx.send(SamplerCtl::Pause(p));
-            }
-            Some(Command::Cgroups(on)) => {
-                let _ = ctl_tx.send(SamplerCtl::Cgroups(on));
-            }
-            Some(Command::Kill(key)) => app.report(actions::terminate(&mut reader, key)),
-            Some(Command::Signal(key, sig)) => app.report(actions::signal(&mut reader, key, sig)),
-            Some(Command::ReadProcInfo(key)) => app.read_proc_info(&mut reader, key),
-            Some(Command::Ionice(key, prio)) => app.report(actions::set_ioprio(&mut reader, key, prio)),
-            Some(Command::DelayAcctOn) => {
-                let r = delayacct::switch_on(&mut reader);
-                app.view.delayacct_ours = delayacct::changed_by_us();
-                app.report(r);
-            }
-            Some(Command::StartProbe(cfg)) => {
-                let token = app.probe_token.clone().unwrap_or_default();
-                let sink = ProbeSink::new(probe_tx.clone());
-                if let Err(e) = probe::spawn(*cfg, token, move |m| sink.send(m)) {
-                    let failed = ProbeMsg::Failed(format!("starting the probe thread: {e}"));
-                    app.on_probe(failed, |_| Err(anyhow::anyhow!("no result")));
-                }
-            }
+            break;
         }
     }
     drop(guard);
@@ -256,4 +217,73 @@ pub(super) fn terminal_msg(
         Some(Err(e)) => Msg::TermGone(format!("reading the terminal: {e}")),
         None => Msg::TermGone("end of terminal input".into()),
     })
+}
+
+/// The controller over an empty model of this host, with the options'
+/// pattern thresholds and transfer settings.
+fn new_app(cli: &Cli, view: ViewState, pattern: crate::model::trace::Thresholds) -> App {
+    let mut model = Model::new(HostInfo::read(), clk_tck());
+    model.thresholds = pattern;
+    model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
+    model.progress.min_size = cli.min_transfer_size;
+    let mut app = App::new(model, view);
+    app.captured_tree = cli.root != std::path::Path::new("/");
+    app
+}
+
+/// What the header says of a late sample (`None` while paused or on time).
+fn stall_text(app: &App, activity: &Activity, start_ns: u64) -> Option<String> {
+    (!app.view.paused)
+        .then(|| {
+            crate::collect::activity::stall_text(
+                crate::collect::monotonic_ns(),
+                activity.last_done_ns(),
+                start_ns,
+                app.view.interval,
+                &activity.describe(),
+            )
+        })
+        .flatten()
+}
+
+/// Carry out a command of [`App::update`]: `Break` to leave the loop (with
+/// the exit code, when the command gives one).
+fn carry_out(
+    app: &mut App,
+    cmd: Command,
+    ctl_tx: &std_mpsc::Sender<SamplerCtl>,
+    reader: &mut Reader,
+    probe_tx: &tokio::sync::mpsc::UnboundedSender<ProbeMsg>,
+) -> ControlFlow<Option<ExitCode>> {
+    match cmd {
+        Command::Quit => return ControlFlow::Break(None),
+        Command::Exit(code) => return ControlFlow::Break(Some(ExitCode::from(code))),
+        Command::SetInterval(d) => {
+            let _ = ctl_tx.send(SamplerCtl::Interval(d));
+        }
+        Command::Pause(p) => {
+            let _ = ctl_tx.send(SamplerCtl::Pause(p));
+        }
+        Command::Cgroups(on) => {
+            let _ = ctl_tx.send(SamplerCtl::Cgroups(on));
+        }
+        Command::Kill(key) => app.report(actions::terminate(reader, key)),
+        Command::Signal(key, sig) => app.report(actions::signal(reader, key, sig)),
+        Command::ReadProcInfo(key) => app.read_proc_info(reader, key),
+        Command::Ionice(key, prio) => app.report(actions::set_ioprio(reader, key, prio)),
+        Command::DelayAcctOn => {
+            let r = delayacct::switch_on(reader);
+            app.view.delayacct_ours = delayacct::changed_by_us();
+            app.report(r);
+        }
+        Command::StartProbe(cfg) => {
+            let token = app.probe_token.clone().unwrap_or_default();
+            let sink = ProbeSink::new(probe_tx.clone());
+            if let Err(e) = probe::spawn(*cfg, token, move |m| sink.send(m)) {
+                let failed = ProbeMsg::Failed(format!("starting the probe thread: {e}"));
+                app.on_probe(failed, |_| Err(anyhow::anyhow!("no result")));
+            }
+        }
+    }
+    ControlFlow::Continue(())
 }

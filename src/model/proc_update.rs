@@ -96,22 +96,7 @@ impl Model {
             let mut children_rates = None;
             let own = interval.own_of(&p.key);
             let own = own.as_ref();
-            let since_start = match (own, &p.io) {
-                // A total is kept only for a process that did I/O.
-                (Some(own), Ok(_)) if *own == ProcIo::default() => {
-                    Some(self.own_total.get(&p.key).copied().unwrap_or_default())
-                }
-                (Some(own), Ok(_)) => {
-                    let t = self.own_total.entry(p.key).or_default();
-                    *t = attribution::plus(t, own);
-                    Some(*t)
-                }
-                (None, Ok(io)) => {
-                    let first = firsts.find(&p.key).and_then(process::Baseline::first).unwrap_or(*io);
-                    Some(attribution::minus(io, &first))
-                }
-                _ => None,
-            };
+            let since_start = self.since_start(&p, own, &mut firsts);
             if let (Some(own), Some(dt), Ok(now)) = (own, dt_s, &p.io) {
                 // The process-wide delta: against the previous sample, or
                 // from zero for a process born since.
@@ -173,6 +158,33 @@ impl Model {
         self.proc_history.update(&rows);
         self.procs = rows;
         jumps
+    }
+
+    /// The I/O of `p` since it started: its own I/O summed over the
+    /// intervals (kept only for a process that did I/O), or, without an
+    /// attribution, its counters less its first ones.
+    fn since_start(
+        &mut self,
+        p: &RawProc,
+        own: Option<&ProcIo>,
+        firsts: &mut process::BaselineWalk<'_>,
+    ) -> Option<ProcIo> {
+        match (own, &p.io) {
+            // A total is kept only for a process that did I/O.
+            (Some(own), Ok(_)) if *own == ProcIo::default() => {
+                Some(self.own_total.get(&p.key).copied().unwrap_or_default())
+            }
+            (Some(own), Ok(_)) => {
+                let t = self.own_total.entry(p.key).or_default();
+                *t = attribution::plus(t, own);
+                Some(*t)
+            }
+            (None, Ok(io)) => {
+                let first = firsts.find(&p.key).and_then(process::Baseline::first).unwrap_or(*io);
+                Some(attribution::minus(io, &first))
+            }
+            _ => None,
+        }
     }
 
     /// A kernel worker's role; a kworker that served a loop device keeps

@@ -38,10 +38,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use serde::Serialize;
-
-use crate::collect::fdinfo::{Access, FdSnapshot, FdTarget, RawFd, ScanReason, TRACK_IDLE_SAMPLES};
+use crate::collect::fdinfo::{Access, FdProc, FdSnapshot, FdTarget, RawFd, ScanReason, TRACK_IDLE_SAMPLES};
 use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey};
+
+mod job;
+pub use job::{FdKey, Job, Label, REMOTE, Transfer, example_job, sort_jobs};
 
 /// Intervals the rate is smoothed over.
 pub const RATE_WINDOW: usize = 5;
@@ -51,137 +52,6 @@ pub const STALL_SAMPLES: u32 = 3;
 pub const DONE_KEEP_NS: u64 = 30_000_000_000;
 /// Unexplained Δrchar/Δwchar per interval needed to call a still fd positional.
 pub const POSITIONAL_MIN_BYTES: u64 = 64 * 1024;
-
-/// Identity of one tracked open file: the same fd number pointing at another
-/// file (other inode or mount) is a new entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct FdKey {
-    pub pid: i32,
-    pub start_time: u64,
-    pub fd: i32,
-    pub mnt_id: Option<u64>,
-    pub ino: u64,
-}
-
-impl FdKey {
-    pub fn proc_key(&self) -> ProcKey {
-        ProcKey {
-            pid: self.pid,
-            start_time: self.start_time,
-        }
-    }
-}
-
-/// The label of a file whose size iolens does not look up.
-pub const REMOTE: &str = "size unknown: network or FUSE filesystem";
-
-/// What can honestly be said about an entry.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum Label {
-    /// Position against a known size (percent when the size is known).
-    Progress,
-    /// Written file that grows with `pos`: bytes and rate, no percent.
-    Growing,
-    /// `pos` still while the process does I/O (pread/pwrite/mmap).
-    Positional,
-    /// `pos` beyond the size: truncated under the reader.
-    Truncated,
-    /// On a FUSE, network or automount filesystem, whose files are never
-    /// stat'ed (that can hang): position and rate, no size.
-    Remote,
-    /// No movement for [`STALL_SAMPLES`] samples or more: `seconds` since
-    /// the position last moved.
-    Stalled { seconds: u64 },
-    /// Closed, or the process ended; `complete` when it had reached the end.
-    Done { complete: bool },
-}
-
-impl Transfer {
-    /// The percent to show, and whether it is an estimate: a transfer
-    /// found done whose last seen position was short of the end, but which
-    /// its rate took to the end before it was seen gone, shows 100 as an
-    /// estimate (its last seen percent is still in `percent`).
-    pub fn shown_percent(&self) -> (Option<f64>, bool) {
-        match (self.label, self.percent) {
-            (Label::Done { complete: true }, Some(p)) if p < 100.0 => (Some(100.0), true),
-            (_, p) => (p, false),
-        }
-    }
-
-    /// The label as text, with the percent where a transfer ended short:
-    /// "ended at 50%".
-    pub fn label_text(&self) -> String {
-        match (self.label, self.percent) {
-            (Label::Done { complete: false }, Some(p)) => format!("ended at {p:.0}%"),
-            (l, _) => l.text(),
-        }
-    }
-}
-
-impl Label {
-    pub fn text(&self) -> String {
-        match self {
-            Label::Progress => String::new(),
-            Label::Growing => "writing (size grows)".into(),
-            Label::Positional => "positional I/O: progress unknowable".into(),
-            Label::Truncated => "pos beyond size: truncated".into(),
-            Label::Remote => REMOTE.into(),
-            Label::Stalled { seconds } => format!("stalled {seconds} s"),
-            Label::Done { complete: true } => "done".into(),
-            Label::Done { complete: false } => "ended".into(),
-        }
-    }
-}
-
-/// One open file as shown.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Transfer {
-    pub key: FdKey,
-    pub target: FdTarget,
-    pub access: Access,
-    /// Link text of the fd (unescaped: escape before display).
-    #[serde(serialize_with = "ser_lossy")]
-    pub path: Arc<[u8]>,
-    pub pos: u64,
-    pub size: Option<u64>,
-    pub percent: Option<f64>,
-    /// Bytes/s: Δpos over the window; for positional I/O the process's rate.
-    pub rate_bps: Option<f64>,
-    pub eta_s: Option<f64>,
-    pub label: Label,
-}
-
-fn ser_lossy<S: serde::Serializer>(b: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&String::from_utf8_lossy(b))
-}
-
-/// One process's transfer: its main file, the others, and process totals.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Job {
-    pub proc: ProcKey,
-    /// The kernel's comm (unescaped).
-    pub comm: String,
-    /// The file whose progress is the job's (the read side when there is one).
-    pub main: Transfer,
-    /// Other open files of the process (e.g. the write side).
-    pub others: Vec<Transfer>,
-    /// Files this process was seen reading and then closed. A file opened
-    /// and closed entirely between two samples is not seen: the process
-    /// read rate counts it, this does not.
-    pub files_done: u32,
-    /// Process read/write rates (rchar/wchar over the window).
-    pub read_bps: Option<f64>,
-    pub write_bps: Option<f64>,
-    /// Monotonic ns when the job ended, for done jobs.
-    pub ended_ns: Option<u64>,
-}
-
-impl Job {
-    pub fn is_done(&self) -> bool {
-        self.ended_ns.is_some()
-    }
-}
 
 #[derive(Debug, Clone)]
 struct EntryState {
@@ -209,6 +79,20 @@ struct ProcTrack {
     window: VecDeque<(u64, ProcIo)>,
     files_done: u32,
     comm: String,
+}
+
+/// What one interval says of a process, for each of its fds.
+struct ProcInterval {
+    /// Process read/write rates over the window.
+    read_bps: Option<f64>,
+    write_bps: Option<f64>,
+    /// This interval's Δrchar/Δwchar that its moving fds do not explain.
+    unexp_r: u64,
+    unexp_w: u64,
+    /// Watched or a known command: files shown before they move.
+    shown: bool,
+    /// It finished a file already (reads many in turn).
+    many: bool,
 }
 
 /// Tracks transfers across samples.
@@ -327,110 +211,12 @@ impl Tracker {
     pub fn update(&mut self, snap: &FdSnapshot, now_ns: u64) {
         let prev_jobs = std::mem::take(&mut self.jobs);
         self.round += 1;
-        let round = self.round;
         // Room for this snapshot's fds: most are tracked already (the
         // ones not seen again are dropped below).
         let fds: usize = snap.procs.iter().map(|p| p.fds.len()).sum();
         self.entries.reserve(fds.saturating_sub(self.entries.len()));
         for p in &snap.procs {
-            let pt = self.procs.entry(p.key).or_default();
-            pt.comm.clone_from(&p.comm);
-            let prev_io = pt.window.back().map(|(_, io)| *io);
-            if let Some(io) = p.io {
-                push_window(&mut pt.window, (now_ns, io));
-            }
-            let (read_bps, write_bps) = proc_rates(&pt.window);
-            // How much of this interval's logical I/O the moving fds explain.
-            let (mut moved_r, mut moved_w) = (0u64, 0u64);
-            for f in &p.fds {
-                let key = fd_key(p.key, f);
-                if let Some(old) = self.entries.get(&key).and_then(|e| e.window.back()) {
-                    let d = f.pos.saturating_sub(old.1);
-                    match f.access() {
-                        Access::Read => moved_r += d,
-                        Access::Write => moved_w += d,
-                        Access::ReadWrite => {
-                            moved_r += d;
-                            moved_w += d;
-                        }
-                    }
-                }
-            }
-            let (unexp_r, unexp_w) = match (prev_io, p.io) {
-                (Some(a), Some(b)) => (
-                    b.rchar.saturating_sub(a.rchar).saturating_sub(moved_r),
-                    b.wchar.saturating_sub(a.wchar).saturating_sub(moved_w),
-                ),
-                _ => (0, 0),
-            };
-            let shown = p.reason == ScanReason::Watched || self.known_names.contains(&p.comm);
-            let many = self.procs.get(&p.key).is_some_and(|pt| pt.files_done > 0);
-            for f in &p.fds {
-                let key = fd_key(p.key, f);
-                // No link text: never read into nor moved, not a transfer
-                // (yet); tracked, not shown. The scanner reads it once it moves.
-                let has_path = f.path.is_some();
-                let st = self.entries.entry(key).or_insert_with(|| EntryState {
-                    // Room for one: most entries are of a full scan's idle files.
-                    window: VecDeque::with_capacity(1),
-                    still: 0,
-                    moved_ns: now_ns,
-                    moved_ever: false,
-                    read_path: false,
-                    last: None,
-                    round: 0,
-                });
-                if st.round == round {
-                    continue; // the same fd twice in one snapshot: the first counts
-                }
-                st.round = round;
-                let before = st.window.back().map(|w| w.1);
-                if before.is_some_and(|b| f.pos < b) {
-                    st.window.clear(); // seek backwards: restart the rate
-                }
-                push_window(&mut st.window, (now_ns, f.pos, f.size));
-                let moved = before.is_some_and(|b| b != f.pos);
-                st.still = if moved || before.is_none() { 0 } else { st.still + 1 };
-                if moved {
-                    st.moved_ns = now_ns;
-                }
-                let unfinished = f.size.is_none_or(|s| f.pos < s);
-                // Two still intervals: one could be a race between reading
-                // /proc/<pid>/io and fdinfo (a read in between shows in pos
-                // first, in rchar one sample later).
-                let positional = st.still >= 2
-                    && unfinished
-                    && ((f.access().reads() && unexp_r >= POSITIONAL_MIN_BYTES)
-                        || (f.access().writes() && unexp_w >= POSITIONAL_MIN_BYTES));
-                let proc_rate = if f.access().reads() && unexp_r >= POSITIONAL_MIN_BYTES {
-                    read_bps
-                } else {
-                    write_bps
-                };
-                st.moved_ever |= moved;
-                // Small files are not transfers, except for a process that
-                // reads many in turn (tar, rsync: it finished one already).
-                let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !many;
-                let visible = st.last.is_some()
-                    || (has_path && !tiny && (moved || positional || (shown && f.size.is_some_and(|s| s > 0))));
-                st.read_path = has_path && f.access().reads();
-                if !visible {
-                    continue;
-                }
-                let (label, percent, rate_bps, eta_s) = classify(f, st, positional, proc_rate, now_ns);
-                let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
-                let t = Transfer {
-                    percent,
-                    rate_bps,
-                    eta_s,
-                    label,
-                    ..blank(key, f, path)
-                };
-                match &mut st.last {
-                    Some(last) => **last = t,
-                    None => st.last = Some(Box::new(t)),
-                }
-            }
+            self.fold_proc(p, now_ns);
         }
         // Entries that were not seen again: closed, reused, or their process
         // ended (when it was scanned or is known to have exited).
@@ -439,6 +225,147 @@ impl Tracker {
         // every scan).
         let scanned: PidSet<ProcKey> = snap.procs.iter().filter(|p| p.unread == 0).map(|p| p.key).collect();
         let parts: PidSet<ProcKey> = snap.procs.iter().filter(|p| p.unread > 0).map(|p| p.key).collect();
+        self.drop_unseen(snap, &scanned, &parts);
+        // Give back the room of a full scan once its files are untracked.
+        if self.entries.capacity() > 4 * self.entries.len().max(64) {
+            self.entries.shrink_to_fit();
+        }
+        let mut jobs = self.open_jobs();
+        self.end_gone_jobs(prev_jobs, &mut jobs, snap, &scanned, now_ns);
+        // Forget processes that are gone and have nothing left to show.
+        self.procs
+            .retain(|k, _| scanned.contains(k) || parts.contains(k) || jobs.iter().any(|j| j.proc == *k));
+        sort_jobs(&mut jobs);
+        self.jobs = jobs;
+        self.last_ns = Some(now_ns);
+    }
+
+    /// Fold in one process of the sample: its I/O counters, then each fd.
+    fn fold_proc(&mut self, p: &FdProc, now_ns: u64) {
+        let pt = self.procs.entry(p.key).or_default();
+        pt.comm.clone_from(&p.comm);
+        let prev_io = pt.window.back().map(|(_, io)| *io);
+        if let Some(io) = p.io {
+            push_window(&mut pt.window, (now_ns, io));
+        }
+        let (read_bps, write_bps) = proc_rates(&pt.window);
+        let (unexp_r, unexp_w) = match (prev_io, p.io) {
+            (Some(a), Some(b)) => {
+                let (moved_r, moved_w) = self.moved_bytes(p);
+                (
+                    b.rchar.saturating_sub(a.rchar).saturating_sub(moved_r),
+                    b.wchar.saturating_sub(a.wchar).saturating_sub(moved_w),
+                )
+            }
+            _ => (0, 0),
+        };
+        let ctx = ProcInterval {
+            read_bps,
+            write_bps,
+            unexp_r,
+            unexp_w,
+            shown: p.reason == ScanReason::Watched || self.known_names.contains(&p.comm),
+            many: self.procs.get(&p.key).is_some_and(|pt| pt.files_done > 0),
+        };
+        for f in &p.fds {
+            self.fold_fd(fd_key(p.key, f), f, &ctx, now_ns);
+        }
+    }
+
+    /// How much of this interval's logical I/O (read, written) the moving
+    /// fds of `p` explain.
+    fn moved_bytes(&self, p: &FdProc) -> (u64, u64) {
+        let (mut moved_r, mut moved_w) = (0u64, 0u64);
+        for f in &p.fds {
+            let key = fd_key(p.key, f);
+            if let Some(old) = self.entries.get(&key).and_then(|e| e.window.back()) {
+                let d = f.pos.saturating_sub(old.1);
+                match f.access() {
+                    Access::Read => moved_r += d,
+                    Access::Write => moved_w += d,
+                    Access::ReadWrite => {
+                        moved_r += d;
+                        moved_w += d;
+                    }
+                }
+            }
+        }
+        (moved_r, moved_w)
+    }
+
+    /// Fold in one fd: its window, stillness, label and what is shown of it.
+    fn fold_fd(&mut self, key: FdKey, f: &RawFd, ctx: &ProcInterval, now_ns: u64) {
+        let round = self.round;
+        // No link text: never read into nor moved, not a transfer
+        // (yet); tracked, not shown. The scanner reads it once it moves.
+        let has_path = f.path.is_some();
+        let st = self.entries.entry(key).or_insert_with(|| EntryState {
+            // Room for one: most entries are of a full scan's idle files.
+            window: VecDeque::with_capacity(1),
+            still: 0,
+            moved_ns: now_ns,
+            moved_ever: false,
+            read_path: false,
+            last: None,
+            round: 0,
+        });
+        if st.round == round {
+            return; // the same fd twice in one snapshot: the first counts
+        }
+        st.round = round;
+        let before = st.window.back().map(|w| w.1);
+        if before.is_some_and(|b| f.pos < b) {
+            st.window.clear(); // seek backwards: restart the rate
+        }
+        push_window(&mut st.window, (now_ns, f.pos, f.size));
+        let moved = before.is_some_and(|b| b != f.pos);
+        st.still = if moved || before.is_none() { 0 } else { st.still + 1 };
+        if moved {
+            st.moved_ns = now_ns;
+        }
+        let unfinished = f.size.is_none_or(|s| f.pos < s);
+        // Two still intervals: one could be a race between reading
+        // /proc/<pid>/io and fdinfo (a read in between shows in pos
+        // first, in rchar one sample later).
+        let positional = st.still >= 2
+            && unfinished
+            && ((f.access().reads() && ctx.unexp_r >= POSITIONAL_MIN_BYTES)
+                || (f.access().writes() && ctx.unexp_w >= POSITIONAL_MIN_BYTES));
+        let proc_rate = if f.access().reads() && ctx.unexp_r >= POSITIONAL_MIN_BYTES {
+            ctx.read_bps
+        } else {
+            ctx.write_bps
+        };
+        st.moved_ever |= moved;
+        // Small files are not transfers, except for a process that
+        // reads many in turn (tar, rsync: it finished one already).
+        let tiny = f.target == FdTarget::File && f.size.is_some_and(|s| s < self.min_size) && !ctx.many;
+        let visible = st.last.is_some()
+            || (has_path && !tiny && (moved || positional || (ctx.shown && f.size.is_some_and(|s| s > 0))));
+        st.read_path = has_path && f.access().reads();
+        if !visible {
+            return;
+        }
+        let (label, percent, rate_bps, eta_s) = classify(f, st, positional, proc_rate, now_ns);
+        let path = f.path.clone().unwrap_or_else(|| Arc::from(&b""[..]));
+        let t = Transfer {
+            percent,
+            rate_bps,
+            eta_s,
+            label,
+            ..blank(key, f, path)
+        };
+        match &mut st.last {
+            Some(last) => **last = t,
+            None => st.last = Some(Box::new(t)),
+        }
+    }
+
+    /// Drop the entries this update did not see (counting a file read and
+    /// closed as done for its process); those of a process whose table was
+    /// read in parts stay a while.
+    fn drop_unseen(&mut self, snap: &FdSnapshot, scanned: &PidSet<ProcKey>, parts: &PidSet<ProcKey>) {
+        let round = self.round;
         let procs = &mut self.procs;
         self.entries.retain(|key, st| {
             if st.round == round {
@@ -457,11 +384,10 @@ impl Tracker {
             }
             false
         });
-        // Give back the room of a full scan once its files are untracked.
-        if self.entries.capacity() > 4 * self.entries.len().max(64) {
-            self.entries.shrink_to_fit();
-        }
-        // Build jobs from visible open entries.
+    }
+
+    /// Jobs built from the visible open entries, one per process.
+    fn open_jobs(&self) -> Vec<Job> {
         let mut by_proc: HashMap<ProcKey, Vec<(&EntryState, &Transfer)>> = HashMap::new();
         for st in self.entries.values() {
             if let Some(last) = st.last.as_deref() {
@@ -498,7 +424,19 @@ impl Tracker {
                 ended_ns: None,
             });
         }
-        // Jobs that disappeared: done, when we know why (scanned or exited).
+        jobs
+    }
+
+    /// Add to `jobs` the previous jobs that disappeared: done, when we know
+    /// why (scanned or exited), for [`DONE_KEEP_NS`].
+    fn end_gone_jobs(
+        &self,
+        prev_jobs: Vec<Job>,
+        jobs: &mut Vec<Job>,
+        snap: &FdSnapshot,
+        scanned: &PidSet<ProcKey>,
+        now_ns: u64,
+    ) {
         for mut j in prev_jobs {
             let gone = !jobs.iter().any(|n| n.proc == j.proc);
             let known = scanned.contains(&j.proc) || snap.exited.contains(&j.proc) || j.is_done();
@@ -520,63 +458,7 @@ impl Tracker {
             }
             jobs.push(j);
         }
-        // Forget processes that are gone and have nothing left to show.
-        self.procs
-            .retain(|k, _| scanned.contains(k) || parts.contains(k) || jobs.iter().any(|j| j.proc == *k));
-        sort_jobs(&mut jobs);
-        self.jobs = jobs;
-        self.last_ns = Some(now_ns);
     }
-}
-
-/// A job as the tracker fills it in for `label` (for snapshot tests of the
-/// progress pane and the dashboard).
-#[doc(hidden)]
-pub fn example_job(pid: i32, comm: &str, path: &[u8], pos: u64, size: u64, rate: f64, label: Label) -> Job {
-    // As the model fills them in for each label.
-    let has_pct = matches!(label, Label::Progress | Label::Stalled { .. } | Label::Done { .. });
-    let percent = has_pct.then(|| pos as f64 / size as f64 * 100.0);
-    let eta = (rate > 0.0 && label == Label::Progress).then(|| size.saturating_sub(pos) as f64 / rate);
-    let done = matches!(label, Label::Done { .. });
-    Job {
-        proc: ProcKey { pid, start_time: 1 },
-        comm: comm.into(),
-        main: Transfer {
-            key: FdKey {
-                pid,
-                start_time: 1,
-                fd: 3,
-                mnt_id: Some(1),
-                ino: 2,
-            },
-            target: FdTarget::File,
-            access: Access::Read,
-            path: Arc::from(path),
-            pos,
-            size: Some(size),
-            percent,
-            rate_bps: (!done).then_some(rate),
-            eta_s: eta,
-            label,
-        },
-        others: vec![],
-        files_done: 0,
-        read_bps: Some(rate),
-        write_bps: None,
-        ended_ns: done.then_some(5),
-    }
-}
-
-/// By ETA (soonest first), then unknown ETA, then done; ties by pid and fd.
-pub fn sort_jobs(jobs: &mut [Job]) {
-    jobs.sort_by(|a, b| {
-        let k = |j: &Job| (j.is_done(), j.main.eta_s.is_none(), j.main.eta_s.unwrap_or(0.0));
-        let (ka, kb) = (k(a), k(b));
-        ka.0.cmp(&kb.0)
-            .then(ka.1.cmp(&kb.1))
-            .then(ka.2.total_cmp(&kb.2))
-            .then(a.main.key.cmp(&b.main.key))
-    });
 }
 
 fn fd_key(p: ProcKey, f: &RawFd) -> FdKey {

@@ -95,6 +95,29 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
             out.push(Line::styled(format!("{}: {}", a.verdict.text(), a.explain()), style));
         }
     }
+    let mut more = partitions(d, model, t);
+    if let Some(r) = &d.rates {
+        more.push(Line::styled("last interval", t.title()));
+        for (k, d) in [("read", &r.read), ("write", &r.write)] {
+            more.push(kv(
+                k,
+                format!(
+                    "{} {}/s {} ms",
+                    format::rate(d.bytes_per_s),
+                    format::num(d.ios_per_s),
+                    d.await_ms.map_or("-".into(), format::ms)
+                ),
+            ));
+        }
+        more.push(kv("in flight", r.in_flight.to_string()));
+    }
+    more.extend(processes_on(d, model, t));
+    (out, more)
+}
+
+/// The partitions of `d`: start, size and alignment, then a blank line
+/// (nothing when it has none).
+fn partitions<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> Vec<Line<'a>> {
     let parts: Vec<&DeviceRow> = model
         .devices
         .iter()
@@ -131,23 +154,7 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
         }
         more.push(Line::raw(""));
     }
-    if let Some(r) = &d.rates {
-        more.push(Line::styled("last interval", t.title()));
-        for (k, d) in [("read", &r.read), ("write", &r.write)] {
-            more.push(kv(
-                k,
-                format!(
-                    "{} {}/s {} ms",
-                    format::rate(d.bytes_per_s),
-                    format::num(d.ios_per_s),
-                    d.await_ms.map_or("-".into(), format::ms)
-                ),
-            ));
-        }
-        more.push(kv("in flight", r.in_flight.to_string()));
-    }
-    more.extend(processes_on(d, model, t));
-    (out, more)
+    more
 }
 
 /// Transport, write cache, discard, zoned model and iostats, one line each.

@@ -7,6 +7,7 @@ pub mod capacity;
 pub mod cgroup_detail;
 pub mod cgroups;
 pub mod chart;
+mod columns;
 pub mod depth;
 pub mod detail;
 pub mod devices;
@@ -35,6 +36,7 @@ use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
 use crate::model::{Model, ProcKey};
 use crate::probe::{Depth, ProbeView, Tests};
+pub use columns::{DevCol, ProcCol};
 pub use devices::clip;
 pub use procdetail::Sig;
 pub use theme::Theme;
@@ -58,144 +60,6 @@ pub enum Pane {
     /// The live request log (shown after `L`).
     Requests,
     Processes,
-}
-
-/// A column of the processes pane (also the sort keys).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProcCol {
-    Pid,
-    User,
-    Prio,
-    DiskRead,
-    DiskWrite,
-    Cancelled,
-    Read,
-    Write,
-    Syscalls,
-    AvgSyscall,
-    Cache,
-    IoWait,
-    Devices,
-    Command,
-}
-
-impl ProcCol {
-    /// Display order.
-    pub const ALL: [ProcCol; 14] = [
-        ProcCol::Pid,
-        ProcCol::User,
-        ProcCol::Prio,
-        ProcCol::DiskRead,
-        ProcCol::DiskWrite,
-        ProcCol::Cancelled,
-        ProcCol::Read,
-        ProcCol::Write,
-        ProcCol::Syscalls,
-        ProcCol::AvgSyscall,
-        ProcCol::Cache,
-        ProcCol::IoWait,
-        ProcCol::Devices,
-        ProcCol::Command,
-    ];
-
-    /// Name used in the config file.
-    pub fn key(self) -> &'static str {
-        match self {
-            ProcCol::Pid => "pid",
-            ProcCol::User => "user",
-            ProcCol::Prio => "prio",
-            ProcCol::DiskRead => "disk_read",
-            ProcCol::DiskWrite => "disk_write",
-            ProcCol::Cancelled => "cancelled_write",
-            ProcCol::Read => "read",
-            ProcCol::Write => "write",
-            ProcCol::Syscalls => "syscalls",
-            ProcCol::AvgSyscall => "avg_syscall",
-            ProcCol::Cache => "cache",
-            ProcCol::IoWait => "io_wait",
-            ProcCol::Devices => "devices",
-            ProcCol::Command => "command",
-        }
-    }
-
-    pub fn from_key(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.key() == s)
-    }
-}
-
-/// A column of the devices pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DevCol {
-    Name,
-    Mount,
-    ReadIops,
-    ReadMb,
-    ReadAwait,
-    ReadReqSz,
-    ReadMerge,
-    WriteIops,
-    WriteMb,
-    WriteAwait,
-    WriteReqSz,
-    WriteMerge,
-    FlushIops,
-    QueueSize,
-    Util,
-    Pattern,
-    /// p99 of the traced requests' total time (reads and writes).
-    P99,
-    Spark,
-}
-
-impl DevCol {
-    /// Display order.
-    pub const ALL: [DevCol; 18] = [
-        DevCol::Name,
-        DevCol::Mount,
-        DevCol::ReadIops,
-        DevCol::ReadMb,
-        DevCol::ReadAwait,
-        DevCol::ReadReqSz,
-        DevCol::ReadMerge,
-        DevCol::WriteIops,
-        DevCol::WriteMb,
-        DevCol::WriteAwait,
-        DevCol::WriteReqSz,
-        DevCol::WriteMerge,
-        DevCol::FlushIops,
-        DevCol::QueueSize,
-        DevCol::Util,
-        DevCol::Pattern,
-        DevCol::P99,
-        DevCol::Spark,
-    ];
-
-    pub fn key(self) -> &'static str {
-        match self {
-            DevCol::Name => "name",
-            DevCol::Mount => "mount",
-            DevCol::ReadIops => "r/s",
-            DevCol::ReadMb => "rMB/s",
-            DevCol::ReadAwait => "r_await",
-            DevCol::ReadReqSz => "rareq-sz",
-            DevCol::ReadMerge => "%rrqm",
-            DevCol::WriteIops => "w/s",
-            DevCol::WriteMb => "wMB/s",
-            DevCol::WriteAwait => "w_await",
-            DevCol::WriteReqSz => "wareq-sz",
-            DevCol::WriteMerge => "%wrqm",
-            DevCol::FlushIops => "f/s",
-            DevCol::QueueSize => "aqu-sz",
-            DevCol::Util => "%util",
-            DevCol::Pattern => "pattern",
-            DevCol::P99 => "p99",
-            DevCol::Spark => "history",
-        }
-    }
-
-    pub fn from_key(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.key() == s)
-    }
 }
 
 /// What is drawn over the panes.
@@ -625,15 +489,5 @@ mod tests {
         assert_eq!(sparkline(std::iter::empty(), 3, None), "   ");
         assert_eq!(sparkline([0.0, 0.0].into_iter(), 2, None), "  ");
         assert_eq!(sparkline([50.0, 100.0, 200.0].into_iter(), 3, Some(100.0)), "▅██");
-    }
-
-    #[test]
-    fn column_keys_round_trip() {
-        for c in ProcCol::ALL {
-            assert_eq!(ProcCol::from_key(c.key()), Some(c));
-        }
-        for c in DevCol::ALL {
-            assert_eq!(DevCol::from_key(c.key()), Some(c));
-        }
     }
 }
