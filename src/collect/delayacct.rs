@@ -76,13 +76,8 @@ impl ThreadDelays {
 /// (tid, field 42) of every thread of `pid`; `None` when the task directory
 /// could not be listed. Threads that end while being read are left out.
 fn read_threads(r: &mut Reader, pid: i32) -> Option<Vec<(i32, u64)>> {
-    let dir = r.path(format!("/proc/{pid}/task"));
     let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).ok()? {
-        let Ok(e) = e else { continue };
-        let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
+    for tid in r.list_numbers(format!("/proc/{pid}/task")).ok()? {
         let Ok(b) = r.read(format!("/proc/{pid}/task/{tid}/stat")) else {
             continue;
         };
