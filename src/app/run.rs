@@ -111,6 +111,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     model.progress.min_size = cli.min_transfer_size;
     let mut app = App::new(model, view);
     app.captured_tree = cli.root != std::path::Path::new("/");
+    if let Some(r) = delayacct::recovered() {
+        app.report(r);
+    }
     let (probe_tx, mut probe_rx) = tokio::sync::mpsc::unbounded_channel::<ProbeMsg>();
     let mut reader = Reader::new("/");
     let debug_panic = std::env::var_os("IOLENS_DEBUG_PANIC").is_some_and(|v| v == "1");
