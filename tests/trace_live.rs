@@ -91,7 +91,11 @@ fn tracer_sees_every_request_and_cleans_up() {
     let mut tracer = Tracer::start().expect("tracer starts as root");
     let dir = tracer.instance_dir();
     assert!(dir.is_dir());
-    assert!(dir.ends_with(format!("{PREFIX}{}", std::process::id())));
+    assert!(dir.ends_with(iolens::collect::trace::instance::Owner::own_name()));
+    assert!(
+        dir.to_string_lossy()
+            .contains(&format!("{PREFIX}{}-", std::process::id()))
+    );
     if let Some(s) = &stale {
         assert!(!s.exists(), "stale instance {} was not removed", s.display());
     }
@@ -283,11 +287,14 @@ fn the_last_iolens_out_unmounts_tracefs() {
     let mut first = run("8");
     until("the first iolens did not mount tracefs", &|| find_tracefs().is_some());
     let mut second = run("12");
-    let dir = find_tracefs()
-        .unwrap()
-        .join("instances")
-        .join(format!("{PREFIX}{}", second.id()));
-    until("the second iolens made no instance", &|| dir.is_dir());
+    let tracefs = find_tracefs().unwrap();
+    let pid = second.id() as i32;
+    let instance = || {
+        iolens::collect::trace::instance::list(&tracefs)
+            .into_iter()
+            .find(|(_, o)| o.pid() == pid)
+    };
+    until("the second iolens made no instance", &|| instance().is_some());
     assert!(
         first.try_wait().unwrap().is_none(),
         "the first iolens ended too soon for the test"
