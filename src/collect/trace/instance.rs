@@ -124,6 +124,22 @@ fn write_file(path: &Path, value: &str) -> Result<(), String> {
         .map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
 }
 
+/// `IOLENS_DEBUG_MOUNT_DELAY_MS`: wait that long between finding tracefs
+/// mounted nowhere and mounting it, so that a test can make iolens
+/// processes started together all reach the mount (`tests/trace_live.rs`).
+fn debug_mount_delay() {
+    if let Some(ms) = std::env::var("IOLENS_DEBUG_MOUNT_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms.min(5_000)));
+    }
+}
+
+/// How many times [`Mount::get`] looks for tracefs and mounts it when
+/// another process mounted it in between (EBUSY).
+pub const MOUNT_TRIES: u32 = 5;
+
 /// The source name of the tracefs mounts iolens makes: `/proc/mounts`
 /// tells them from an admin's (whose source is `tracefs` or `nodev`).
 pub const MOUNT_SOURCE: &str = "iolens";
@@ -168,26 +184,45 @@ pub struct Mount {
 }
 
 impl Mount {
-    /// Find tracefs, mounting it at [`TRACEFS`] when needed.
+    /// Find tracefs, mounting it at [`TRACEFS`] when needed. Another
+    /// process (an iolens started at the same moment) may mount it between
+    /// the look and the mount: the kernel refuses the same tracefs twice
+    /// on one mount point with EBUSY, so then it is looked for again (up
+    /// to [`MOUNT_TRIES`] times) and that mount used.
     pub fn get() -> Result<Mount, Unavailable> {
-        if let Some((dir, by_iolens)) = tracefs_mount() {
-            return Ok(Mount { dir, by_iolens });
-        }
-        if !tracefs_supported() {
-            return Err("this kernel has no tracefs (CONFIG_TRACING off)".into());
-        }
-        crate::sys::mount::mount_pseudo(MOUNT_SOURCE, "tracefs", Path::new(TRACEFS)).map_err(|e| {
-            let lockdown = fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
-            if lockdown.contains("[confidentiality]") {
-                format!("mounting tracefs at {TRACEFS}: {e} (kernel lockdown: confidentiality)")
-            } else {
-                format!("mounting tracefs at {TRACEFS}: {e}")
+        let mut tries = 1;
+        loop {
+            if let Some((dir, by_iolens)) = tracefs_mount() {
+                return Ok(Mount { dir, by_iolens });
             }
-        })?;
-        Ok(Mount {
-            dir: PathBuf::from(TRACEFS),
-            by_iolens: true,
-        })
+            if !tracefs_supported() {
+                return Err("this kernel has no tracefs (CONFIG_TRACING off)".into());
+            }
+            if tries == 1 {
+                debug_mount_delay();
+            }
+            match crate::sys::mount::mount_pseudo(MOUNT_SOURCE, "tracefs", Path::new(TRACEFS)) {
+                Ok(()) => {
+                    return Ok(Mount {
+                        dir: PathBuf::from(TRACEFS),
+                        by_iolens: true,
+                    });
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < MOUNT_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => {
+                    let lockdown = fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
+                    let why = if lockdown.contains("[confidentiality]") {
+                        " (kernel lockdown: confidentiality)"
+                    } else {
+                        ""
+                    };
+                    return Err(format!("mounting tracefs at {TRACEFS}: {e}{why}"));
+                }
+            }
+        }
     }
 }
 
