@@ -17,6 +17,13 @@ fn main() -> ExitCode {
         eprintln!("iolens: {e}");
         return ExitCode::from(2);
     }
+    // What a killed iolens left switched on is put back (or said) first.
+    if cli.root == std::path::Path::new("/") && !matches!(cli.command, Some(Command::Generate(_))) {
+        match iolens::collect::delayacct::recover() {
+            Some(Ok(m)) | Some(Err(m)) => eprintln!("iolens: {m}"),
+            None => {}
+        }
+    }
     if cli.cleanup {
         return iolens::collect::trace::instance::cleanup_command();
     }

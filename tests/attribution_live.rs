@@ -558,6 +558,55 @@ fn the_d_key_turns_delay_accounting_on_and_exit_puts_it_back() {
     }
 }
 
+/// SIGKILL leaves no chance to put the sysctl back: the next iolens does
+/// (from the note in /run/iolens), and says so.
+#[test]
+fn after_a_sigkill_the_next_iolens_puts_delay_accounting_back() {
+    let _serial = serial();
+    if !is_root() || !have("tmux") || !Path::new(SYSCTL).exists() {
+        return skip("needs root, tmux and kernel.task_delayacct");
+    }
+    let _guard = Sysctl::set("0").unwrap();
+    let t = Tmux(format!("iolens-attr-{}-kill", std::process::id()));
+    let ok = t
+        .cmd(&["new-session", "-d", "-s", "main", "-x", "120", "-y", "40", BIN])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "tmux new-session");
+    t.wait_for("the off note", |s| s.contains("delay accounting off (D turns it on)"));
+    t.key("D");
+    t.wait_for("the question", |s| s.contains("Turn block I/O delay accounting on"));
+    t.key("y");
+    assert!(wait_sysctl("1"), "not turned on");
+    let out = t
+        .cmd(&["display-message", "-p", "-t", "main", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    // SAFETY: signalling the iolens this test started in tmux.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let end = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(t);
+    assert_eq!(sysctl_now(), "1", "a SIGKILLed iolens cannot have put it back");
+    let next = Command::new(BIN)
+        .args(["--batch", "--interval", "0.1", "--count", "1"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&next.stderr);
+    println!("the next iolens said: {said}");
+    assert_eq!(sysctl_now(), "0", "the next iolens did not put it back: {said}");
+    assert!(
+        said.contains(&format!("kernel.task_delayacct was left at 1 by iolens pid {pid}"))
+            && said.contains("set back to 0"),
+        "{said}"
+    );
+    assert!(!Path::new("/run/iolens/task_delayacct").exists());
+}
+
 /// Reads the file argv[1] once a second from its start, keeping it open.
 const SLOW_FILE_READER: &str = "
 import sys, time

@@ -362,3 +362,74 @@ fn probes_refuse_a_hung_fuse_mount_without_touching_it() {
         assert!(err.contains("touches nothing on a FUSE"), "{what}: {err}");
     }
 }
+
+/// A captured tree (`--root`) whose entries link to the hung mount: a
+/// device in `sys/block`, a device's `holders`, a process's `task` and the
+/// cgroup mount point. None is followed, so `--batch` ends on time (the
+/// links were listed and stat'ed through, and iolens hung for good).
+#[test]
+fn captured_tree_links_to_a_hung_mount_are_not_followed() {
+    if let Some(why) = unavailable() {
+        return skip(&why);
+    }
+    let mut m = HungMount::start();
+    m.hang();
+    let base = tempfile::tempdir().unwrap();
+    let tree = base.path().join("tree");
+    let fix = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/root-6.8");
+    assert!(
+        Command::new("cp")
+            .arg("-a")
+            .arg(fix)
+            .arg(&tree)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let link = |at: &str| {
+        let p = tree.join(at);
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p).unwrap();
+        }
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(m.mnt(), &p).unwrap();
+    };
+    for at in [
+        "sys/block/evil",
+        "sys/block/sdb/holders",
+        "proc/4242/task",
+        "sys/fs/cgroup",
+    ] {
+        link(at);
+    }
+    std::fs::write(tree.join("proc/mounts"), "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n").unwrap();
+    // Output to a file, not a pipe: an iolens stuck on the mount would
+    // hold a pipe open until the mount is released.
+    let log = base.path().join("out");
+    let start = Instant::now();
+    let mut child = Command::new(BIN)
+        .arg("--root")
+        .arg(&tree)
+        .args(["--batch", "--interval", "0.2", "--count", "3"])
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            m.stuck.push(child);
+            panic!("iolens --root still running after 10 s: it followed a link to the hung mount");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = start.elapsed();
+    let text = std::fs::read_to_string(&log).unwrap();
+    eprintln!("iolens --root took {:.2} s:\n{text}", took.as_secs_f64());
+    assert!(status.success(), "iolens --root: {status:?}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(text.contains("sda"), "{text}");
+}

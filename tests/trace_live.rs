@@ -91,7 +91,11 @@ fn tracer_sees_every_request_and_cleans_up() {
     let mut tracer = Tracer::start().expect("tracer starts as root");
     let dir = tracer.instance_dir();
     assert!(dir.is_dir());
-    assert!(dir.ends_with(format!("{PREFIX}{}", std::process::id())));
+    assert!(dir.ends_with(iolens::collect::trace::instance::Owner::own_name()));
+    assert!(
+        dir.to_string_lossy()
+            .contains(&format!("{PREFIX}{}-", std::process::id()))
+    );
     if let Some(s) = &stale {
         assert!(!s.exists(), "stale instance {} was not removed", s.display());
     }
@@ -283,11 +287,14 @@ fn the_last_iolens_out_unmounts_tracefs() {
     let mut first = run("8");
     until("the first iolens did not mount tracefs", &|| find_tracefs().is_some());
     let mut second = run("12");
-    let dir = find_tracefs()
-        .unwrap()
-        .join("instances")
-        .join(format!("{PREFIX}{}", second.id()));
-    until("the second iolens made no instance", &|| dir.is_dir());
+    let tracefs = find_tracefs().unwrap();
+    let pid = second.id() as i32;
+    let instance = || {
+        iolens::collect::trace::instance::list(&tracefs)
+            .into_iter()
+            .find(|(_, o)| o.pid() == pid)
+    };
+    until("the second iolens made no instance", &|| instance().is_some());
     assert!(
         first.try_wait().unwrap().is_none(),
         "the first iolens ended too soon for the test"
@@ -296,4 +303,90 @@ fn the_last_iolens_out_unmounts_tracefs() {
     assert!(find_tracefs().is_some(), "tracefs unmounted under a running iolens");
     assert!(second.wait().unwrap().success());
     assert!(find_tracefs().is_none(), "tracefs left mounted by the last iolens");
+}
+
+/// Eight iolens started at once with tracefs mounted nowhere: they race to
+/// mount it (the kernel refuses the same tracefs twice on one mount point
+/// with EBUSY) and to unmount it; every one traces, and the last one out
+/// unmounts it.
+#[test]
+fn eight_iolens_started_at_once_all_trace() {
+    if let Some(r) = skip_reason() {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let _one = one_tracer_at_a_time();
+    if find_tracefs().is_some() {
+        eprintln!("skipped: tracefs is mounted already (the race is over mounting it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    // Held open for reading and writing: the shells' opens never block,
+    // their reads wait for a line.
+    let mut gate_w = std::fs::OpenOptions::new().read(true).write(true).open(&gate).unwrap();
+    for round in 0..2 {
+        // All eight wait on the FIFO and exec iolens when their line comes:
+        // as close to the same moment as processes can start.
+        let kids: Vec<_> = (0..8)
+            .map(|_| {
+                Command::new("sh")
+                    .arg("-c")
+                    .arg(r#"read x < "$1"; exec "$2" --json --count 8 --interval 0.5 --top 0 > /dev/null"#)
+                    .args(["gate", gate.to_str().unwrap(), env!("CARGO_BIN_EXE_iolens")])
+                    .env("IOLENS_CONFIG", "/dev/null")
+                    // Each waits this long between finding no tracefs and
+                    // mounting it: all eight reach the mount together.
+                    .env("IOLENS_DEBUG_MOUNT_DELAY_MS", "300")
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        std::io::Write::write_all(&mut gate_w, "go\n".repeat(8).as_bytes()).unwrap();
+        // Each iolens that traces has its instance (the shells exec'd it,
+        // so the pids are the kids'): all eight, while they run.
+        let pids: Vec<i32> = kids.iter().map(|k| k.id() as i32).collect();
+        let tracing = || -> Vec<i32> {
+            let Some(t) = find_tracefs() else { return Vec::new() };
+            let owners = iolens::collect::trace::instance::list(&t);
+            pids.iter()
+                .copied()
+                .filter(|p| owners.iter().any(|(_, o)| o.pid() == *p))
+                .collect()
+        };
+        let t0 = Instant::now();
+        let mut most = Vec::new();
+        while t0.elapsed() < Duration::from_secs(3) {
+            let now = tracing();
+            if now.len() > most.len() {
+                most = now;
+            }
+            if most.len() == 8 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut failed = Vec::new();
+        for k in kids {
+            let out = k.wait_with_output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            if let Some(l) = String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .find(|l| l.contains("tracefs"))
+            {
+                failed.push(l.to_string());
+            }
+        }
+        println!("round {round}: {} of 8 traced at once {failed:?}", most.len());
+        assert_eq!(most.len(), 8, "round {round}: {failed:?}");
+        let t0 = Instant::now();
+        while find_tracefs().is_some() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "tracefs left mounted");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }

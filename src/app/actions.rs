@@ -48,10 +48,7 @@ fn same_process(reader: &mut Reader, key: ProcKey) -> Result<(u32, String), Stri
     if st.start_time != key.start_time {
         return Err(format!("refused: PID {} is now another process", key.pid));
     }
-    use std::os::unix::fs::MetadataExt;
-    let uid = std::fs::metadata(reader.path(format!("/proc/{}", key.pid)))
-        .map_err(|_| gone())?
-        .uid();
+    let uid = reader.stat(format!("/proc/{}", key.pid)).map_err(|_| gone())?.st_uid;
     Ok((uid, st.comm))
 }
 
@@ -124,8 +121,8 @@ impl super::App {
 pub fn set_ioprio(reader: &mut Reader, key: ProcKey, prio: IoPrioChoice) -> Result<String, String> {
     let (uid, comm) = same_process(reader, key)?;
     check_owner(uid, key)?;
-    let mut tids: Vec<i32> = std::fs::read_dir(reader.path(format!("/proc/{}/task", key.pid)))
-        .map(|it| it.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+    let mut tids = reader
+        .list_numbers(format!("/proc/{}/task", key.pid))
         .unwrap_or_default();
     if tids.is_empty() {
         tids.push(key.pid);

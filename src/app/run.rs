@@ -108,6 +108,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mut guard = terminal::enter(mouse)?;
     let mut events = EventStream::new();
     let mut app = new_app(cli, view, settings.pattern);
+    if let Some(r) = delayacct::recovered() {
+        app.report(r);
+    }
     let (probe_tx, mut probe_rx) = tokio::sync::mpsc::unbounded_channel::<ProbeMsg>();
     let mut reader = Reader::new("/");
     let debug_panic = std::env::var_os("IOLENS_DEBUG_PANIC").is_some_and(|v| v == "1");

@@ -9,10 +9,11 @@
 //! a multi-threaded process needs each `/proc/<pid>/task/<tid>/stat`.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Mutex;
 
-use super::Reader;
 use super::process::{ProcKey, RawProc, parse_stat};
+use super::{Reader, parse_u64};
 
 /// The sysctl, relative to the reader's root.
 pub const SYSCTL: &str = "/proc/sys/kernel/task_delayacct";
@@ -76,13 +77,8 @@ impl ThreadDelays {
 /// (tid, field 42) of every thread of `pid`; `None` when the task directory
 /// could not be listed. Threads that end while being read are left out.
 fn read_threads(r: &mut Reader, pid: i32) -> Option<Vec<(i32, u64)>> {
-    let dir = r.path(format!("/proc/{pid}/task"));
     let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).ok()? {
-        let Ok(e) = e else { continue };
-        let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
+    for tid in r.list_numbers(format!("/proc/{pid}/task")).ok()? {
         let Ok(b) = r.read(format!("/proc/{pid}/task/{tid}/stat")) else {
             continue;
         };
@@ -98,6 +94,56 @@ fn read_threads(r: &mut Reader, pid: i32) -> Option<Vec<(i32, u64)>> {
 /// written back when iolens exits.
 static RESTORE: Mutex<Option<u64>> = Mutex::new(None);
 
+/// Where iolens notes that it switched the sysctl on, for as long as the
+/// change is in effect: if iolens is killed (SIGKILL, a crash) the next
+/// iolens finds the note and sets the sysctl back ([`recover`]). `/run`
+/// is a tmpfs emptied at boot, as the sysctl is reset at boot.
+pub const NOTE: &str = "/run/iolens/task_delayacct";
+
+/// What the note holds: the value before, the value written, and the
+/// iolens that wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Note {
+    old: u64,
+    set: u64,
+    owner: ProcKey,
+}
+
+impl Note {
+    fn text(&self) -> String {
+        format!(
+            "old {}\nset {}\npid {}\nstart {}\n",
+            self.old, self.set, self.owner.pid, self.owner.start_time
+        )
+    }
+
+    fn parse(b: &[u8]) -> Option<Note> {
+        let text = std::str::from_utf8(b).ok()?;
+        let field = |k: &str| -> Option<u64> {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k)?.strip_prefix(' ')?.trim().parse().ok())
+        };
+        Some(Note {
+            old: field("old")?,
+            set: field("set")?,
+            owner: ProcKey {
+                pid: i32::try_from(field("pid")?).ok()?,
+                start_time: field("start")?,
+            },
+        })
+    }
+}
+
+/// Write the note atomically (a temporary file renamed over it).
+fn write_note(path: &Path, note: &Note) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, note.text())?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Switch delay accounting on (root; an explicit user action). Remembers the
 /// previous value for [`restore`]; a second call keeps the first previous
 /// value. Returns what was done, or why not.
@@ -105,31 +151,125 @@ pub fn switch_on(r: &mut Reader) -> Result<String, String> {
     if !r.is_live() {
         return Err("not on a captured /proc and /sys tree (--root)".into());
     }
-    let path = r.path(SYSCTL);
-    let old = r
-        .read_u64(SYSCTL)
-        .ok_or_else(|| format!("reading {}: not available on this kernel", path.display()))?;
-    if old != 0 {
-        return Ok("delay accounting was already on".into());
-    }
-    std::fs::write(&path, b"1").map_err(|e| format!("writing 1 to {}: {e}", path.display()))?;
-    if let Ok(mut g) = RESTORE.lock() {
+    let (msg, old) = switch_on_at(Path::new(SYSCTL), Path::new(NOTE))?;
+    if let (Some(old), Ok(mut g)) = (old, RESTORE.lock()) {
         g.get_or_insert(old);
     }
-    Ok(format!(
-        "kernel.task_delayacct set to 1 (was {old}); restored when iolens exits"
-    ))
+    Ok(msg)
+}
+
+/// [`switch_on`] with the sysctl and the note at these paths; also returns
+/// the value to restore when it was changed. The note is written before
+/// the sysctl, so no kill between the two leaves a change without a note.
+fn switch_on_at(sysctl: &Path, note: &Path) -> Result<(String, Option<u64>), String> {
+    let shown = sysctl.display();
+    let old = crate::sys::input::read_regular(sysctl, 64)
+        .ok()
+        .and_then(|b| parse_u64(b.trim_ascii()))
+        .ok_or_else(|| format!("reading {shown}: not available on this kernel"))?;
+    if old != 0 {
+        return Ok(("delay accounting was already on".into(), None));
+    }
+    let owner = ProcKey::of_live(std::process::id() as i32).unwrap_or(ProcKey {
+        pid: std::process::id() as i32,
+        start_time: 0,
+    });
+    let noted = write_note(note, &Note { old, set: 1, owner });
+    if let Err(e) = std::fs::write(sysctl, b"1") {
+        let _ = std::fs::remove_file(note);
+        return Err(format!("writing 1 to {shown}: {e}"));
+    }
+    let unnoted = match noted {
+        Ok(()) => String::new(),
+        Err(e) => format!(
+            " (not noted in {}: {e}; if iolens is killed, set it back with sysctl kernel.task_delayacct={old})",
+            note.display()
+        ),
+    };
+    let msg = format!("kernel.task_delayacct set to 1 (was {old}); restored when iolens exits{unnoted}");
+    Ok((msg, Some(old)))
 }
 
 /// Write back the value `kernel.task_delayacct` had before [`switch_on`], if
-/// it was changed. Safe to call more than once and from any exit path.
+/// it was changed, and remove the note. Safe to call more than once and
+/// from any exit path.
 pub fn restore() {
     let old = match RESTORE.lock() {
         Ok(mut g) => g.take(),
         Err(p) => p.into_inner().take(),
     };
     if let Some(old) = old {
-        let _ = std::fs::write(SYSCTL, old.to_string());
+        restore_at(Path::new(SYSCTL), Path::new(NOTE), old);
+    }
+}
+
+/// Write `old` to the sysctl; once it is back, the note goes.
+fn restore_at(sysctl: &Path, note: &Path, old: u64) {
+    if std::fs::write(sysctl, old.to_string()).is_ok() {
+        let _ = std::fs::remove_file(note);
+    }
+}
+
+/// At start: an iolens that switched delay accounting on and did not set it
+/// back (killed with SIGKILL, or a crash) left a note;
+/// when its owner is no longer running and the sysctl still holds what it
+/// wrote, set the sysctl back (root) or say how. Returns what to tell the
+/// user: `Ok` when it was set back, `Err` when it is still on. A note whose
+/// owner runs is left alone; one whose value was changed since by someone
+/// else is removed without a word. What it said is kept for
+/// [`recovered`].
+pub fn recover() -> Option<Result<String, String>> {
+    let r = recover_at(Path::new(SYSCTL), Path::new(NOTE), crate::sys::is_root());
+    if let Ok(mut g) = RECOVERED.lock() {
+        g.clone_from(&r);
+    }
+    r
+}
+
+/// What [`recover`] said at start, for the dashboard's status line.
+pub fn recovered() -> Option<Result<String, String>> {
+    RECOVERED.lock().ok()?.clone()
+}
+
+static RECOVERED: Mutex<Option<Result<String, String>>> = Mutex::new(None);
+
+fn recover_at(sysctl: &Path, note_path: &Path, root: bool) -> Option<Result<String, String>> {
+    let bytes = crate::sys::input::read_regular(note_path, 4096).ok()?;
+    let Some(note) = Note::parse(&bytes) else {
+        if root {
+            let _ = std::fs::remove_file(note_path);
+        }
+        return None;
+    };
+    if note.owner.running() {
+        return None;
+    }
+    let now = crate::sys::input::read_regular(sysctl, 64)
+        .ok()
+        .and_then(|b| parse_u64(b.trim_ascii()));
+    if now != Some(note.set) {
+        if root {
+            let _ = std::fs::remove_file(note_path);
+        }
+        return None;
+    }
+    let (old, pid) = (note.old, note.owner.pid);
+    let what = format!(
+        "kernel.task_delayacct was left at {} by iolens pid {pid}, which did not exit normally",
+        note.set
+    );
+    if !root {
+        return Some(Err(format!(
+            "{what} (noted in {}): run iolens as root once, or sysctl kernel.task_delayacct={old}, to set it back",
+            note_path.display()
+        )));
+    }
+    match std::fs::write(sysctl, old.to_string()) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(note_path);
+            Some(Ok(format!("{what}: set back to {old}")))
+        }
+        Err(e) => Some(Err(format!("{what}: setting it back to {old}: {e}"))),
     }
 }
 
@@ -161,6 +301,100 @@ mod tests {
         let mut r = Reader::new(format!("{FIX}/root-6.8"));
         assert!(switch_on(&mut r).is_err());
         assert!(!changed_by_us());
+    }
+
+    /// A sysctl stand-in holding `v` and the note's path, in a temp dir.
+    fn files(v: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let (sysctl, note) = (
+            d.path().join("task_delayacct"),
+            d.path().join("run/iolens/task_delayacct"),
+        );
+        std::fs::write(&sysctl, v).unwrap();
+        (d, sysctl, note)
+    }
+
+    fn value(p: &Path) -> String {
+        std::fs::read_to_string(p).unwrap().trim().to_string()
+    }
+
+    #[test]
+    fn switching_on_leaves_a_note_that_an_exit_removes() {
+        let (_d, sysctl, note) = files("0\n");
+        let (msg, old) = switch_on_at(&sysctl, &note).unwrap();
+        assert_eq!(old, Some(0), "{msg}");
+        assert_eq!(value(&sysctl), "1");
+        let n = Note::parse(&std::fs::read(&note).unwrap()).unwrap();
+        assert_eq!((n.old, n.set, n.owner.pid), (0, 1, std::process::id() as i32));
+        assert!(n.owner.running());
+        // Our own note: a start now leaves it alone.
+        assert_eq!(recover_at(&sysctl, &note, true), None);
+        assert_eq!(value(&sysctl), "1");
+        restore_at(&sysctl, &note, 0);
+        assert_eq!(value(&sysctl), "0");
+        assert!(!note.exists());
+        // Already on: nothing to note or restore.
+        std::fs::write(&sysctl, "1").unwrap();
+        assert_eq!(switch_on_at(&sysctl, &note).unwrap().1, None);
+        assert!(!note.exists());
+    }
+
+    #[test]
+    fn a_note_of_an_iolens_that_is_gone_is_acted_on() {
+        let me = ProcKey::of_live(std::process::id() as i32).unwrap();
+        // The same pid with another start time: a reused pid, not its owner.
+        let gone = ProcKey {
+            start_time: me.start_time + 1,
+            ..me
+        };
+        let note_of = |owner| Note { old: 0, set: 1, owner };
+        // Not root: said, left as it is.
+        let (_d, sysctl, note) = files("1\n");
+        write_note(&note, &note_of(gone)).unwrap();
+        let r = recover_at(&sysctl, &note, false).unwrap().unwrap_err();
+        assert!(
+            r.contains("left at 1 by iolens pid") && r.contains("sysctl kernel.task_delayacct=0"),
+            "{r}"
+        );
+        assert_eq!(value(&sysctl), "1");
+        assert!(note.exists());
+        // Root: set back, note removed.
+        let r = recover_at(&sysctl, &note, true).unwrap().unwrap();
+        assert!(r.ends_with("set back to 0"), "{r}");
+        assert_eq!(value(&sysctl), "0");
+        assert!(!note.exists());
+        // Changed since by someone else: the note goes without a word.
+        write_note(&note, &note_of(gone)).unwrap();
+        assert_eq!(recover_at(&sysctl, &note, true), None);
+        assert_eq!(value(&sysctl), "0");
+        assert!(!note.exists());
+        // A note that does not parse is dropped.
+        std::fs::write(&note, "old x\n").unwrap();
+        assert_eq!(recover_at(&sysctl, &note, true), None);
+        assert!(!note.exists());
+    }
+
+    #[test]
+    fn a_zombie_is_not_running() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let key = ProcKey::of_live(pid);
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut r = Reader::new("/");
+        while r
+            .read_pid_file(pid, "stat")
+            .ok()
+            .and_then(parse_stat)
+            .is_some_and(|s| s.state != 'Z')
+            && std::time::Instant::now() < end
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Exited, not reaped: /proc/<pid> is still there.
+        let state = r.read_pid_file(pid, "stat").ok().and_then(parse_stat).map(|s| s.state);
+        assert_eq!(state, Some('Z'));
+        assert!(!key.unwrap().running());
+        child.wait().unwrap();
     }
 
     #[test]

@@ -6,7 +6,6 @@
 //! Every value is one small sysfs file; a file the kernel does not have is
 //! `None` (JSON `null`), never a default.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -121,9 +120,20 @@ fn numbered(name: &str, prefix: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// A short sysfs file at `path` (an absolute path under the reader's root).
+/// `path` (a path under the reader's root, as [`Reader::resolve`] gives)
+/// as a path from the root ("/sys/...").
+fn in_root(r: &Reader, path: &Path) -> Option<PathBuf> {
+    Some(Path::new("/").join(path.strip_prefix(r.root()).ok()?))
+}
+
+/// Whether `path` (under the reader's root) exists.
+fn exists(r: &Reader, path: &Path) -> bool {
+    in_root(r, path).is_some_and(|rel| r.exists(rel))
+}
+
+/// A short sysfs file at `path` (a path under the reader's root).
 fn small_string(r: &mut Reader, path: &Path) -> Option<String> {
-    let rel = Path::new("/").join(path.strip_prefix(r.root()).ok()?);
+    let rel = in_root(r, path)?;
     let b = r.read_limited(rel, 256).ok()?;
     let s = String::from_utf8_lossy(b).trim().to_string();
     (!s.is_empty() && s != "<unknown>" && s != "Unknown").then_some(s)
@@ -132,12 +142,14 @@ fn small_string(r: &mut Reader, path: &Path) -> Option<String> {
 /// For a disk whose `device` link leads into an NVMe subsystem (native
 /// multipath: `/sys/devices/virtual/nvme-subsystem/nvme-subsys0`), the first
 /// controller's directory (its `nvmeN` entries link to the controllers).
-fn nvme_controller(dev: &Path) -> Option<PathBuf> {
-    let mut ctrls: Vec<PathBuf> = fs::read_dir(dev)
+fn nvme_controller(r: &Reader, dev: &Path) -> Option<PathBuf> {
+    let rel = in_root(r, dev)?;
+    let mut ctrls: Vec<PathBuf> = r
+        .list_dir(&rel)
         .ok()?
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_str().is_some_and(|n| numbered(n, "nvme")))
-        .filter_map(|e| fs::canonicalize(e.path()).ok())
+        .into_iter()
+        .filter(|e| e.name_str().is_some_and(|n| numbered(n, "nvme")))
+        .filter_map(|e| r.resolve(rel.join(&e.name)).ok())
         .collect();
     ctrls.sort();
     ctrls.into_iter().next()
@@ -148,9 +160,9 @@ fn nvme_controller(dev: &Path) -> Option<PathBuf> {
 /// device tree, naming the first bus that says what it is.
 pub fn transport(r: &mut Reader, qbase: &str) -> Option<Transport> {
     let top = r.path("/sys");
-    let mut dev = fs::canonicalize(r.path(format!("{qbase}/device"))).ok()?;
+    let mut dev = r.resolve(format!("{qbase}/device")).ok()?;
     if dev.components().any(|c| c.as_os_str() == "nvme-subsystem") {
-        dev = nvme_controller(&dev)?;
+        dev = nvme_controller(r, &dev)?;
     }
     let mut t: Option<Transport> = None;
     let new = |kind: &str| Transport {
@@ -191,7 +203,7 @@ pub fn transport(r: &mut Reader, qbase: &str) -> Option<Transport> {
             let mut a = new(if link.is_some() { "sata" } else { "ata" });
             a.link = link;
             t = Some(a);
-        } else if anc.join("idVendor").exists() && anc.join("speed").exists() {
+        } else if exists(r, &anc.join("idVendor")) && exists(r, &anc.join("speed")) {
             let mut u = new("usb");
             u.link = small_string(r, &anc.join("speed")).map(|s| format!("{s} Mb/s"));
             u.link_max = small_string(r, &anc.join("version")).map(|v| format!("USB {v}"));
@@ -204,7 +216,7 @@ pub fn transport(r: &mut Reader, qbase: &str) -> Option<Transport> {
             t = Some(new("xen"));
         }
     }
-    if t.is_none() && dev.join("scsi_level").exists() {
+    if t.is_none() && exists(r, &dev.join("scsi_level")) {
         t = Some(new("scsi"));
     }
     t

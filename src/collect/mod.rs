@@ -22,6 +22,7 @@ pub mod system;
 pub mod taskstats;
 pub mod threads;
 pub mod trace;
+pub mod tree;
 
 use std::ffi::CStr;
 use std::fs::File;
@@ -57,10 +58,12 @@ pub const READ_CAP: usize = 64 << 20;
 /// than [`READ_CAP`] bytes of one file.
 ///
 /// Under a captured tree (a root other than "/") every file is opened
-/// with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` relative to the
-/// root and `O_NONBLOCK`, and only regular files are read: a symlink (to
-/// `/dev/zero`, or out of the tree), a FIFO or a device in the tree is an
-/// error, never a hang or an endless read.
+/// with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV)`
+/// relative to the root and `O_NONBLOCK`, and only regular files are read:
+/// a symlink (to `/dev/zero`, or out of the tree), a mount inside the
+/// tree, a FIFO or a device in the tree is an error, never a hang or an
+/// endless read. Directories are listed and stat'ed the same way (see
+/// [`tree`]).
 #[derive(Debug)]
 pub struct Reader {
     root: PathBuf,
@@ -69,7 +72,7 @@ pub struct Reader {
     /// with `openat` relative to it (no path building, a shorter lookup).
     proc_dir: Option<OwnedFd>,
     /// The root directory of a captured tree, opened on first use.
-    root_dir: Option<OwnedFd>,
+    root_dir: std::sync::OnceLock<OwnedFd>,
 }
 
 impl Reader {
@@ -78,7 +81,7 @@ impl Reader {
             root: root.into(),
             buf: Vec::with_capacity(64 * 1024),
             proc_dir: None,
-            root_dir: None,
+            root_dir: std::sync::OnceLock::new(),
         }
     }
 
@@ -119,22 +122,11 @@ impl Reader {
 
     /// Open a file under the root for reading (see the type's doc for
     /// captured trees).
-    fn open(&mut self, rel: &Path) -> io::Result<OwnedFd> {
+    fn open(&self, rel: &Path) -> io::Result<OwnedFd> {
         if self.is_live() {
             return File::open(self.path(rel)).map(OwnedFd::from);
         }
-        let root = match &self.root_dir {
-            Some(fd) => fd,
-            None => self.root_dir.insert(OwnedFd::from(File::open(&self.root)?)),
-        };
-        let rel = rel.strip_prefix("/").unwrap_or(rel);
-        let fd = rustix::fs::openat2(
-            root,
-            rel,
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-            rustix::fs::ResolveFlags::BENEATH | rustix::fs::ResolveFlags::NO_SYMLINKS,
-        )?;
+        let fd = self.open_beneath(rel, OFlags::RDONLY | OFlags::NONBLOCK, tree::STRICT)?;
         let st = rustix::fs::fstat(&fd)?;
         if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
             return Err(io::Error::new(
@@ -246,7 +238,8 @@ pub fn check_root(root: &Path) -> Result<(), String> {
     match std::fs::metadata(root) {
         Err(e) => Err(format!("--root {shown}: {e}")),
         Ok(m) if !m.is_dir() => Err(format!("--root {shown}: not a directory")),
-        Ok(_) if !root.join("proc").is_dir() => Err(format!(
+        // Not followed: a tree's `proc` must be its own directory.
+        Ok(_) if !std::fs::symlink_metadata(root.join("proc")).is_ok_and(|m| m.is_dir()) => Err(format!(
             "--root {shown}: no proc/ directory in it, so not a captured tree (tests/fixtures/capture.sh DIR captures one)"
         )),
         Ok(_) => Ok(()),

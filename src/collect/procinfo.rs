@@ -56,7 +56,7 @@ pub fn read(reader: &mut Reader, key: ProcKey, comm: &str, io: Option<ProcIo>) -
         fds: Vec::new(),
         error: None,
     };
-    match std::fs::read_link(reader.path(format!("/proc/{}/cwd", key.pid))) {
+    match reader.read_link(format!("/proc/{}/cwd", key.pid)) {
         Ok(p) => info.cwd = Some(p.to_string_lossy().into_owned()),
         Err(e) => info.error = Some(format!("reading /proc/{}/cwd: {e}", key.pid)),
     }

@@ -2,8 +2,6 @@
 //! for partitions): queue settings, sizes, model, and the stacking relations
 //! (partition → disk, dm/md/loop holders and slaves).
 
-use std::fs;
-
 use serde::{Deserialize, Serialize};
 
 use super::Reader;
@@ -117,18 +115,6 @@ fn kind_of(name: &str) -> DevKind {
     }
 }
 
-fn list_dir(r: &Reader, rel: &str) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(r.path(rel))
-        .map(|it| {
-            it.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
 fn opt_string(r: &mut Reader, rel: &str) -> Option<String> {
     r.read_string(rel).ok().filter(|s| !s.is_empty())
 }
@@ -165,8 +151,8 @@ fn read_one(r: &mut Reader, base: &str, name: &str, kind: DevKind, parent: Optio
         queue_depth: r.read_u64(format!("{qbase}/device/queue_depth")),
         diskseq: r.read_u64(format!("{qbase}/diskseq")),
         backing_file: opt_string(r, &format!("{base}/loop/backing_file")),
-        holders: list_dir(r, &format!("{base}/holders")),
-        slaves: list_dir(r, &format!("{base}/slaves")),
+        holders: r.list_names(format!("{base}/holders")),
+        slaves: r.list_names(format!("{base}/slaves")),
         mounts: Vec::new(),
         facts: devfacts::read(r, &qbase, base, kind),
         alignment: None,
@@ -179,12 +165,12 @@ fn read_one(r: &mut Reader, base: &str, name: &str, kind: DevKind, parent: Optio
 /// after their disk).
 pub fn read_devices(r: &mut Reader) -> Vec<DeviceInfo> {
     let mut out = Vec::new();
-    for disk in list_dir(r, "/sys/block") {
+    for disk in r.list_names("/sys/block") {
         let base = format!("/sys/block/{disk}");
         out.push(read_one(r, &base, &disk, kind_of(&disk), None));
-        for entry in list_dir(r, &base) {
+        for entry in r.list_names(&base) {
             let pbase = format!("{base}/{entry}");
-            if r.path(format!("{pbase}/partition")).exists() {
+            if r.exists(format!("{pbase}/partition")) {
                 out.push(read_one(r, &pbase, &entry, DevKind::Partition, Some(&disk)));
             }
         }

@@ -20,11 +20,7 @@ pub struct ThreadIo {
 /// task directory cannot be listed (process gone, not allowed, a replayed
 /// tree without it). Threads that end while being read are left out.
 pub fn read_threads(r: &mut Reader, pid: i32) -> Option<Vec<ThreadIo>> {
-    let mut tids: Vec<i32> = std::fs::read_dir(r.path(format!("/proc/{pid}/task")))
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
+    let tids = r.list_numbers(format!("/proc/{pid}/task")).ok()?;
     let mut out = Vec::with_capacity(tids.len());
     for tid in tids {
         let Ok(b) = r.read_pid_file(pid, &format!("task/{tid}/io")) else {

@@ -284,13 +284,14 @@ pub fn device_hints(root: &Path, maj: u32, min: u32) -> Option<DeviceHints> {
         return None;
     }
     let mut r = Reader::new(root);
-    let link = std::fs::read_link(r.path(format!("/sys/dev/block/{maj}:{min}"))).ok()?;
+    let link = r.read_link(format!("/sys/dev/block/{maj}:{min}")).ok()?;
     let name = link.file_name()?.to_str()?.to_string();
     let devs = sysblock::read_devices(&mut r);
     let dev = devs.iter().find(|d| d.name == name)?;
     let disk_name = dev.parent.clone().unwrap_or_else(|| name.clone());
     let disk = devs.iter().find(|d| d.name == disk_name).unwrap_or(dev);
-    let driver = std::fs::read_link(r.path(format!("/sys/block/{disk_name}/device/driver")))
+    let driver = r
+        .read_link(format!("/sys/block/{disk_name}/device/driver"))
         .ok()
         .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string));
     let loop_direct_io = (disk.kind == DevKind::Loop)

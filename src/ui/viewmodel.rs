@@ -307,9 +307,9 @@ pub fn active(p: &ProcRow, accumulated: bool) -> bool {
 }
 
 /// The command line; "[comm]" for kernel threads ("[loop0 backing I/O]
-/// kworker/u8:3-loop0" for a loop worker); "(comm) cmdline" when the
-/// process renamed itself (comm is not where argv[0] points), so a changed
-/// comm is never invisible.
+/// kworker/u8:3-loop0" for a loop worker); "(comm) cmdline" unless comm is
+/// exactly what exec gives (see [`comm_from_argv0`]), so a changed comm is
+/// never invisible.
 pub fn command(p: &ProcRow) -> String {
     let (comm, cmd) = (&p.raw.comm, &p.raw.cmdline);
     if p.exited {
@@ -321,13 +321,31 @@ pub fn command(p: &ProcRow) -> String {
     if cmd.is_empty() {
         return format!("[{}]", format::escape(comm));
     }
-    let argv0 = cmd.split(' ').next().unwrap_or("");
-    let base = argv0.rsplit('/').next().unwrap_or(argv0);
-    if base.starts_with(&**comm) || comm.starts_with(base) && !base.is_empty() {
+    if comm_from_argv0(comm, cmd) {
         format::escape(cmd)
     } else {
         format!("({}) {}", format::escape(comm), format::escape(cmd))
     }
+}
+
+/// Whether `comm` is exactly the kernel's comm for the command line `cmd`:
+/// the basename of argv[0] cut to 15 bytes (TASK_COMM_LEN - 1), as exec
+/// sets it. Both were read as lossy UTF-8: where either holds U+FFFD (bytes
+/// that were not UTF-8, or a cut inside a character) the bytes cannot be
+/// compared, so the comm is shown.
+pub fn comm_from_argv0(comm: &str, cmd: &str) -> bool {
+    const COMM_MAX: usize = 15;
+    let argv0 = cmd.split(' ').next().unwrap_or("");
+    let base = argv0.rsplit('/').next().unwrap_or(argv0);
+    if base.contains('\u{FFFD}') || comm.contains('\u{FFFD}') {
+        return false;
+    }
+    let cut = if base.len() > COMM_MAX {
+        base.get(..COMM_MAX)
+    } else {
+        Some(base)
+    };
+    cut.is_some_and(|c| !c.is_empty() && c == comm)
 }
 
 /// Numbers sort largest first; PID and text sort ascending.
@@ -419,6 +437,26 @@ pub fn proc_order(model: &Model, view: &ViewState) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comm_is_hidden_only_when_exec_would_have_set_it() {
+        assert!(comm_from_argv0("dd", "/usr/bin/dd if=/dev/sda"));
+        // Cut to 15 bytes by the kernel.
+        assert!(comm_from_argv0("systemd-journal", "/lib/systemd/systemd-journald"));
+        // Renamed: longer, shorter, a prefix, empty, or bytes that are not
+        // UTF-8 (read as U+FFFD: "\xff\xfe\x9b\x07x" vs "\xff\xfe\x9b").
+        let bad = "\u{FFFD}\u{FFFD}\u{FFFD}";
+        for (comm, cmdline) in [
+            ("ddx", "dd if=x"),
+            ("d", "dd if=x"),
+            ("systemd-jour", "/lib/systemd/systemd-journald"),
+            ("", "dd"),
+            (&format!("{bad}\u{7}x") as &str, &format!("{bad} arg") as &str),
+            (bad, &format!("/x/{bad}") as &str),
+        ] {
+            assert!(!comm_from_argv0(comm, cmdline), "{comm:?} hidden for {cmdline:?}");
+        }
+    }
 
     #[test]
     fn devices_group_then_busiest_first_with_hysteresis() {

@@ -190,7 +190,7 @@ impl CgroupReader {
         let mut members = std::mem::take(&mut self.placed);
         self.members
             .place(r, procs, hier == Hierarchy::V1Blkio, &mut members, &mut snap.notes);
-        let dirs = walk(&r.path(&dir), &mut snap.notes);
+        let dirs = walk(r, Path::new(&dir), &mut snap.notes);
         snap.walked = dirs.len();
         for rel in dirs {
             let path = if rel.is_empty() { "/".to_string() } else { rel.clone() };
@@ -284,9 +284,10 @@ impl CgroupReader {
     }
 }
 
-/// Cgroup directories under `root` (paths relative to it, "" for the root
-/// itself), parents before children, at most [`MAX_CGROUPS`].
-fn walk(root: &Path, notes: &mut Vec<String>) -> Vec<String> {
+/// Cgroup directories under `root` (a mount point under the reader's
+/// root; paths relative to it, "" for the root itself), parents before
+/// children, at most [`MAX_CGROUPS`]. Symlinks are not followed.
+fn walk(r: &Reader, root: &Path, notes: &mut Vec<String>) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![(String::new(), 0usize)];
     while let Some((rel, depth)) = stack.pop() {
@@ -299,14 +300,14 @@ fn walk(root: &Path, notes: &mut Vec<String>) -> Vec<String> {
         if depth >= MAX_DEPTH {
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            notes.push(format!("reading {}: not listable", dir.display()));
+        let Ok(entries) = r.list_dir(&dir) else {
+            notes.push(format!("reading {}: not listable", r.path(&dir).display()));
             continue;
         };
         let mut subs: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .into_iter()
+            .filter(|e| e.kind == rustix::fs::FileType::Directory)
+            .filter_map(|e| e.name.into_string().ok())
             .collect();
         // Reversed, so the stack pops them in name order.
         subs.sort_unstable_by(|a, b| b.cmp(a));

@@ -4,8 +4,10 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
+use std::os::fd::OwnedFd;
+use std::path::Path;
 
-use super::procdir::{CName, list_fd_numbers, open_dir, read_small};
+use super::procdir::{CName, list_fd_numbers, read_small};
 use super::{ScanProc, Watch};
 use crate::collect::Reader;
 use crate::collect::process::{ProcIo, ProcKey, parse_io, parse_stat};
@@ -28,26 +30,28 @@ impl ProcLister {
     /// The processes of this pass: all of them, or with a `watch` only the
     /// watched ones unless `all` is set.
     pub fn list(&mut self, r: &Reader, watch: &Watch, all: bool) -> io::Result<Vec<ScanProc<'_>>> {
-        let proc_dir = open_dir(&r.path("/proc"))?;
+        let proc_dir = r.open_dir("/proc")?;
         self.pids.clear();
         if watch.names.is_empty() && !watch.pids.is_empty() && !all {
             self.pids.extend_from_slice(&watch.pids);
-        } else {
+        } else if r.is_live() {
             list_fd_numbers(&proc_dir, &mut self.dents, &mut self.pids)?;
+        } else {
+            self.pids = r.list_numbers("/proc")?;
         }
         self.pids.sort_unstable();
         let mut name = CName::default();
         let mut keep: HashMap<i32, (ProcKey, String, ProcIo)> = HashMap::with_capacity(self.pids.len());
         let mut order = Vec::with_capacity(self.pids.len());
         for &pid in &self.pids {
-            let io = read_small(&proc_dir, name.set3(b"", pid, b"/io"), &mut self.buf)
+            let io = read_proc(r, &proc_dir, &mut name, pid, "/io", &mut self.buf)
                 .ok()
                 .and_then(parse_io);
             let cached = self.known.remove(&pid);
             let (key, comm) = match (cached, io) {
                 (Some((k, c, old)), Some(cur)) if old == cur && cur != ProcIo::default() => (k, c),
                 _ => {
-                    let Some(stat) = read_small(&proc_dir, name.set3(b"", pid, b"/stat"), &mut self.buf)
+                    let Some(stat) = read_proc(r, &proc_dir, &mut name, pid, "/stat", &mut self.buf)
                         .ok()
                         .and_then(parse_stat)
                     else {
@@ -80,4 +84,23 @@ impl ProcLister {
             })
             .collect())
     }
+}
+
+/// Read `/proc/<pid><file>` (`file` is "/io", "/stat"): relative to the open `/proc` on the live
+/// system; under a captured tree through the reader's checked open (a
+/// `<pid>` or file that is a symlink is not followed).
+fn read_proc<'b>(
+    r: &Reader,
+    proc_dir: &OwnedFd,
+    name: &mut CName,
+    pid: i32,
+    file: &str,
+    buf: &'b mut Vec<u8>,
+) -> io::Result<&'b [u8]> {
+    if r.is_live() {
+        return read_small(proc_dir, name.set3(b"", pid, file.as_bytes()), buf);
+    }
+    let fd = r.open(Path::new(&format!("/proc/{pid}{file}")))?;
+    crate::collect::read_into(&mut std::fs::File::from(fd), buf)?;
+    Ok(buf)
 }

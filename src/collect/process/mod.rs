@@ -30,6 +30,30 @@ pub struct ProcKey {
     pub start_time: u64,
 }
 
+impl ProcKey {
+    /// The key of the live process `pid` (its start time from
+    /// `/proc/<pid>/stat`), `None` when there is none.
+    pub fn of_live(pid: i32) -> Option<ProcKey> {
+        let mut r = crate::collect::Reader::new("/");
+        let st = parse_stat(r.read_pid_file(pid, "stat").ok()?)?;
+        Some(ProcKey {
+            pid,
+            start_time: st.start_time,
+        })
+    }
+
+    /// Whether this process still runs on the live system: its pid has the
+    /// same start time (a reused pid is another process) and is not a
+    /// zombie (ended, its parent has not reaped it yet).
+    pub fn running(&self) -> bool {
+        let mut r = crate::collect::Reader::new("/");
+        r.read_pid_file(self.pid, "stat")
+            .ok()
+            .and_then(parse_stat)
+            .is_some_and(|st| st.start_time == self.start_time && !matches!(st.state, 'Z' | 'X' | 'x'))
+    }
+}
+
 /// The fields of `/proc/<pid>/stat` that iolens uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PidStat {

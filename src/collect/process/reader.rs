@@ -239,13 +239,7 @@ impl ProcReader {
             self.pids.sort_unstable();
             return Ok(());
         }
-        for e in std::fs::read_dir(r.path("/proc"))? {
-            let Ok(e) = e else { continue };
-            if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
-                self.pids.push(pid);
-            }
-        }
-        self.pids.sort_unstable();
+        self.pids = r.list_numbers("/proc")?;
         Ok(())
     }
 
@@ -450,10 +444,7 @@ impl ProcReader {
                     .read_capped(format!("{dir}/cmdline"), CMDLINE_CAP + 1)
                     .map(cmdline_text)
                     .unwrap_or_default();
-                let uid = {
-                    use std::os::unix::fs::MetadataExt;
-                    std::fs::metadata(r.path(&dir)).ok().map(|m| m.uid())
-                };
+                let uid = r.stat(&dir).ok().map(|st| st.st_uid);
                 let s = Static {
                     comm: stat.comm.as_str().into(),
                     cmdline: cmdline.into(),

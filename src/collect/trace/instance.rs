@@ -3,7 +3,7 @@
 //!
 //! Setup: tracefs is mounted at `/sys/kernel/tracing` when it is not mounted
 //! anywhere (and unmounted again when iolens mounted it);
-//! `instances/iolens-<pid>` is created with a small buffer
+//! `instances/iolens-<pid>-<start time>` is created with a small buffer
 //! ([`buffer_kb`]) in 64 KiB sub-buffers where the kernel allows
 //! ([`SUBBUF_KB`]), `trace_clock` = `mono` (so CPUs merge and stamps line
 //! up with CLOCK_MONOTONIC samples), `options/record-tgid` on, a poll
@@ -16,11 +16,69 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::block::{EVENTS, Kind};
+use crate::collect::process::{ProcKey, parse_stat};
 
 /// Where iolens mounts tracefs when it is mounted nowhere.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
-/// Instance names: this prefix and the owner's pid.
+/// Instance names: this prefix, the owner's pid, '-' and its start time
+/// (see [`Owner`]).
 pub const PREFIX: &str = "iolens-";
+
+/// Who made an instance, from its name: `iolens-<pid>-<start time>` (the
+/// owner's start time in clock ticks after boot, field 22 of its `stat`),
+/// or `iolens-<pid>` as iolens named them before it wrote the start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    Process(ProcKey),
+    Pid(i32),
+}
+
+impl Owner {
+    /// The owner of the instance called `name`, if iolens made it.
+    pub fn parse(name: &str) -> Option<Owner> {
+        let rest = name.strip_prefix(PREFIX)?;
+        match rest.split_once('-') {
+            Some((pid, start)) => Some(Owner::Process(ProcKey {
+                pid: digits(pid)?.parse().ok()?,
+                start_time: digits(start)?.parse().ok()?,
+            })),
+            None => Some(Owner::Pid(digits(rest)?.parse().ok()?)),
+        }
+    }
+
+    /// The name of this iolens's own instance.
+    pub fn own_name() -> String {
+        let pid = std::process::id() as i32;
+        match ProcKey::of_live(pid) {
+            Some(k) => format!("{PREFIX}{pid}-{}", k.start_time),
+            None => format!("{PREFIX}{pid}"),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        match self {
+            Owner::Process(k) => k.pid,
+            Owner::Pid(p) => *p,
+        }
+    }
+
+    /// Whether the iolens that made the instance still runs: the same
+    /// process (pid and start time; a reused pid is another process) and
+    /// not a zombie. A name without a start time: its pid runs a program
+    /// whose name starts with "iolens", not a zombie (pid 1 is never one).
+    pub fn running(&self) -> bool {
+        match self {
+            Owner::Process(k) => k.running(),
+            Owner::Pid(pid) => {
+                let mut r = crate::collect::Reader::new("/");
+                r.read_pid_file(*pid, "stat")
+                    .ok()
+                    .and_then(parse_stat)
+                    .is_some_and(|st| st.comm.starts_with("iolens") && !matches!(st.state, 'Z' | 'X' | 'x'))
+            }
+        }
+    }
+}
 
 /// Ring buffer per CPU in KiB: 2 MiB, at most 32 MiB over all CPUs and at
 /// least 256 KiB per CPU. Read every 50 ms, 2 MiB holds about 9,000
@@ -66,6 +124,22 @@ fn write_file(path: &Path, value: &str) -> Result<(), String> {
         .map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
 }
 
+/// `IOLENS_DEBUG_MOUNT_DELAY_MS`: wait that long between finding tracefs
+/// mounted nowhere and mounting it, so that a test can make iolens
+/// processes started together all reach the mount (`tests/trace_live.rs`).
+fn debug_mount_delay() {
+    if let Some(ms) = std::env::var("IOLENS_DEBUG_MOUNT_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms.min(5_000)));
+    }
+}
+
+/// How many times [`Mount::get`] looks for tracefs and mounts it when
+/// another process mounted it in between (EBUSY).
+pub const MOUNT_TRIES: u32 = 5;
+
 /// The source name of the tracefs mounts iolens makes: `/proc/mounts`
 /// tells them from an admin's (whose source is `tracefs` or `nodev`).
 pub const MOUNT_SOURCE: &str = "iolens";
@@ -110,26 +184,45 @@ pub struct Mount {
 }
 
 impl Mount {
-    /// Find tracefs, mounting it at [`TRACEFS`] when needed.
+    /// Find tracefs, mounting it at [`TRACEFS`] when needed. Another
+    /// process (an iolens started at the same moment) may mount it between
+    /// the look and the mount: the kernel refuses the same tracefs twice
+    /// on one mount point with EBUSY, so then it is looked for again (up
+    /// to [`MOUNT_TRIES`] times) and that mount used.
     pub fn get() -> Result<Mount, Unavailable> {
-        if let Some((dir, by_iolens)) = tracefs_mount() {
-            return Ok(Mount { dir, by_iolens });
-        }
-        if !tracefs_supported() {
-            return Err("this kernel has no tracefs (CONFIG_TRACING off)".into());
-        }
-        crate::sys::mount::mount_pseudo(MOUNT_SOURCE, "tracefs", Path::new(TRACEFS)).map_err(|e| {
-            let lockdown = fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
-            if lockdown.contains("[confidentiality]") {
-                format!("mounting tracefs at {TRACEFS}: {e} (kernel lockdown: confidentiality)")
-            } else {
-                format!("mounting tracefs at {TRACEFS}: {e}")
+        let mut tries = 1;
+        loop {
+            if let Some((dir, by_iolens)) = tracefs_mount() {
+                return Ok(Mount { dir, by_iolens });
             }
-        })?;
-        Ok(Mount {
-            dir: PathBuf::from(TRACEFS),
-            by_iolens: true,
-        })
+            if !tracefs_supported() {
+                return Err("this kernel has no tracefs (CONFIG_TRACING off)".into());
+            }
+            if tries == 1 {
+                debug_mount_delay();
+            }
+            match crate::sys::mount::mount_pseudo(MOUNT_SOURCE, "tracefs", Path::new(TRACEFS)) {
+                Ok(()) => {
+                    return Ok(Mount {
+                        dir: PathBuf::from(TRACEFS),
+                        by_iolens: true,
+                    });
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < MOUNT_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => {
+                    let lockdown = fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
+                    let why = if lockdown.contains("[confidentiality]") {
+                        " (kernel lockdown: confidentiality)"
+                    } else {
+                        ""
+                    };
+                    return Err(format!("mounting tracefs at {TRACEFS}: {e}{why}"));
+                }
+            }
+        }
     }
 }
 
@@ -140,29 +233,26 @@ impl Drop for Mount {
         }
         // This iolens's own instance is gone by now (see `Tracer`).
         let own = std::process::id() as i32;
-        if !list(&self.dir).iter().any(|(_, pid)| *pid != own && alive(*pid)) {
+        if !list(&self.dir).iter().any(|(_, o)| o.pid() != own && o.running()) {
             // Busy when someone else started using it meanwhile: leave it.
             let _ = crate::sys::mount::unmount(&self.dir);
         }
     }
 }
 
-/// Instances named `iolens-<pid>` under `tracefs`, with their pid.
-pub fn list(tracefs: &Path) -> Vec<(PathBuf, i32)> {
+/// `t` when it is a non-empty run of ASCII digits (no sign).
+fn digits(t: &str) -> Option<&str> {
+    (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then_some(t)
+}
+
+/// The instances iolens made under `tracefs`, with their owners.
+pub fn list(tracefs: &Path) -> Vec<(PathBuf, Owner)> {
     let Ok(rd) = fs::read_dir(tracefs.join("instances")) else {
         return Vec::new();
     };
     rd.flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let pid = name.strip_prefix(PREFIX)?.parse::<i32>().ok()?;
-            Some((e.path(), pid))
-        })
+        .filter_map(|e| Some((e.path(), Owner::parse(e.file_name().to_str()?)?)))
         .collect()
-}
-
-fn alive(pid: i32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Remove the instances whose owner is no longer running. Returns what was
@@ -170,7 +260,7 @@ fn alive(pid: i32) -> bool {
 pub fn remove_stale(tracefs: &Path) -> Vec<Result<PathBuf, String>> {
     list(tracefs)
         .into_iter()
-        .filter(|(_, pid)| !alive(*pid))
+        .filter(|(_, owner)| !owner.running())
         .map(|(dir, _)| {
             fs::remove_dir(&dir)
                 .map(|_| dir.clone())
@@ -187,9 +277,9 @@ pub fn cleanup_command() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     };
     let mut failed = false;
-    for (path, pid) in list(&dir) {
-        if alive(pid) {
-            println!("{} kept: iolens pid {pid} is running", path.display());
+    for (path, owner) in list(&dir) {
+        if owner.running() {
+            println!("{} kept: iolens pid {} is running", path.display(), owner.pid());
         }
     }
     let results = remove_stale(&dir);
@@ -227,12 +317,11 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Create and configure `instances/iolens-<pid>` and enable the block
-    /// events this kernel has. Tracing runs from the moment this returns.
+    /// Create and configure `instances/iolens-<pid>-<start time>` and
+    /// enable the block events this kernel has. Tracing runs from the
+    /// moment this returns.
     pub fn create(tracefs: &Path, cpus: usize) -> Result<Instance, Unavailable> {
-        let dir = tracefs
-            .join("instances")
-            .join(format!("{PREFIX}{}", std::process::id()));
+        let dir = tracefs.join("instances").join(Owner::own_name());
         match fs::create_dir(&dir) {
             Ok(()) => {}
             // Our own leftover (pid reuse after a kill -9): start over.
@@ -369,20 +458,22 @@ mod tests {
     }
 
     #[test]
-    fn stale_instances_listed_by_pid() {
-        let d = tempfile::tempdir().unwrap();
-        fs::create_dir_all(d.path().join("instances/iolens-999999999")).unwrap();
-        fs::create_dir_all(d.path().join("instances/other")).unwrap();
-        fs::create_dir_all(d.path().join(format!("instances/iolens-{}", std::process::id()))).unwrap();
-        assert_eq!(list(d.path()).len(), 2);
-        let removed = remove_stale(d.path());
-        assert_eq!(removed.len(), 1);
-        assert!(removed[0].as_ref().unwrap().ends_with("iolens-999999999"));
-        assert!(d.path().join("instances/other").exists());
-        assert!(
-            d.path()
-                .join(format!("instances/iolens-{}", std::process::id()))
-                .exists()
-        );
+    fn instance_names() {
+        let k = |pid, start_time| Owner::Process(ProcKey { pid, start_time });
+        assert_eq!(Owner::parse("iolens-42-1234"), Some(k(42, 1234)));
+        assert_eq!(Owner::parse("iolens-42"), Some(Owner::Pid(42)));
+        for other in [
+            "iolens-",
+            "iolens-x",
+            "iolens-42-",
+            "iolens-42-x",
+            "iolens-capture-7",
+            "other",
+            "iolens-+4",
+        ] {
+            assert_eq!(Owner::parse(other), None, "{other}");
+        }
+        let me = ProcKey::of_live(std::process::id() as i32).unwrap();
+        assert_eq!(Owner::parse(&Owner::own_name()), Some(Owner::Process(me)));
     }
 }

@@ -88,12 +88,32 @@ fn cpus(dir: &std::path::Path) -> Vec<usize> {
     v
 }
 
+/// How many times [`Tracer::start`] tries when tracefs went away under it.
+pub const START_TRIES: u32 = 5;
+
 impl Tracer {
-    /// Start tracing, or say why it cannot be done.
+    /// Start tracing, or say why it cannot be done. iolens processes
+    /// starting at once race over tracefs: when another one unmounts the
+    /// tracefs it mounted between this one's finding it and creating its
+    /// instance (it saw no instance of this one yet), the start is tried
+    /// again, up to [`START_TRIES`] times.
     pub fn start() -> Result<Tracer, String> {
         if !crate::sys::is_root() {
             return Err("block tracing needs root".into());
         }
+        let mut tries = 1;
+        loop {
+            match Self::start_once() {
+                Err(_) if tries < START_TRIES && super::instance::find_tracefs().is_none() => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn start_once() -> Result<Tracer, String> {
         let mount = Mount::get()?;
         for r in remove_stale(&mount.dir) {
             if let Err(e) = r {
