@@ -455,3 +455,41 @@ fn redact_intervals(v: &mut serde_json::Value) -> usize {
         _ => 0,
     }
 }
+
+/// A command line holding a backslash, a comma, a quote, a newline and an
+/// ESC: its CSV field, read back by Python's `csv` module, is the text
+/// output's value (escaped once), and the row keeps its number of fields.
+#[test]
+fn csv_fields_read_back_as_the_text_output_shows_them() {
+    use iolens::batch::csv;
+    use iolens::cli::CsvTable;
+    if std::process::Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let mut m = common::model();
+    let row = m.procs.iter_mut().find(|p| p.raw.key.pid == 4242).unwrap();
+    row.raw.cmdline = "dd if=a\\b,c \"q\"\nnext\x1b[2J".into();
+    let want = iolens::ui::processes::command(row);
+    assert_eq!(want, "dd if=a\\\\b,c \"q\"\\nnext\\x1b[2J");
+    let text = csv::header(CsvTable::Processes) + &csv::rows(&m, CsvTable::Processes, 10, 0);
+    let mut py = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import csv,json,sys; print(json.dumps(list(csv.reader(sys.stdin))))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut py.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let out = py.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rows: Vec<Vec<String>> = serde_json::from_slice(&out.stdout).unwrap();
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n), "{rows:?}");
+    let dd = rows.iter().find(|r| r[1] == "4242").unwrap();
+    assert_eq!(dd[n - 1], want);
+    let evil = rows.iter().find(|r| r[1] == "31337").unwrap();
+    assert_eq!(evil[n - 1], "[evil\\x1b[31mred\\x07]", "escaped once");
+}

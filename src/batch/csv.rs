@@ -2,9 +2,10 @@
 //! line, then one row per device (or busiest process) per interval, every
 //! number in plain units — bytes per second, bytes, milliseconds, percent —
 //! never auto-scaled, and `n/a` where a value cannot be known (no request
-//! completed, a kernel without the field). Text fields are escaped
-//! (control characters as `\x1b`) and quoted when they hold a comma or a
-//! quote.
+//! completed, a kernel without the field). A text field is the value the
+//! text output shows (control characters escaped once, as `\x1b`, a
+//! backslash doubled), quoted per RFC 4180 when it holds a comma, a quote,
+//! CR or LF.
 
 use std::fmt::Write as _;
 
@@ -42,14 +43,21 @@ pub fn header(table: CsvTable) -> String {
     cols.join(",") + "\n"
 }
 
-/// A text field: escaped, quoted when it holds a comma or a quote.
-pub fn field(s: &str) -> String {
-    let s = format::escape(s);
-    if s.contains([',', '"']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
+/// A text field holding `text`, the value the text output shows (already
+/// escaped once: control characters as `\x1b`, a backslash doubled),
+/// quoted per RFC 4180: in quotes, with its quotes doubled, when it holds
+/// a comma, a quote, CR or LF.
+pub fn field(text: &str) -> String {
+    if text.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
     } else {
-        s
+        text.to_string()
     }
+}
+
+/// A text field of a name or path from the system: escaped, then quoted.
+fn raw(s: &str) -> String {
+    field(&format::escape(s))
 }
 
 /// A number with `prec` decimals, `n/a` when unknown.
@@ -72,7 +80,7 @@ fn dir(out: &mut String, d: Option<&DirRates>) {
 }
 
 fn device_row(out: &mut String, t: &str, name: &str, r: Option<&DiskRates>, mount: &str) {
-    let _ = write!(out, "{t},{}", field(name));
+    let _ = write!(out, "{t},{}", raw(name));
     dir(out, r.map(|r| &r.read));
     dir(out, r.map(|r| &r.write));
     dir(out, r.and_then(|r| r.discard.as_ref()));
@@ -88,7 +96,7 @@ fn device_row(out: &mut String, t: &str, name: &str, r: Option<&DiskRates>, moun
         num(r.map(|r| r.aqu_sz), 2),
         num(r.map(|r| r.util_pct), 1),
         field(&pat),
-        field(mount),
+        raw(mount),
     );
 }
 
@@ -118,7 +126,7 @@ pub fn rows(model: &Model, table: CsvTable, top: usize, start_ns: u64) -> String
                     out,
                     "{t},{},{},{},{:.0},{:.0},{:.0},{:.0},{:.0},{:.2},{},{},{},{},{}",
                     p.raw.key.pid,
-                    field(p.raw.user.as_deref().unwrap_or("?")),
+                    raw(p.raw.user.as_deref().unwrap_or("?")),
                     field(&p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice))),
                     r.read_bps,
                     r.write_bps,
@@ -147,7 +155,10 @@ mod tests {
         assert_eq!(field("plain"), "plain");
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(field("evil\x1b[2J"), "evil\\x1b[2J");
+        assert_eq!(raw("evil\x1b[2J"), "evil\\x1b[2J");
+        // Escaped once: the text output's value is not escaped again.
+        assert_eq!(field("evil\\x1b[2J a\\\\b"), "evil\\x1b[2J a\\\\b");
+        assert_eq!(field("two\nlines\r"), "\"two\nlines\r\"");
         assert_eq!(num(None, 2), "n/a");
         assert_eq!(num(Some(f64::NAN), 2), "n/a");
         assert_eq!(num(Some(1234.5678), 0), "1235");
