@@ -35,7 +35,8 @@ pub fn resolve(given: &Path, root: &Path) -> anyhow::Result<PathBuf> {
     if let Some(dev) = device_name(given, root) {
         return Ok(dev);
     }
-    let mounts = match Reader::new(root).read("/proc/self/mountinfo") {
+    // The live mounts, whatever `root` is: the walk looks up live paths.
+    let mounts = match Reader::new("/").read("/proc/self/mountinfo") {
         Ok(b) => mountinfo::parse(b),
         // Nothing to go by (no /proc): the path is used as given.
         Err(_) => return Ok(given.to_path_buf()),

@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::block::{EVENTS, Kind};
+use crate::collect::mountinfo::unescape;
 use crate::collect::process::{ProcKey, parse_stat};
 
 /// Where iolens mounts tracefs when it is mounted nowhere.
@@ -153,7 +154,11 @@ pub fn find_tracefs() -> Option<PathBuf> {
 /// The tracefs mount point, and whether an iolens mounted it (by its
 /// source name).
 fn tracefs_mount() -> Option<(PathBuf, bool)> {
-    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    let mut reader = crate::collect::Reader::new("/");
+    let mounts = reader
+        .read_limited("/proc/self/mounts", crate::collect::fdinfo::MOUNTINFO_CAP)
+        .ok()?;
+    let mounts = String::from_utf8_lossy(mounts);
     let mut debugfs = None;
     for line in mounts.lines() {
         let mut it = line.split_whitespace();
@@ -161,10 +166,10 @@ fn tracefs_mount() -> Option<(PathBuf, bool)> {
             continue;
         };
         if fstype == "tracefs" {
-            return Some((PathBuf::from(dir.replace("\\040", " ")), source == MOUNT_SOURCE));
+            return Some((PathBuf::from(unescape(dir)), source == MOUNT_SOURCE));
         }
         if fstype == "debugfs" {
-            debugfs = Some(PathBuf::from(dir).join("tracing"));
+            debugfs = Some(PathBuf::from(unescape(dir)).join("tracing"));
         }
     }
     debugfs.filter(|d| d.join("instances").is_dir()).map(|d| (d, false))
