@@ -30,7 +30,8 @@ const MAX_LINKS: usize = 40;
 /// The path to open for `given`: a device name turned into its `/dev`
 /// path, anything else made absolute with its symlinks resolved, or an
 /// error when it lies on a mount where a lookup may hang. `root` is where
-/// `/proc` and `/sys` are read (normally "/").
+/// `/sys` is read for device names (normally "/"); the mount table is the
+/// live one, as the paths looked up are.
 pub fn resolve(given: &Path, root: &Path) -> anyhow::Result<PathBuf> {
     if let Some(dev) = device_name(given, root) {
         return Ok(dev);
