@@ -78,26 +78,8 @@ fn text_format_names_counter_families_by_their_samples() {
 /// sequential (the bytes' share is what the pattern column shows).
 #[test]
 fn traced_requests_and_bytes() {
-    use iolens::collect::trace::block::Dev;
-    use iolens::model::trace::view::TraceView;
-    use iolens::model::trace::{DeviceTrace, TraceInterval};
     let mut m = common::model();
-    let mut interval = TraceInterval::default();
-    let d = DeviceTrace {
-        issued: 42,
-        sequential: 2,
-        issued_bytes: (2 << 20) + 40 * 4096,
-        sequential_bytes: 2 << 20,
-        completed: [42, 0, 0, 0],
-        ..Default::default()
-    };
-    interval.devices.insert(Dev { major: 7, minor: 0 }, d);
-    m.apply_trace(TraceView {
-        active: true,
-        reason: None,
-        interval,
-        log: Vec::new(),
-    });
+    common::trace_loop0_mixed(&mut m);
     let mut e = Exported::new(1);
     e.update(&m, 0.004);
     e.update(&m, 0.004);

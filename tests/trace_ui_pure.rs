@@ -131,26 +131,10 @@ fn devices_pane_shows_the_exact_share_and_p99() {
 /// 2 MiB + 160 KiB (92.8%). Untraced, the heading stays `pat`.
 #[test]
 fn the_share_shown_is_of_bytes() {
-    use iolens::model::trace::{DeviceTrace, TraceInterval};
     let mut m = common::model();
     let s = text(&draw(&m, &ViewState::default(), 200, 60));
     assert!(s.contains("  pat ") && !s.contains("seq bytes"), "{s}");
-    let mut interval = TraceInterval::default();
-    let d = DeviceTrace {
-        issued: 42,
-        sequential: 2,
-        issued_bytes: (2 << 20) + 40 * 4096,
-        sequential_bytes: 2 << 20,
-        completed: [42, 0, 0, 0],
-        ..Default::default()
-    };
-    interval.devices.insert(Dev { major: 7, minor: 0 }, d);
-    m.apply_trace(TraceView {
-        active: true,
-        reason: None,
-        interval,
-        log: Vec::new(),
-    });
+    common::trace_loop0_mixed(&mut m);
     let s = text(&draw(&m, &ViewState::default(), 200, 60));
     let lo = s.lines().find(|l| l.contains("│loop0")).unwrap();
     assert!(lo.contains("SEQ 93%"), "{lo}");

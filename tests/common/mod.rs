@@ -187,3 +187,27 @@ pub fn model_after(n: u64) -> Model {
 pub fn model() -> Model {
     model_after(40)
 }
+
+/// One traced interval on loop0 (7:0): 1 MiB sequential reads beside 4 KiB
+/// random ones, 2 of 42 requests and 2 MiB of 2 MiB + 160 KiB sequential.
+pub fn trace_loop0_mixed(m: &mut Model) {
+    use iolens::collect::trace::block::Dev;
+    use iolens::model::trace::view::TraceView;
+    use iolens::model::trace::{DeviceTrace, TraceInterval};
+    let mut interval = TraceInterval::default();
+    let d = DeviceTrace {
+        issued: 42,
+        sequential: 2,
+        issued_bytes: (2 << 20) + 40 * 4096,
+        sequential_bytes: 2 << 20,
+        completed: [42, 0, 0, 0],
+        ..Default::default()
+    };
+    interval.devices.insert(Dev { major: 7, minor: 0 }, d);
+    m.apply_trace(TraceView {
+        active: true,
+        reason: None,
+        interval,
+        log: Vec::new(),
+    });
+}
