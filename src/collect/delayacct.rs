@@ -97,7 +97,9 @@ static RESTORE: Mutex<Option<u64>> = Mutex::new(None);
 /// Where iolens notes that it switched the sysctl on, for as long as the
 /// change is in effect: if iolens is killed (SIGKILL, a crash) the next
 /// iolens finds the note and sets the sysctl back ([`recover`]). `/run`
-/// is a tmpfs emptied at boot, as the sysctl is reset at boot.
+/// is a tmpfs emptied at boot, as the sysctl is reset at boot. The note is
+/// written as `task_delayacct.tmp` beside it and renamed into place; the
+/// directory is removed with the note when nothing else is in it.
 pub const NOTE: &str = "/run/iolens/task_delayacct";
 
 /// What the note holds: the value before, the value written, and the
@@ -144,6 +146,15 @@ fn write_note(path: &Path, note: &Note) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// Remove the note, then its directory if that is now empty (an iolens
+/// that never switched delay accounting on leaves nothing in `/run`).
+fn remove_note(note: &Path) {
+    let _ = std::fs::remove_file(note);
+    if let Some(dir) = note.parent() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
 /// Switch delay accounting on (root; an explicit user action). Remembers the
 /// previous value for [`restore`]; a second call keeps the first previous
 /// value. Returns what was done, or why not.
@@ -176,7 +187,7 @@ fn switch_on_at(sysctl: &Path, note: &Path) -> Result<(String, Option<u64>), Str
     });
     let noted = write_note(note, &Note { old, set: 1, owner });
     if let Err(e) = std::fs::write(sysctl, b"1") {
-        let _ = std::fs::remove_file(note);
+        remove_note(note);
         return Err(format!("writing 1 to {shown}: {e}"));
     }
     let unnoted = match noted {
@@ -206,7 +217,7 @@ pub fn restore() {
 /// Write `old` to the sysctl; once it is back, the note goes.
 fn restore_at(sysctl: &Path, note: &Path, old: u64) {
     if std::fs::write(sysctl, old.to_string()).is_ok() {
-        let _ = std::fs::remove_file(note);
+        remove_note(note);
     }
 }
 
@@ -237,7 +248,7 @@ fn recover_at(sysctl: &Path, note_path: &Path, root: bool) -> Option<Result<Stri
     let bytes = crate::sys::input::read_regular(note_path, 4096).ok()?;
     let Some(note) = Note::parse(&bytes) else {
         if root {
-            let _ = std::fs::remove_file(note_path);
+            remove_note(note_path);
         }
         return None;
     };
@@ -249,7 +260,7 @@ fn recover_at(sysctl: &Path, note_path: &Path, root: bool) -> Option<Result<Stri
         .and_then(|b| parse_u64(b.trim_ascii()));
     if now != Some(note.set) {
         if root {
-            let _ = std::fs::remove_file(note_path);
+            remove_note(note_path);
         }
         return None;
     }
@@ -266,7 +277,7 @@ fn recover_at(sysctl: &Path, note_path: &Path, root: bool) -> Option<Result<Stri
     }
     match std::fs::write(sysctl, old.to_string()) {
         Ok(()) => {
-            let _ = std::fs::remove_file(note_path);
+            remove_note(note_path);
             Some(Ok(format!("{what}: set back to {old}")))
         }
         Err(e) => Some(Err(format!("{what}: setting it back to {old}: {e}"))),
@@ -333,6 +344,10 @@ mod tests {
         restore_at(&sysctl, &note, 0);
         assert_eq!(value(&sysctl), "0");
         assert!(!note.exists());
+        assert!(
+            !note.parent().unwrap().exists(),
+            "the emptied note directory is removed"
+        );
         // Already on: nothing to note or restore.
         std::fs::write(&sysctl, "1").unwrap();
         assert_eq!(switch_on_at(&sysctl, &note).unwrap().1, None);
@@ -369,6 +384,7 @@ mod tests {
         assert_eq!(value(&sysctl), "0");
         assert!(!note.exists());
         // A note that does not parse is dropped.
+        std::fs::create_dir_all(note.parent().unwrap()).unwrap();
         std::fs::write(&note, "old x\n").unwrap();
         assert_eq!(recover_at(&sysctl, &note, true), None);
         assert!(!note.exists());

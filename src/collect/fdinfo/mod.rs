@@ -521,6 +521,34 @@ mod tests {
     }
 
     #[test]
+    fn a_memfd_is_no_file_on_a_disk() {
+        use std::io::Write;
+        let fd = rustix::fs::memfd_create("iolens-test", rustix::fs::MemfdFlags::empty()).unwrap();
+        let mut f = std::fs::File::from(fd);
+        f.write_all(&[1u8; 100]).unwrap();
+        let me = ProcKey {
+            pid: std::process::id() as i32,
+            start_time: 1,
+        };
+        let r = Reader::new("/");
+        let mut sc = FdScanner::new(Watch {
+            pids: vec![me.pid],
+            names: vec![],
+        });
+        let snap = sc.scan(
+            &r,
+            &[ScanProc {
+                key: me,
+                comm: Cow::Borrowed("me"),
+                io: Some(ProcIo::default()),
+            }],
+        );
+        let raw = f.as_raw_fd();
+        let seen = snap.procs.iter().flat_map(|p| p.fds.iter()).find(|e| e.fd == raw);
+        assert!(seen.is_none(), "memfd reported as a file: {seen:?}");
+    }
+
+    #[test]
     fn captured_trees_have_no_fds_to_scan() {
         let dir = tempfile::tempdir().unwrap();
         let r = Reader::new(dir.path());

@@ -265,13 +265,15 @@ impl FdScanner {
             // Before Linux 3.15 fdinfo has no mnt_id: nothing to go by.
             None => false,
         };
-        // A pipe, socket or anonymous inode lives on an internal mount
-        // that no mountinfo lists, so it counts as "may block"; its link
-        // text ("pipe:[123]") is no path: not a file, skipped (readlinkat
-        // of an fd link never reaches the filesystem).
+        // A pipe, socket, anonymous inode, memfd or SysV shared memory
+        // segment lives on an internal mount that no mountinfo lists, so it
+        // counts as "may block"; its link text ("pipe:[123]",
+        // "/memfd:name (deleted)", "/SYSV0000002a (deleted)") names no file
+        // on a disk: skipped (readlinkat of an fd link never reaches the
+        // filesystem).
         if remote
             && info.mnt_id.is_some_and(|id| self.mounts.fd_may_block(id).is_none())
-            && read_link_at(&dirs.fd, name.set(b"", fd)).is_some_and(|l| !l.starts_with(b"/"))
+            && read_link_at(&dirs.fd, name.set(b"", fd)).is_some_and(|l| internal_object(&l))
         {
             return None;
         }
@@ -398,4 +400,11 @@ fn hot_fds(st: &ProcState, scan: u64) -> Vec<i32> {
     let mut fds: Vec<i32> = hot.into_iter().map(|(_, fd)| fd).collect();
     fds.sort_unstable();
     fds
+}
+
+/// Whether an fd link on an internal mount names an object in memory, not
+/// a file: no leading `/` (`pipe:[1]`, `anon_inode:[eventfd]`), a memfd or a
+/// SysV shared memory segment.
+fn internal_object(link: &[u8]) -> bool {
+    !link.starts_with(b"/") || link.starts_with(b"/memfd:") || link.starts_with(b"/SYSV")
 }

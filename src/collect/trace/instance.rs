@@ -218,8 +218,9 @@ impl Mount {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
                 Err(e) => {
-                    let lockdown = fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
-                    let why = if lockdown.contains("[confidentiality]") {
+                    let lockdown = crate::sys::input::read_regular(Path::new("/sys/kernel/security/lockdown"), 4096)
+                        .unwrap_or_default();
+                    let why = if lockdown.windows(17).any(|w| w == b"[confidentiality]") {
                         " (kernel lockdown: confidentiality)"
                     } else {
                         ""
