@@ -57,38 +57,42 @@ impl Printer {
     /// Print the report of one interval; `Break` when stdout is closed
     /// (`iolens --batch | head` ends quietly).
     pub fn print(&self, report: Report) -> ControlFlow<()> {
-        let text = match report {
-            Report::Fresh { model, start_ns } => {
-                if self.json {
-                    format::escape_json_controls(json_report(model, self.top).to_string()) + "\n"
-                } else if let Some(table) = self.csv {
-                    csv::rows(model, table, self.top, start_ns)
-                } else {
-                    text_report_in(model, self.top, self.text)
-                }
-            }
-            Report::Late { stall, waiting } => {
-                let wall = crate::collect::realtime_ns();
-                if self.csv.is_some() {
-                    // A CSV stream stays rows of its header; the stall goes to stderr.
-                    eprintln!("{stall}");
-                    String::new()
-                } else if self.json {
-                    format::escape_json_controls(
-                        json!({
-                            "time": format::wall_time(wall, false),
-                            "unix_ns": wall,
-                            "stall": stall,
-                            "waiting_on": (!waiting.is_empty()).then_some(waiting),
-                        })
-                        .to_string(),
-                    ) + "\n"
-                } else {
-                    format!("{}\n{stall}\n\n", format::wall_time(wall, true))
-                }
-            }
-        };
-        write_out(&text)
+        match report {
+            Report::Fresh { model, start_ns } => self.fresh(model, start_ns),
+            Report::Late { stall, waiting } => self.late(&stall, waiting),
+        }
+    }
+
+    /// The report of an interval (`start_ns`: when the run began, for the
+    /// CSV's `time_s`).
+    pub fn fresh(&self, model: &Model, start_ns: u64) -> ControlFlow<()> {
+        write_out(&if self.json {
+            format::escape_json_controls(json_report(model, self.top).to_string()) + "\n"
+        } else if let Some(table) = self.csv {
+            csv::rows(model, table, self.top, start_ns)
+        } else {
+            text_report_in(model, self.top, self.text)
+        })
+    }
+
+    /// What stands for the report of an interval whose sample is late.
+    fn late(&self, stall: &str, waiting: String) -> ControlFlow<()> {
+        let wall = crate::collect::realtime_ns();
+        if self.csv.is_some() {
+            // A CSV stream stays rows of its header; the stall goes to stderr.
+            eprintln!("{stall}");
+            write_out("")
+        } else if self.json {
+            let line = json!({
+                "time": format::wall_time(wall, false),
+                "unix_ns": wall,
+                "stall": stall,
+                "waiting_on": (!waiting.is_empty()).then_some(waiting),
+            });
+            write_out(&(format::escape_json_controls(line.to_string()) + "\n"))
+        } else {
+            write_out(&format!("{}\n{stall}\n\n", format::wall_time(wall, true)))
+        }
     }
 }
 
