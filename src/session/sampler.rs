@@ -113,3 +113,55 @@ impl Sampler {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::fdinfo::Watch;
+    use crate::session::{First, Plan, Session};
+
+    fn fixture() -> Session {
+        Session::new(Plan {
+            root: concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/root-6.8").into(),
+            cgroups: false,
+            exits: false,
+            watch: Watch::default(),
+            trace_off: Some("a test"),
+        })
+    }
+
+    #[test]
+    fn a_sample_per_tick_until_the_sink_stops() {
+        let (_ctl, ctl) = std::sync::mpsc::channel();
+        let mut ticks = Vec::new();
+        let clock = Clock::new(Instant::now(), Duration::from_millis(300), First::Short);
+        fixture().sampler.run(clock, ctl, |t, s| {
+            assert!(!s.disks.is_empty(), "the fixture's disks");
+            ticks.push(t.tick);
+            if ticks.len() == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        // The baseline, the short first interval, then (unless a slow
+        // sample skipped ticks) the next.
+        assert_eq!(ticks[..2], [0, 1]);
+        assert!(ticks[2] >= 2, "{ticks:?}");
+    }
+
+    #[test]
+    fn the_loop_ends_when_its_channel_closes() {
+        let (ctl_tx, ctl) = std::sync::mpsc::channel();
+        ctl_tx.send(SamplerCtl::Cgroups(true)).unwrap();
+        drop(ctl_tx);
+        let mut cgroups = Vec::new();
+        let clock = Clock::new(Instant::now(), Duration::from_millis(50), First::Short);
+        fixture().sampler.run(clock, ctl, |_, s| {
+            cgroups.push(s.cgroups.is_some());
+            ControlFlow::Continue(())
+        });
+        // The baseline (without cgroups), then the change, then the end.
+        assert_eq!(cgroups, [false]);
+    }
+}
