@@ -2,7 +2,9 @@
 //! `iostat -x` with `--wide`, plus the access pattern: [`devices`]; then
 //! the top processes by disk I/O) or, with `--json`, one JSON object per
 //! interval. Used with `--batch`, `--json`, or when stdout is not
-//! a terminal.
+//! a terminal. The intervals come from the session's report loop
+//! ([`crate::session::headless`]); [`Printer`] prints them (for `iolens
+//! record` and `iolens replay` too).
 
 mod bench;
 pub mod csv;
