@@ -19,7 +19,7 @@ use crate::collect::fdinfo::{FdScanner, FdSnapshot, ProcLister, Watch};
 use crate::collect::{Reader, monotonic_ns, process_cpu_ns};
 use crate::format::{self, escape, escape_bytes};
 use crate::model::progress::{Job, Label, Tracker, Transfer};
-use crate::session::{Clock, First, interval};
+use crate::session::{Clock, FdSources, First, interval};
 
 /// Shown even before their files move (the list Xfennec/progress uses, plus
 /// common backup tools).
@@ -95,15 +95,18 @@ impl Pass {
             names: args.name.clone(),
         };
         let unfiltered = watch.is_empty();
-        let mut scanner = FdScanner::new(watch);
-        scanner.full_next = unfiltered;
+        let FdSources {
+            reader,
+            lister,
+            scanner,
+        } = FdSources::new(&cli.root, watch);
         let mut tracker = Tracker::with_min_size(cli.min_transfer_size);
         if unfiltered {
             tracker.known_names = KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
         }
         Pass {
-            reader: Reader::new(&cli.root),
-            lister: ProcLister::default(),
+            reader,
+            lister,
             scanner,
             tracker,
             all: unfiltered,

@@ -8,22 +8,23 @@
 //! - [`sampler`]: the sampler loop on its own thread.
 //! - [`headless`]: a report per interval without a terminal, saying so
 //!   when a sample is late.
+//! - [`FdSources`]: the open-file scan alone, for `iolens progress`.
 
 pub mod clock;
 pub mod headless;
 pub mod sampler;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use clock::{Clock, FIRST_INTERVAL, First, tick_offset};
 pub use sampler::{Sampler, SamplerCtl, Taken};
 
 use crate::cli::Cli;
-use crate::collect::Collector;
 use crate::collect::cgroup::CgroupReader;
-use crate::collect::fdinfo::Watch;
+use crate::collect::fdinfo::{FdScanner, ProcLister, Watch};
 use crate::collect::sample::HostInfo;
+use crate::collect::{Collector, Reader};
 use crate::model::Model;
 use crate::tracer::Tracing;
 
@@ -130,6 +131,30 @@ impl Session {
         Session {
             sampler: Sampler::new(collector),
             tracer: TraceSetup(plan.trace_off),
+        }
+    }
+}
+
+/// The collectors of `iolens progress`: the process list and the open-file
+/// scanner alone, not a whole sample.
+#[derive(Debug)]
+pub struct FdSources {
+    pub reader: Reader,
+    pub lister: ProcLister,
+    pub scanner: FdScanner,
+}
+
+impl FdSources {
+    /// Reading under `root` the fds of the `watch`ed processes; with none
+    /// watched, the first scan covers every process (a full scan).
+    pub fn new(root: &Path, watch: Watch) -> FdSources {
+        let full = watch.is_empty();
+        let mut scanner = FdScanner::new(watch);
+        scanner.full_next = full;
+        FdSources {
+            reader: Reader::new(root),
+            lister: ProcLister::default(),
+            scanner,
         }
     }
 }
