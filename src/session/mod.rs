@@ -1,7 +1,7 @@
 //! The session: the one place that builds the collectors from the options
 //! (the collector with its cgroup reader, exit records and watched
 //! processes, the block tracer) and the one sampler loop every mode uses:
-//! the dashboard ([`crate::app`]), the batch output and `iolens record`
+//! the dashboard, the batch output and `iolens record`
 //! ([`headless`]), `iolens export`, and the clock of `iolens progress`.
 //!
 //! - [`clock`]: when samples are taken ([`FIRST_INTERVAL`], skipped ticks).
