@@ -155,12 +155,12 @@ pub fn read_file(explicit: Option<&Path>) -> anyhow::Result<(FileConfig, Option<
 }
 
 /// The interval: the command line's (`--interval`, `IOLENS_INTERVAL`), else
-/// the file's, else the default ([`crate::batch::DEFAULT_INTERVAL`]); a bad
+/// the file's, else the default ([`crate::session::DEFAULT_INTERVAL`]); a bad
 /// value is refused naming where it came from.
 pub fn interval(cli: Option<f64>, file: Option<f64>) -> anyhow::Result<Duration> {
     match (cli, file) {
-        (None, Some(v)) => crate::batch::check_interval(v, "interval"),
-        _ => crate::batch::interval(cli),
+        (None, Some(v)) => crate::session::check_interval(v, "interval"),
+        _ => crate::session::interval(cli),
     }
 }
 

@@ -37,6 +37,11 @@
 //!   loop; actions on processes (SIGTERM, ionice) and the terminal guard.
 //! - [`probe`]: the read-only disk probes (random-read latency, zone sweep),
 //!   their statistics, verdict and results file; the `iolens probe` command.
+//! - [`session`]: the one place that builds the collectors (cgroups, exit
+//!   records, watched processes, the block tracer) from the options, and
+//!   the one sampler loop (its clock, the short first interval) that the
+//!   dashboard, the batch output, `iolens record`, `iolens export` and
+//!   `iolens progress` use.
 //! - [`batch`] and [`progress`]: the outputs without a terminal (`--batch`,
 //!   `--json`, `iolens progress`).
 //! - [`record`]: `iolens record` appends the raw samples (with the host
@@ -97,6 +102,7 @@ pub mod model;
 pub mod probe;
 pub mod progress;
 pub mod record;
+pub mod session;
 pub mod stop;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::batch::interval;
 use crate::cli::{Cli, ProgressArgs};
 use crate::collect::fdinfo::{FdScanner, FdSnapshot, ProcLister, Watch};
 use crate::collect::{Reader, monotonic_ns, process_cpu_ns};
 use crate::format::{self, escape, escape_bytes};
 use crate::model::progress::{Job, Label, Tracker, Transfer};
+use crate::session::{Clock, FdSources, First, interval};
 
 /// Shown even before their files move (the list Xfennec/progress uses, plus
 /// common backup tools).
@@ -95,15 +95,18 @@ impl Pass {
             names: args.name.clone(),
         };
         let unfiltered = watch.is_empty();
-        let mut scanner = FdScanner::new(watch);
-        scanner.full_next = unfiltered;
+        let FdSources {
+            reader,
+            lister,
+            scanner,
+        } = FdSources::new(&cli.root, watch);
         let mut tracker = Tracker::with_min_size(cli.min_transfer_size);
         if unfiltered {
             tracker.known_names = KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
         }
         Pass {
-            reader: Reader::new(&cli.root),
-            lister: ProcLister::default(),
+            reader,
+            lister,
             scanner,
             tracker,
             all: unfiltered,
@@ -164,14 +167,16 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
             if n == 1 { "" } else { "es" }
         );
     }
-    let start = Instant::now();
+    // The first pass was tick 0.
+    let mut clock = started(every);
     let mut shown = false;
     let stdout = std::io::stdout();
-    for k in 1u32.. {
-        if crate::stop::sleep((start + every * k).saturating_duration_since(Instant::now())) {
+    loop {
+        if clock.sleep() {
             break;
         }
         let (snap, _) = pass.run()?;
+        clock.advance(Instant::now());
         let jobs = &pass.tracker.jobs;
         shown |= !jobs.is_empty();
         let text = if args.json {
@@ -276,6 +281,15 @@ pub fn transfer_line(t: &Transfer) -> String {
     s
 }
 
+/// The session's clock, its tick 0 (a pass) taken now: the next pass is
+/// due a whole interval later.
+fn started(every: Duration) -> Clock {
+    let now = Instant::now();
+    let mut clock = Clock::new(now, every, First::Full);
+    clock.advance(now);
+    clock
+}
+
 fn bench(pass: &mut Pass, every: Duration, samples: u32) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let line = |c: &PassCost| {
@@ -290,13 +304,14 @@ fn bench(pass: &mut Pass, every: Duration, samples: u32) -> anyhow::Result<ExitC
     };
     let (_, first) = pass.run()?;
     writeln!(out, "first pass:    {}", line(&first)).context("writing to stdout")?;
-    let start = Instant::now();
+    let mut clock = started(every);
     let (mut list, mut scan, mut scanned, mut n) = (0u64, 0u64, 0usize, 0u64);
     for k in 1..=samples {
-        if crate::stop::sleep((start + every * k).saturating_duration_since(Instant::now())) {
+        if clock.sleep() {
             break;
         }
         let (_, c) = pass.run()?;
+        clock.advance(Instant::now());
         if k <= 2 {
             writeln!(out, "pass {}:        {}", k + 1, line(&c))?;
         } else {

@@ -106,3 +106,44 @@ fn no_source_file_over_600_lines_outside_tests() {
         over.join("\n")
     );
 }
+
+/// Every file of `src/` with its code outside `#[cfg(test)]`: the lines
+/// before the first `#[cfg(test)]` line, none for a file that is a test
+/// module as a whole. Paths relative to `src/`.
+fn non_test_code() -> Vec<(PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let texts: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .map(|f| {
+            let t = std::fs::read_to_string(&f).unwrap();
+            (f, t)
+        })
+        .collect();
+    let tests: Vec<PathBuf> = texts.iter().flat_map(|(f, t)| test_modules(f, t)).collect();
+    texts
+        .into_iter()
+        .filter(|(f, _)| !tests.contains(f))
+        .map(|(f, t)| {
+            let code: Vec<&str> = t.lines().take(lines_before_tests(&t)).collect();
+            (f.strip_prefix(&src).unwrap().to_path_buf(), code.join("\n"))
+        })
+        .collect()
+}
+
+/// The session builds the collectors: `Collector::new(` has one call
+/// outside test code, in `src/session/`.
+#[test]
+fn the_collector_is_built_by_the_session_alone() {
+    let mut calls = Vec::new();
+    for (f, code) in non_test_code() {
+        for (i, line) in code.lines().enumerate() {
+            if line.contains("Collector::new(") {
+                calls.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert_eq!(calls.len(), 1, "calls of Collector::new outside tests: {calls:#?}");
+    assert!(calls[0].starts_with("session/"), "{calls:?}");
+}

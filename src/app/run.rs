@@ -14,16 +14,14 @@ use futures_util::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::probe_ctl::ProbeSink;
-use super::sampler::{SamplerCtl, sampler};
+use super::sampler::SamplerCtl;
 use super::{App, Command, Msg, actions, terminal};
-use crate::batch::clk_tck;
 use crate::cli::Cli;
 use crate::collect::activity::Activity;
-use crate::collect::sample::HostInfo;
-use crate::collect::{Collector, Reader, delayacct};
+use crate::collect::{Reader, delayacct};
 use crate::config;
-use crate::model::Model;
 use crate::probe::{self, ProbeMsg};
+use crate::session::{Plan, Session};
 use crate::ui::{self, ViewState};
 
 /// Frames are at least this far apart (key repeat, bursts of events).
@@ -79,23 +77,25 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     };
     let (sample_tx, mut samples) = tokio::sync::mpsc::channel(2);
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
-    let mut collector = Collector::new(&cli.root);
-    collector.listen_for_exits();
-    let activity = collector.activity.clone();
-    let start_ns = crate::collect::monotonic_ns();
-    let mut watchdog = tokio::time::interval(Duration::from_millis(500));
     // Watched processes have their fds read every sample (others only when
     // they did I/O), and their open files show before they move.
-    collector.fds.watch = crate::collect::fdinfo::Watch {
-        pids: cli.pid.clone(),
-        names: cli.name.clone(),
-    };
-    std::thread::Builder::new()
-        .name("iolens-sampler".into())
-        .spawn(move || sampler(collector, settings.interval, ctl_rx, sample_tx))?;
+    let session = Session::new(Plan {
+        root: cli.root.clone(),
+        cgroups: false,
+        exits: true,
+        watch: crate::collect::fdinfo::Watch {
+            pids: cli.pid.clone(),
+            names: cli.name.clone(),
+        },
+        trace_off: crate::session::trace_disabled(cli),
+    });
+    let activity = session.sampler.activity();
+    let start_ns = crate::collect::monotonic_ns();
+    let mut watchdog = tokio::time::interval(Duration::from_millis(500));
+    super::sampler::spawn(session.sampler, settings.interval, ctl_rx, sample_tx)?;
     // Dropped at the end of this function, on every way out of the loop:
     // the tracefs instance is removed.
-    let tracing = crate::tracer::Tracing::start(crate::batch::trace_disabled(cli));
+    let tracing = session.tracer.start();
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -225,7 +225,7 @@ pub(super) fn terminal_msg(
 /// The controller over an empty model of this host, with the options'
 /// pattern thresholds and transfer settings.
 fn new_app(cli: &Cli, view: ViewState, pattern: crate::model::trace::Thresholds) -> App {
-    let mut model = Model::new(HostInfo::read(), clk_tck());
+    let mut model = crate::session::model();
     model.thresholds = pattern;
     model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
     model.progress.min_size = cli.min_transfer_size;

@@ -5,21 +5,22 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use super::clk_tck;
 use crate::cli::{BenchArgs, Cli};
-use crate::collect::Collector;
-use crate::collect::cgroup::CgroupReader;
-use crate::collect::sample::HostInfo;
-use crate::model::Model;
+use crate::collect::fdinfo::Watch;
+use crate::session::{Plan, Session};
 
 /// `iolens bench-sample`: the CPU cost of one full sample of this machine.
 pub fn bench_sample(cli: &Cli, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     use crate::collect::process_cpu_ns;
-    let mut collector = Collector::new(&cli.root);
-    if args.cgroups {
-        collector.cgroups = Some(CgroupReader::new());
-    }
-    let mut model = Model::new(HostInfo::read(), clk_tck());
+    let mut session = Session::new(Plan {
+        root: cli.root.clone(),
+        cgroups: args.cgroups,
+        exits: false,
+        watch: Watch::default(),
+        trace_off: Some("not used by the benchmark"),
+    });
+    let collector = session.sampler.collector();
+    let mut model = crate::session::model();
     // Warm-up: the first sample fills the per-process cache (cmdline, owner).
     let cold_start = process_cpu_ns();
     model.update(collector.sample());

@@ -2,7 +2,9 @@
 //! `iostat -x` with `--wide`, plus the access pattern: [`devices`]; then
 //! the top processes by disk I/O) or, with `--json`, one JSON object per
 //! interval. Used with `--batch`, `--json`, or when stdout is not
-//! a terminal.
+//! a terminal. The intervals come from the session's report loop
+//! ([`crate::session::headless`]); [`Printer`] prints them (for `iolens
+//! record` and `iolens replay` too).
 
 mod bench;
 pub mod csv;
@@ -17,78 +19,101 @@ pub use bench::bench_sample;
 
 use std::fmt::Write as _;
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::cli::{Cli, Units};
-use crate::collect::Collector;
-use crate::collect::cgroup::CgroupReader;
-use crate::collect::sample::HostInfo;
+use crate::cli::{Cli, CsvTable, Units};
 use crate::format;
 use crate::model::process::ProcRates;
 use crate::model::trace::view::ProcDevJson;
 use crate::model::{AlignVerdict, Model, ProcRow};
-use crate::tracer::Tracing;
+use crate::session::headless::{self, Report, Schedule};
+use crate::session::{Plan, Session};
 
-/// Default seconds between samples.
-pub const DEFAULT_INTERVAL: f64 = 1.0;
+/// Kept under its old path for the tests that build a model of this host.
+pub use crate::session::clk_tck;
 
-/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, from the auxiliary vector).
-pub fn clk_tck() -> f64 {
-    match rustix::param::clock_ticks_per_second() {
-        0 => 100.0,
-        v => v as f64,
-    }
-}
-
-/// Validate an interval given on the command line (`--interval`), or the
-/// default.
-pub fn interval(v: Option<f64>) -> anyhow::Result<Duration> {
-    check_interval(v.unwrap_or(DEFAULT_INTERVAL), "--interval")
-}
-
-/// Validate an interval, naming where it came from (`key`): NaN, infinite,
-/// not positive or absurd values are refused.
-pub fn check_interval(s: f64, key: &str) -> anyhow::Result<Duration> {
-    anyhow::ensure!(
-        s.is_finite() && (0.05..=3600.0).contains(&s),
-        "{key} must be between 0.05 and 3600 seconds, got {s}"
-    );
-    Ok(Duration::from_secs_f64(s))
-}
-
-/// Why tracing is not even tried, from the command line.
-pub fn trace_disabled(cli: &Cli) -> Option<&'static str> {
-    if cli.no_trace {
-        Some("--no-trace")
-    } else if cli.root != std::path::Path::new("/") {
-        Some("a captured /proc and /sys tree (--root)")
-    } else {
-        None
-    }
-}
-
-/// What a run of reports prints, and how often.
-pub struct Reports {
-    pub every: Duration,
-    /// Reports (intervals) before the run ends; `None`: until interrupted.
-    pub count: Option<u64>,
+/// How the reports are printed.
+#[derive(Debug, Clone, Copy)]
+pub struct Printer {
     pub top: usize,
     pub json: bool,
     /// CSV rows of this table instead of the text report.
-    pub csv: Option<crate::cli::CsvTable>,
+    pub csv: Option<CsvTable>,
     /// Units and columns of the text report.
     pub text: TextStyle,
-    /// Print the reports (a recorder without `--batch`/`--json` does not).
-    pub print: bool,
 }
 
+impl Printer {
+    /// The CSV header, when the reports are CSV rows; `Break` when stdout
+    /// is closed.
+    pub fn header(&self) -> ControlFlow<()> {
+        match self.csv {
+            Some(table) => write_out(&csv::header(table)),
+            None => ControlFlow::Continue(()),
+        }
+    }
+
+    /// Print the report of one interval; `Break` when stdout is closed
+    /// (`iolens --batch | head` ends quietly).
+    pub fn print(&self, report: Report) -> ControlFlow<()> {
+        match report {
+            Report::Fresh { model, start_ns } => self.fresh(model, start_ns),
+            Report::Late { stall, waiting } => self.late(&stall, waiting),
+        }
+    }
+
+    /// The report of an interval (`start_ns`: when the run began, for the
+    /// CSV's `time_s`).
+    pub fn fresh(&self, model: &Model, start_ns: u64) -> ControlFlow<()> {
+        write_out(&if self.json {
+            format::escape_json_controls(json_report(model, self.top).to_string()) + "\n"
+        } else if let Some(table) = self.csv {
+            csv::rows(model, table, self.top, start_ns)
+        } else {
+            text_report_in(model, self.top, self.text)
+        })
+    }
+
+    /// What stands for the report of an interval whose sample is late.
+    fn late(&self, stall: &str, waiting: String) -> ControlFlow<()> {
+        let wall = crate::collect::realtime_ns();
+        if self.csv.is_some() {
+            // A CSV stream stays rows of its header; the stall goes to stderr.
+            eprintln!("{stall}");
+            write_out("")
+        } else if self.json {
+            let line = json!({
+                "time": format::wall_time(wall, false),
+                "unix_ns": wall,
+                "stall": stall,
+                "waiting_on": (!waiting.is_empty()).then_some(waiting),
+            });
+            write_out(&(format::escape_json_controls(line.to_string()) + "\n"))
+        } else {
+            write_out(&format!("{}\n{stall}\n\n", format::wall_time(wall, true)))
+        }
+    }
+}
+
+/// Write to stdout and flush; `Break` when it is closed.
+fn write_out(text: &str) -> ControlFlow<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => ControlFlow::Continue(()),
+        Err(_) => ControlFlow::Break(()),
+    }
+}
+
+/// `iolens --batch`/`--json`/`--csv`: a report per interval.
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let reports = Reports {
+    let schedule = Schedule {
         every: crate::config::load_interval(cli)?,
         count: cli.count,
+    };
+    let printer = Printer {
         top: cli.top,
         json: cli.json,
         csv: cli.csv,
@@ -96,190 +121,21 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             units: cli.units,
             wide: cli.wide,
         },
-        print: true,
     };
-    run_reports(cli, &reports, trace_disabled(cli), None)
-}
-
-/// The batch loop: samples on their own thread, a report per interval;
-/// with a recorder, every sample the model takes is appended to it first.
-pub fn run_reports(
-    cli: &Cli,
-    reports: &Reports,
-    trace_off: Option<&str>,
-    mut recorder: Option<&mut crate::record::file::Writer>,
-) -> anyhow::Result<ExitCode> {
-    let every = reports.every;
-    let mut collector = Collector::new(&cli.root);
-    collector.cgroups = Some(CgroupReader::new());
-    collector.listen_for_exits();
-    let activity = collector.activity.clone();
-    let mut model = Model::new(HostInfo::read(), clk_tck());
+    let session = Session::new(Plan::full(cli, crate::session::trace_disabled(cli)));
+    let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
-    let tracing = Tracing::start(trace_off);
-    // A terminating signal ends the run through the normal path (the
-    // tracefs instance is removed), then main re-raises it.
-    crate::stop::catch(true);
-    crate::stop::watch_sampler(activity.clone());
-    let start = Instant::now();
-    let start_ns = crate::collect::monotonic_ns();
-    // The samples are taken on their own thread, so that a read that hangs
-    // (a process stuck in the kernel, a dying disk) never stops the
-    // reports: each one comes on time, saying that no sample came.
-    // `None` ends the wait for a sample: a terminating signal or the end
-    // of the sampler thread (which only a panic ends).
-    let (tx, rx) = std::sync::mpsc::sync_channel(2);
-    let on_signal = tx.clone();
-    crate::stop::on_request(move || {
-        let _ = on_signal.try_send(None);
-    });
-    std::thread::Builder::new()
-        .name("iolens-sampler".into())
-        .spawn(move || {
-            let _ended = Ended(tx.clone());
-            sample_every(collector, start, every, tx)
-        })?;
-    let stdout = std::io::stdout();
-    if let Some(table) = reports.csv.filter(|_| reports.print) {
-        let mut out = stdout.lock();
-        if out
-            .write_all(csv::header(table).as_bytes())
-            .and_then(|_| out.flush())
-            .is_err()
-        {
-            return Ok(ExitCode::SUCCESS);
-        }
+    if printer.header().is_break() {
+        return Ok(ExitCode::SUCCESS);
     }
-    let mut last_ns = 0;
-    'reports: for k in 1u32.. {
-        if reports.count.is_some_and(|n| u64::from(k) > n) {
-            break;
-        }
-        // The sample of tick k is due at start + tick_offset(k); a report waits
-        // for it a quarter of the interval more, at least 100 ms (a very
-        // short interval must not call an ordinary sample late) and at most
-        // 250 ms.
-        let grace = (every / 4).clamp(Duration::from_millis(100), Duration::from_millis(250));
-        let deadline = start + tick_offset(every, k) + grace;
-        let mut fresh = false;
-        loop {
-            if crate::stop::requested() {
-                break 'reports;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(None) => break 'reports,
-                Ok(Some((tick, s))) => {
-                    last_ns = s.mono_ns;
-                    let trace = tracing.take();
-                    // A lost sample is said and retried with the next
-                    // one; samples lost in a row stop the recorder.
-                    if let Some(r) = recorder.as_deref_mut()
-                        && r.record(&s, trace.active.then_some(&trace.interval)).is_break()
-                    {
-                        break 'reports;
-                    }
-                    model.update(s);
-                    // The first interval's requests (begun before the
-                    // baseline) are taken and dropped with the baseline.
-                    model.apply_trace(trace);
-                    if tick >= k {
-                        fresh = true;
-                        break;
-                    }
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {}
-                Err(_) => break,
-            }
-        }
-        if !reports.print {
-            continue;
-        }
-        let text = if fresh {
-            if reports.json {
-                format::escape_json_controls(json_report(&model, reports.top).to_string()) + "\n"
-            } else if let Some(table) = reports.csv {
-                csv::rows(&model, table, reports.top, start_ns)
-            } else {
-                text_report_in(&model, reports.top, reports.text)
-            }
-        } else {
-            let now = crate::collect::monotonic_ns();
-            let waiting = activity.describe();
-            let since = if last_ns == 0 { start_ns } else { last_ns };
-            let stall = crate::collect::activity::late_text(Duration::from_nanos(now.saturating_sub(since)), &waiting);
-            let wall = crate::collect::realtime_ns();
-            if reports.csv.is_some() {
-                // A CSV stream stays rows of its header; the stall goes to stderr.
-                eprintln!("{stall}");
-                String::new()
-            } else if reports.json {
-                format::escape_json_controls(
-                    json!({
-                        "time": format::wall_time(wall, false),
-                        "unix_ns": wall,
-                        "stall": stall,
-                        "waiting_on": (!waiting.is_empty()).then_some(waiting),
-                    })
-                    .to_string(),
-                ) + "\n"
-            } else {
-                format!("{}\n{stall}\n\n", format::wall_time(wall, true))
-            }
-        };
-        let mut out = stdout.lock();
-        // A closed pipe (`iolens --batch | head`) ends the run quietly.
-        if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
-            break;
-        }
-    }
+    headless::run(
+        session,
+        model,
+        schedule,
+        |_, _| ControlFlow::Continue(()),
+        |r| printer.print(r),
+    )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The first interval, so that the first rates come at once (then the
-/// configured interval follows): at most this long, never longer than the
-/// configured interval.
-pub const FIRST_INTERVAL: Duration = Duration::from_millis(250);
-
-/// When tick `k` is due after the start: the baseline at 0, the first
-/// report's sample [`FIRST_INTERVAL`] later (or `every` if shorter), then
-/// one every `every`.
-pub fn tick_offset(every: Duration, k: u32) -> Duration {
-    match k {
-        0 => Duration::ZERO,
-        k => every.min(FIRST_INTERVAL) + every * (k - 1),
-    }
-}
-
-/// The batch sampler thread: a baseline sample at once, then one at every
-/// tick `start + tick_offset(k)`, sent with its tick number. A tick missed
-/// while a sample took too long is skipped, not caught up.
-type SampleTx = std::sync::mpsc::SyncSender<Option<(u32, crate::collect::RawSample)>>;
-
-/// Says, when the sampler thread ends (by a panic, or when the reports
-/// ended), that no sample will come.
-struct Ended(SampleTx);
-
-impl Drop for Ended {
-    fn drop(&mut self) {
-        let _ = self.0.send(None);
-    }
-}
-
-fn sample_every(mut collector: Collector, start: Instant, every: Duration, tx: SampleTx) {
-    if tx.send(Some((0, collector.sample()))).is_err() {
-        return;
-    }
-    let mut k = 1u32;
-    loop {
-        std::thread::sleep((start + tick_offset(every, k)).saturating_duration_since(Instant::now()));
-        if tx.send(Some((k, collector.sample()))).is_err() {
-            return;
-        }
-        // The tick due next: the first one not already past.
-        let past = start.elapsed().saturating_sub(tick_offset(every, 1)).as_secs_f64() / every.as_secs_f64();
-        k = (k + 1).max(past.ceil() as u32 + 1);
-    }
 }
 
 /// Processes that did I/O in the interval, busiest on the disk first (then by

@@ -9,20 +9,19 @@ pub mod metrics;
 pub mod probes;
 
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use hyper::body::Bytes;
 
 use crate::cli::{Cli, ExportArgs};
-use crate::collect::Collector;
-use crate::collect::cgroup::CgroupReader;
-use crate::collect::sample::HostInfo;
+use crate::collect::RawSample;
 use crate::model::Model;
+use crate::session::{Clock, First, Plan, Session, Taken};
 use crate::tracer::Tracing;
 
 /// Default address: loopback only.
@@ -52,75 +51,59 @@ pub fn write_atomic(path: &Path, text: &[u8]) -> anyhow::Result<()> {
     res.with_context(|| format!("writing {} (through {})", path.display(), tmp.display()))
 }
 
-struct Sampler {
-    every: Duration,
-    top: usize,
-    trace_off: Option<&'static str>,
-    root: PathBuf,
+/// What the sampler thread does with each sample: folds it into the model
+/// and the exported counters, and renders them. Dropped when the sampler
+/// ends: the tracer is removed first, then `done` says so.
+struct Publisher {
+    model: Model,
+    tracing: Tracing,
+    exported: metrics::Exported,
     textfile: Option<PathBuf>,
     probe_results: Option<probes::ResultsFile>,
     bodies: http::Shared,
-    stop: Arc<AtomicBool>,
+    done: std::sync::mpsc::Sender<()>,
 }
 
-impl Sampler {
-    fn run(mut self) {
-        let mut collector = Collector::new(&self.root);
-        collector.cgroups = Some(CgroupReader::new());
-        collector.listen_for_exits();
-        let mut model = Model::new(HostInfo::read(), crate::batch::clk_tck());
-        let tracing = Tracing::start(self.trace_off);
-        let mut exported = metrics::Exported::new(self.top);
-        let start = Instant::now();
-        for k in 1u32.. {
-            let t0 = Instant::now();
-            let s = collector.sample();
-            let took = t0.elapsed().as_secs_f64();
-            model.update(s);
-            model.apply_trace(tracing.take());
-            exported.update(&model, took);
-            if let Some(f) = self.probe_results.as_mut() {
-                f.refresh();
-                exported.probes.clone_from(&f.last);
-            }
-            let st = &self.bodies.stats;
-            exported.scrapes = [st.openmetrics.load(Ordering::Relaxed), st.text.load(Ordering::Relaxed)];
-            exported.http_errors = st.errors.load(Ordering::Relaxed);
-            let om = exported.openmetrics();
-            let text = metrics::text_format(&om);
-            if let Some(path) = &self.textfile
-                && let Err(e) = write_atomic(path, text.as_bytes())
-            {
-                eprintln!("iolens: {e:#}");
-            }
-            {
-                let mut b = self
-                    .bodies
-                    .bodies
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                b.openmetrics = Bytes::from(om);
-                b.text = Bytes::from(text);
-            }
-            let next = start + self.every * k;
-            while Instant::now() < next {
-                if self.stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                std::thread::sleep(
-                    next.saturating_duration_since(Instant::now())
-                        .min(Duration::from_millis(100)),
-                );
-            }
-            if self.stop.load(Ordering::Relaxed) {
-                return;
-            }
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.tracing.stop();
+        let _ = self.done.send(());
+    }
+}
+
+impl Publisher {
+    fn publish(&mut self, taken: Taken, s: RawSample) -> ControlFlow<()> {
+        let exported = &mut self.exported;
+        self.model.update(s);
+        self.model.apply_trace(self.tracing.take());
+        exported.update(&self.model, taken.took.as_secs_f64());
+        if let Some(f) = self.probe_results.as_mut() {
+            f.refresh();
+            exported.probes.clone_from(&f.last);
         }
+        let st = &self.bodies.stats;
+        exported.scrapes = [st.openmetrics.load(Ordering::Relaxed), st.text.load(Ordering::Relaxed)];
+        exported.http_errors = st.errors.load(Ordering::Relaxed);
+        let om = exported.openmetrics();
+        let text = metrics::text_format(&om);
+        if let Some(path) = &self.textfile
+            && let Err(e) = write_atomic(path, text.as_bytes())
+        {
+            eprintln!("iolens: {e:#}");
+        }
+        let mut b = self
+            .bodies
+            .bodies
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        b.openmetrics = Bytes::from(om);
+        b.text = Bytes::from(text);
+        ControlFlow::Continue(())
     }
 }
 
 pub fn run(cli: &Cli, args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let every = crate::batch::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
+    let every = crate::session::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
     let listen: Option<SocketAddr> = match (&args.listen, &args.textfile) {
         (Some(a), _) => Some(
             a.parse()
@@ -145,24 +128,24 @@ pub fn run(cli: &Cli, args: &ExportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let bodies = http::Shared::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = Sampler {
-        every,
-        top: args.top,
-        trace_off: crate::batch::trace_disabled(cli),
-        root: cli.root.clone(),
+    let session = Session::new(Plan::full(cli, crate::session::trace_disabled(cli)));
+    let (done, done_rx) = std::sync::mpsc::channel::<()>();
+    let mut publisher = Publisher {
+        model: crate::session::model(),
+        tracing: session.tracer.start(),
+        exported: metrics::Exported::new(args.top),
         textfile: args.textfile.clone(),
         probe_results: args.probe_results.as_deref().map(probes::ResultsFile::new),
         bodies: bodies.clone(),
-        stop: stop.clone(),
+        done,
     };
-    let (done_tx, done) = std::sync::mpsc::channel::<()>();
-    std::thread::Builder::new()
-        .name("iolens-sampler".into())
-        .spawn(move || {
-            sampler.run();
-            let _ = done_tx.send(());
-        })
+    // Closed when a signal ends the server: the sampler ends at once, or
+    // after the sample it is taking.
+    let (stop, ctl) = std::sync::mpsc::channel();
+    let clock = Clock::new(Instant::now(), every, First::Full);
+    session
+        .sampler
+        .spawn(clock, ctl, move |t, s| publisher.publish(t, s))
         .context("starting the sampler thread")?;
     rt.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
@@ -186,11 +169,11 @@ pub fn run(cli: &Cli, args: &ExportArgs) -> anyhow::Result<ExitCode> {
             _ = h.recv() => {}
         }
     });
-    stop.store(true, Ordering::Relaxed);
-    // The sampler notices within 100 ms, or after the sample it is taking,
-    // and removes its tracer as it ends; a sample stuck in the kernel is
-    // not waited for beyond 3 s (a left tracefs instance is removed by the
+    drop(stop);
+    // The sampler notices at once, or after the sample it is taking, and
+    // removes its tracer as it ends; a sample stuck in the kernel is not
+    // waited for beyond 3 s (a left tracefs instance is removed by the
     // next start, or `iolens --cleanup`).
-    let _ = done.recv_timeout(Duration::from_secs(3));
+    let _ = done_rx.recv_timeout(Duration::from_secs(3));
     Ok(ExitCode::SUCCESS)
 }

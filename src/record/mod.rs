@@ -30,23 +30,27 @@ pub fn header(interval_s: f64) -> file::Header {
         iolens: env!("CARGO_PKG_VERSION").to_string(),
         host: host.hostname,
         kernel: host.kernel,
-        clk_tck: crate::batch::clk_tck(),
+        clk_tck: crate::session::clk_tck(),
         boot_id: file::boot_id(),
         is_root: host.is_root,
         interval_s,
     }
 }
 
-/// `iolens record FILE`: the batch loop with every sample appended to the
-/// file (with `--trace`, the tracer's interval too), printing reports only
-/// with `--batch` or `--json`. Status 1 when a sample could not be written
-/// (see [`file::MAX_LOST_IN_A_ROW`]).
+/// `iolens record FILE`: the session's report loop with every sample
+/// appended to the file (with `--trace`, the tracer's interval too),
+/// printing the batch reports only with `--batch` or `--json`. Status 1
+/// when a sample could not be written (see [`file::MAX_LOST_IN_A_ROW`]).
 pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Result<std::process::ExitCode> {
-    let every = crate::batch::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
+    use crate::session::headless::{self, Schedule};
+    use std::ops::ControlFlow;
+    let every = crate::session::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
     let mut writer = file::Writer::open(&args.file, &header(every.as_secs_f64()), args.max_size)?;
-    let reports = crate::batch::Reports {
+    let schedule = Schedule {
         every,
         count: args.count,
+    };
+    let printer = (args.json || args.batch).then_some(crate::batch::Printer {
         top: args.top,
         json: args.json,
         csv: None,
@@ -54,17 +58,25 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
             units: crate::cli::Units::Human,
             wide: cli.wide,
         },
-        print: args.json || args.batch,
-    };
+    });
     // Tracing only when asked: its intervals are recorded next to the
     // samples (sequential share, latency), not the requests themselves.
     let trace_off = if args.trace {
-        crate::batch::trace_disabled(cli)
+        crate::session::trace_disabled(cli)
     } else {
         // The reason replay gives too: its reports equal the recorder's.
         Some(NOT_TRACED)
     };
-    let code = crate::batch::run_reports(cli, &reports, trace_off, Some(&mut writer))?;
+    let session = crate::session::Session::new(crate::session::Plan::full(cli, trace_off));
+    let mut model = crate::session::model();
+    model.thresholds = crate::config::load_pattern(cli)?;
+    headless::run(
+        session,
+        model,
+        schedule,
+        |s, trace| writer.record(s, trace),
+        |r| printer.as_ref().map_or(ControlFlow::Continue(()), |p| p.print(r)),
+    )?;
     if writer.lost > 0 {
         eprintln!(
             "iolens: {} of {} samples could not be written to {}",
@@ -74,5 +86,5 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
         );
         return Ok(std::process::ExitCode::from(1));
     }
-    Ok(code)
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -2,7 +2,6 @@
 //! same pure model as live, with the recorded host facts, printed as the
 //! live batch reports were.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, ReplayArgs};
@@ -58,7 +57,15 @@ pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     // The SEQ/RAND cut-offs are the viewer's settings, as live.
     let thresholds = crate::config::load_pattern(cli)?;
     let (from, to) = range(args)?;
-    let stdout = std::io::stdout();
+    let printer = crate::batch::Printer {
+        top: args.top,
+        json: args.json || cli.json,
+        csv: None,
+        text: crate::batch::TextStyle {
+            wide: cli.wide,
+            ..Default::default()
+        },
+    };
     let mut printed = 0u64;
     for seg in &rec.segments {
         // The sample before the range is the baseline of its first report.
@@ -91,17 +98,7 @@ pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             if baseline || i < first {
                 continue;
             }
-            let text = if args.json || cli.json {
-                crate::format::escape_json_controls(crate::batch::json_report(&model, args.top).to_string()) + "\n"
-            } else {
-                let style = crate::batch::TextStyle {
-                    wide: cli.wide,
-                    ..Default::default()
-                };
-                crate::batch::text_report_in(&model, args.top, style)
-            };
-            let mut out = stdout.lock();
-            if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
+            if printer.fresh(&model, 0).is_break() {
                 return Ok(ExitCode::SUCCESS);
             }
             printed += 1;

@@ -1,0 +1,160 @@
+//! The session: the one place that builds the collectors from the options
+//! (the collector with its cgroup reader, exit records and watched
+//! processes, the block tracer) and the one sampler loop every mode uses:
+//! the dashboard, the batch output and `iolens record`
+//! ([`headless`]), `iolens export`, and the clock of `iolens progress`.
+//!
+//! - [`clock`]: when samples are taken ([`FIRST_INTERVAL`], skipped ticks).
+//! - [`sampler`]: the sampler loop on its own thread.
+//! - [`headless`]: a report per interval without a terminal, saying so
+//!   when a sample is late.
+//! - [`FdSources`]: the open-file scan alone, for `iolens progress`.
+
+pub mod clock;
+pub mod headless;
+pub mod sampler;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use clock::{Clock, FIRST_INTERVAL, First, tick_offset};
+pub use sampler::{Sampler, SamplerCtl, Taken};
+
+use crate::cli::Cli;
+use crate::collect::cgroup::CgroupReader;
+use crate::collect::fdinfo::{FdScanner, ProcLister, Watch};
+use crate::collect::sample::HostInfo;
+use crate::collect::{Collector, Reader};
+use crate::model::Model;
+use crate::tracer::Tracing;
+
+/// Default seconds between samples (dashboard and batch output).
+pub const DEFAULT_INTERVAL: f64 = 1.0;
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, from the auxiliary vector).
+pub fn clk_tck() -> f64 {
+    match rustix::param::clock_ticks_per_second() {
+        0 => 100.0,
+        v => v as f64,
+    }
+}
+
+/// Validate an interval given on the command line (`--interval`), or the
+/// default.
+pub fn interval(v: Option<f64>) -> anyhow::Result<Duration> {
+    check_interval(v.unwrap_or(DEFAULT_INTERVAL), "--interval")
+}
+
+/// Validate an interval, naming where it came from (`key`): NaN, infinite,
+/// not positive or absurd values are refused.
+pub fn check_interval(s: f64, key: &str) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        s.is_finite() && (0.05..=3600.0).contains(&s),
+        "{key} must be between 0.05 and 3600 seconds, got {s}"
+    );
+    Ok(Duration::from_secs_f64(s))
+}
+
+/// Why tracing is not even tried, from the command line.
+pub fn trace_disabled(cli: &Cli) -> Option<&'static str> {
+    if cli.no_trace {
+        Some("--no-trace")
+    } else if cli.root != std::path::Path::new("/") {
+        Some("a captured /proc and /sys tree (--root)")
+    } else {
+        None
+    }
+}
+
+/// An empty model of this host.
+pub fn model() -> Model {
+    Model::new(HostInfo::read(), clk_tck())
+}
+
+/// What a mode collects.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// "/" or a captured /proc and /sys tree (`--root`).
+    pub root: PathBuf,
+    /// Read the cgroup tree every sample.
+    pub cgroups: bool,
+    /// Listen for taskstats exit records.
+    pub exits: bool,
+    /// Processes whose fds are read every sample.
+    pub watch: Watch,
+    /// Why block tracing is off (`None`: tried).
+    pub trace_off: Option<&'static str>,
+}
+
+impl Plan {
+    /// Everything on: cgroups, exit records and tracing unless `trace_off`
+    /// says why not (batch, record, export).
+    pub fn full(cli: &Cli, trace_off: Option<&'static str>) -> Plan {
+        Plan {
+            root: cli.root.clone(),
+            cgroups: true,
+            exits: true,
+            watch: Watch::default(),
+            trace_off,
+        }
+    }
+}
+
+/// Starts the block tracer where the session's plan allows it.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceSetup(Option<&'static str>);
+
+impl TraceSetup {
+    /// Start tracing (or keep why it is off); removed when dropped.
+    pub fn start(self) -> Tracing {
+        Tracing::start(self.0)
+    }
+}
+
+/// The collectors of a run, built from its [`Plan`].
+#[derive(Debug)]
+pub struct Session {
+    pub sampler: Sampler,
+    pub tracer: TraceSetup,
+}
+
+impl Session {
+    pub fn new(plan: Plan) -> Session {
+        let mut collector = Collector::new(plan.root);
+        if plan.cgroups {
+            collector.cgroups = Some(CgroupReader::new());
+        }
+        if plan.exits {
+            collector.listen_for_exits();
+        }
+        collector.fds.watch = plan.watch;
+        Session {
+            sampler: Sampler::new(collector),
+            tracer: TraceSetup(plan.trace_off),
+        }
+    }
+}
+
+/// The collectors of `iolens progress`: the process list and the open-file
+/// scanner alone, not a whole sample.
+#[derive(Debug)]
+pub struct FdSources {
+    pub reader: Reader,
+    pub lister: ProcLister,
+    pub scanner: FdScanner,
+}
+
+impl FdSources {
+    /// Reading under `root` the fds of the `watch`ed processes; with none
+    /// watched, the first scan covers every process (a full scan).
+    pub fn new(root: &Path, watch: Watch) -> FdSources {
+        let full = watch.is_empty();
+        let mut scanner = FdScanner::new(watch);
+        scanner.full_next = full;
+        FdSources {
+            reader: Reader::new(root),
+            lister: ProcLister::default(),
+            scanner,
+        }
+    }
+}
