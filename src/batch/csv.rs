@@ -134,7 +134,11 @@ pub fn rows(model: &Model, table: CsvTable, top: usize, start_ns: u64) -> String
                     r.rchar_bps,
                     r.wchar_bps,
                     r.syscr_per_s + r.syscw_per_s,
-                    num(r.avg_read.or(r.avg_write), 0),
+                    num(
+                        (r.syscr_per_s + r.syscw_per_s > 0.0)
+                            .then(|| (r.rchar_bps + r.wchar_bps) / (r.syscr_per_s + r.syscw_per_s)),
+                        0
+                    ),
                     num(r.cache_share.map(|c| c * 100.0), 1),
                     num(r.io_wait_pct, 1),
                     field(&crate::ui::processes::devices_text(p)),

@@ -105,7 +105,7 @@ pub(super) fn lines(out: &mut String, model: &Model, top: usize, style: TextStyl
             .into_iter()
             .chain(rates(r))
             .chain([
-                avg_syscall(r.avg_read, r.avg_write, units),
+                avg_syscall(r, units),
                 r.cache_share.map_or(format::NA.to_string(), |c| {
                     // Raw: a plain number of percent, like io%.
                     format!("{:.0}{}", c * 100.0, if raw { "" } else { "%" })
@@ -129,8 +129,11 @@ pub(super) fn lines(out: &mut String, model: &Model, top: usize, style: TextStyl
     let _ = writeln!(out, "{}", attribution_note(model));
 }
 
-fn avg_syscall(r: Option<f64>, w: Option<f64>, units: Units) -> String {
-    match (r.or(w), units) {
+/// Bytes per system call, (rchar + wchar) / (syscr + syscw), as the
+/// dashboard's `B/SYSCALL`.
+fn avg_syscall(r: &crate::model::process::ProcRates, units: Units) -> String {
+    let sys = r.syscr_per_s + r.syscw_per_s;
+    match ((sys > 0.0).then(|| (r.rchar_bps + r.wchar_bps) / sys), units) {
         (Some(b), Units::Human) => format::binary(b),
         (Some(b), Units::Raw) => format!("{b:.0}"),
         (None, _) => format::NA.to_string(),
