@@ -37,6 +37,11 @@
 //!   loop; actions on processes (SIGTERM, ionice) and the terminal guard.
 //! - [`probe`]: the read-only disk probes (random-read latency, zone sweep),
 //!   their statistics, verdict and results file; the `iolens probe` command.
+//! - [`present`]: the presentation layer — one column table per row type
+//!   (id, config key, headings of every output, width, alignment, value,
+//!   formatting), from which the dashboard panes, the batch text and CSV
+//!   are generated, and the text helpers they share; `ui` and `batch`
+//!   import it, never each other.
 //! - [`batch`] and [`progress`]: the outputs without a terminal (`--batch`,
 //!   `--json`, `iolens progress`).
 //! - [`record`]: `iolens record` appends the raw samples (with the host
@@ -94,6 +99,7 @@ pub mod config;
 pub mod export;
 pub mod format;
 pub mod model;
+pub mod present;
 pub mod probe;
 pub mod progress;
 pub mod record;

@@ -527,3 +527,31 @@ fn bytes_per_syscall_agree_across_outputs() {
         .unwrap();
     assert_eq!(line.split_whitespace().nth(at), Some("200"), "{text}");
 }
+
+/// The names the process table records for JSON and the exporter are the
+/// ones those outputs use (public interfaces, not generated from the table).
+#[test]
+fn process_table_json_and_metric_names_are_the_outputs_names() {
+    use iolens::present::process::ProcCol;
+    let m = common::model();
+    let json = iolens::batch::json_report(&m, 10);
+    let proc0 = &json["processes"][0];
+    let mut e = iolens::export::metrics::Exported::new(1);
+    e.update(&m, 0.004);
+    let om = e.openmetrics();
+    for c in ProcCol::ALL {
+        for name in c.def().json {
+            let v = match name.strip_prefix("rates.") {
+                Some(f) => proc0["rates"].get(f),
+                None => proc0.get(name),
+            };
+            assert!(v.is_some(), "{c:?}: no JSON field {name} in {proc0}");
+        }
+        for name in c.def().metric {
+            assert!(
+                om.contains(&format!("# TYPE iolens_{name} counter")),
+                "{c:?}: no metric {name} in {om}"
+            );
+        }
+    }
+}

@@ -13,6 +13,7 @@ use crate::cli::CsvTable;
 use crate::format;
 use crate::model::disk::{DirRates, DiskRates};
 use crate::model::{Model, pattern};
+use crate::present::process::{ProcCol, rate_nums};
 
 /// The header line of `table`.
 pub fn header(table: CsvTable) -> String {
@@ -22,38 +23,15 @@ pub fn header(table: CsvTable) -> String {
             "%wrqm", "w_await", "wareq_B", "d/s", "dB/s", "drqm/s", "%drqm", "d_await", "dareq_B", "f/s", "f_await",
             "aqu-sz", "%util", "pattern", "mount",
         ],
-        CsvTable::Processes => &[
-            "time_s",
-            "pid",
-            "user",
-            "prio",
-            "disk_rd_B/s",
-            "disk_wr_B/s",
-            "cancel_B/s",
-            "read_B/s",
-            "write_B/s",
-            "sysc/s",
-            "B/sysc",
-            "cache%",
-            "io%",
-            "devices",
-            "command",
-        ],
+        CsvTable::Processes => {
+            let cols = ProcCol::ALL.map(|c| c.def().csv_head);
+            return format!("time_s,{}\n", cols.join(","));
+        }
     };
     cols.join(",") + "\n"
 }
 
-/// A text field holding `text`, the value the text output shows (already
-/// escaped once: control characters as `\x1b`, a backslash doubled),
-/// quoted per RFC 4180: in quotes, with its quotes doubled, when it holds
-/// a comma, a quote, CR or LF.
-pub fn field(text: &str) -> String {
-    if text.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
+pub use crate::present::text::csv_field as field;
 
 /// A text field of a name or path from the system: escaped, then quoted.
 fn raw(s: &str) -> String {
@@ -122,28 +100,13 @@ pub fn rows(model: &Model, table: CsvTable, top: usize, start_ns: u64) -> String
         CsvTable::Processes => {
             for p in super::top_procs(model, top) {
                 let Some(r) = p.rates.as_deref() else { continue };
-                let _ = writeln!(
-                    out,
-                    "{t},{},{},{},{:.0},{:.0},{:.0},{:.0},{:.0},{:.2},{},{},{},{},{}",
-                    p.raw.key.pid,
-                    raw(p.raw.user.as_deref().unwrap_or("?")),
-                    field(&p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice))),
-                    r.read_bps,
-                    r.write_bps,
-                    r.cancelled_write_bps,
-                    r.rchar_bps,
-                    r.wchar_bps,
-                    r.syscr_per_s + r.syscw_per_s,
-                    num(
-                        (r.syscr_per_s + r.syscw_per_s > 0.0)
-                            .then(|| (r.rchar_bps + r.wchar_bps) / (r.syscr_per_s + r.syscw_per_s)),
-                        0
-                    ),
-                    num(r.cache_share.map(|c| c * 100.0), 1),
-                    num(r.io_wait_pct, 1),
-                    field(&crate::ui::processes::devices_text(p)),
-                    field(&crate::ui::processes::command(p)),
-                );
+                let n = rate_nums(r);
+                out.push_str(&t);
+                for c in ProcCol::ALL {
+                    out.push(',');
+                    out.push_str(&c.csv(p, &n));
+                }
+                out.push('\n');
             }
         }
     }

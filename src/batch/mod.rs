@@ -9,9 +9,9 @@ pub mod csv;
 pub mod devices;
 mod processes;
 mod trace;
-mod units;
 
-pub use units::{bytes_in, rate_in};
+pub use crate::present::text::CHILDREN_LABEL;
+pub use crate::present::units::{bytes_in, rate_in};
 
 pub use bench::bench_sample;
 
@@ -465,10 +465,6 @@ fn totals_lines(out: &mut String, model: &Model, style: TextStyle) {
         out.push_str("io% n/a: delay accounting is off (sysctl kernel.task_delayacct=1 turns it on)\n");
     }
 }
-
-/// The line under a process for what arrived from its exited threads and
-/// reaped children (without exit records).
-pub const CHILDREN_LABEL: &str = "↳ exited threads and children";
 
 /// What the process rows can and cannot attribute, and why: one line for
 /// the header of every output.

@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::format;
 use crate::model::Model;
 use crate::model::trace::view::{self as trace_view, ProcDevJson};
+use crate::present::process::ProcCol;
 
 fn ms3(ns: Option<u64>) -> String {
     ns.map_or_else(|| format::NA.to_string(), |v| format!("{:.3}", v as f64 / 1e6))
@@ -81,7 +82,15 @@ pub(super) fn traced_report(out: &mut String, model: &Model) {
     let _ = writeln!(
         out,
         "{:>8} {:<16} {:<12} {:>7} {:>11} {:>11} {:>6} {:>6} {:>9}",
-        "PID", "command", "device", "reqs", "read", "written", "seq B", "seq R", "p99 ms"
+        ProcCol::Pid.def().text_head,
+        ProcCol::Command.def().text_head,
+        "device",
+        "reqs",
+        "read",
+        "written",
+        "seq B",
+        "seq R",
+        "p99 ms"
     );
     for ((key, dev), p) in rows.into_iter().take(10) {
         let pid = if *key > 0 {

@@ -15,6 +15,7 @@ use crate::batch_cgroups::limits_text;
 use crate::format;
 use crate::model::cgroup::{CgDevice, CgroupRow, PsiLine, Source, Weight};
 use crate::model::{Model, ProcRow};
+use crate::present::process::ProcCol;
 
 fn na() -> String {
     format::NA.to_string()
@@ -205,9 +206,9 @@ pub fn lines(r: &CgroupRow, model: &Model, t: &Theme, height: usize) -> Vec<Line
     out.push(Line::styled(
         format!(
             "{:>7} {:>10} {:>10}  processes ({})",
-            "PID",
-            "DISK RD/s",
-            "DISK WR/s",
+            ProcCol::Pid.head(false),
+            ProcCol::DiskRead.head(false),
+            ProcCol::DiskWrite.head(false),
             procs.len()
         ),
         t.title(),

@@ -1,68 +1,8 @@
-//! The columns of the processes and devices panes: their display order and
-//! the names the config file uses for them (also the sort keys).
+//! The columns of the devices pane: their display order and the names the
+//! config file uses for them (the processes pane's are in
+//! [`crate::present::process`]).
 
-/// A column of the processes pane (also the sort keys).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProcCol {
-    Pid,
-    User,
-    Prio,
-    DiskRead,
-    DiskWrite,
-    Cancelled,
-    Read,
-    Write,
-    Syscalls,
-    AvgSyscall,
-    Cache,
-    IoWait,
-    Devices,
-    Command,
-}
-
-impl ProcCol {
-    /// Display order.
-    pub const ALL: [ProcCol; 14] = [
-        ProcCol::Pid,
-        ProcCol::User,
-        ProcCol::Prio,
-        ProcCol::DiskRead,
-        ProcCol::DiskWrite,
-        ProcCol::Cancelled,
-        ProcCol::Read,
-        ProcCol::Write,
-        ProcCol::Syscalls,
-        ProcCol::AvgSyscall,
-        ProcCol::Cache,
-        ProcCol::IoWait,
-        ProcCol::Devices,
-        ProcCol::Command,
-    ];
-
-    /// Name used in the config file.
-    pub fn key(self) -> &'static str {
-        match self {
-            ProcCol::Pid => "pid",
-            ProcCol::User => "user",
-            ProcCol::Prio => "prio",
-            ProcCol::DiskRead => "disk_read",
-            ProcCol::DiskWrite => "disk_write",
-            ProcCol::Cancelled => "cancelled_write",
-            ProcCol::Read => "read",
-            ProcCol::Write => "write",
-            ProcCol::Syscalls => "syscalls",
-            ProcCol::AvgSyscall => "avg_syscall",
-            ProcCol::Cache => "cache",
-            ProcCol::IoWait => "io_wait",
-            ProcCol::Devices => "devices",
-            ProcCol::Command => "command",
-        }
-    }
-
-    pub fn from_key(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.key() == s)
-    }
-}
+pub use crate::present::process::ProcCol;
 
 /// A column of the devices pane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -145,9 +85,6 @@ mod tests {
 
     #[test]
     fn column_keys_round_trip() {
-        for c in ProcCol::ALL {
-            assert_eq!(ProcCol::from_key(c.key()), Some(c));
-        }
         for c in DevCol::ALL {
             assert_eq!(DevCol::from_key(c.key()), Some(c));
         }

@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use crate::format::{self, escape, escape_bytes};
 use crate::model::progress::{Job, Label};
 use crate::model::{Model, ProcKey};
+use crate::present::process::ProcCol;
 use crate::ui::{Pane, ViewState, pane_block};
 
 /// Width of the text progress bar, in cells.
@@ -170,7 +171,16 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
     let inner = area.width.saturating_sub(2);
     let narrow = inner < NARROW;
     let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
-    let mut names = vec!["PID", "COMMAND", "FILE", "PROGRESS", "%", "RATE", "ETA", "STATE"];
+    let mut names = vec![
+        ProcCol::Pid.head(false),
+        ProcCol::Command.head(false),
+        "FILE",
+        "PROGRESS",
+        "%",
+        "RATE",
+        "ETA",
+        "STATE",
+    ];
     let mut widths = vec![
         Constraint::Length(7),
         Constraint::Length(10),

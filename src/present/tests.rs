@@ -1,0 +1,173 @@
+//! The column tables: unique names, and no heading written anywhere else.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::process::{PROC_COLUMNS, ProcCol};
+
+/// Every heading of every table, by kind (a kind's headings must differ).
+fn headings() -> Vec<(&'static str, Vec<&'static str>)> {
+    let p = |f: fn(&super::process::ProcColumn) -> &'static str| PROC_COLUMNS.iter().map(f).collect();
+    vec![
+        ("process head", p(|c| c.head)),
+        ("process head_total", p(|c| c.head_total)),
+        ("process text_head", p(|c| c.text_head)),
+        ("process raw_head", p(|c| c.raw_head)),
+        ("process csv_head", p(|c| c.csv_head)),
+    ]
+}
+
+/// Names with a meaning of their own outside the tables: config keys and
+/// the JSON and exporter names (a heading equal to one may be written
+/// elsewhere as that name).
+fn interface_names() -> HashSet<&'static str> {
+    PROC_COLUMNS
+        .iter()
+        .flat_map(|c| {
+            [c.key]
+                .into_iter()
+                .chain(c.json.iter().copied())
+                .chain(c.metric.iter().copied())
+        })
+        .collect()
+}
+
+#[test]
+fn headings_and_keys_are_unique() {
+    let mut kinds = headings();
+    kinds.push(("process key", PROC_COLUMNS.iter().map(|c| c.key).collect()));
+    kinds.push((
+        "process json",
+        PROC_COLUMNS.iter().flat_map(|c| c.json.iter().copied()).collect(),
+    ));
+    kinds.push((
+        "process metric",
+        PROC_COLUMNS.iter().flat_map(|c| c.metric.iter().copied()).collect(),
+    ));
+    for (kind, names) in kinds {
+        let mut seen = HashSet::new();
+        for n in names {
+            assert!(!n.is_empty(), "{kind}: an empty name");
+            assert!(seen.insert(n), "{kind}: {n:?} twice");
+        }
+    }
+    let mut keep: Vec<u8> = PROC_COLUMNS.iter().map(|c| c.keep).collect();
+    keep.sort_unstable();
+    keep.dedup();
+    assert_eq!(keep.len(), PROC_COLUMNS.len(), "process keep ranks differ");
+}
+
+#[test]
+fn ids_index_their_table() {
+    for (i, c) in ProcCol::ALL.into_iter().enumerate() {
+        assert_eq!(PROC_COLUMNS[i].id, c);
+        assert_eq!(ProcCol::from_key(c.key()), Some(c));
+        // Free text only last.
+        assert_eq!(c.def().text_width == 0, i + 1 == ProcCol::ALL.len(), "{c:?}");
+    }
+}
+
+/// `src` without its `#[cfg(test)]` items (a line, or a braced block).
+fn without_tests(src: &str) -> String {
+    let mut out = String::new();
+    let mut lines = src.lines();
+    while let Some(l) = lines.next() {
+        if l.trim() != "#[cfg(test)]" {
+            out.push_str(l);
+            out.push('\n');
+            continue;
+        }
+        let mut depth = 0i32;
+        for l in lines.by_ref() {
+            depth += l.matches('{').count() as i32 - l.matches('}').count() as i32;
+            if depth <= 0 && (l.trim_end().ends_with(';') || l.trim_end().ends_with('}')) {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The string literals of Rust source `src` (comments and char literals
+/// skipped; escapes kept as written).
+fn literals(src: &str) -> Vec<String> {
+    let b = src.as_bytes();
+    let (mut out, mut i) = (Vec::new(), 0);
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = src[i..].find('\n').map_or(b.len(), |n| i + n);
+            }
+            b'\'' if b.get(i + 2) == Some(&b'\'') => i += 3,
+            b'\'' if b.get(i + 1) == Some(&b'\\') => {
+                i = src[i + 2..].find('\'').map_or(b.len(), |n| i + 3 + n);
+            }
+            b'"' => {
+                let start = i + 1;
+                i = start;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                out.push(src[start..i.min(b.len())].to_string());
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// No column heading is written as a string literal outside this module
+/// (tests excluded): the outputs take them from the tables.
+#[test]
+fn headings_are_written_only_in_the_tables() {
+    let own = interface_names();
+    let heads: HashSet<&str> = headings()
+        .into_iter()
+        .flat_map(|(_, h)| h)
+        .filter(|h| !own.contains(h))
+        .collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    assert!(files.len() > 50, "{files:?}");
+    // The cgroup panes' and the batch cgroup section's own columns, until
+    // their table: the same words, another quantity.
+    let pending = [
+        ("ui/cgroups.rs", "READ/s"),
+        ("ui/cgroups.rs", "WRITE/s"),
+        ("ui/cgroup_detail.rs", "read/s"),
+        ("ui/cgroup_detail.rs", "write/s"),
+        ("batch_cgroups.rs", "read/s"),
+        ("batch_cgroups.rs", "write/s"),
+    ];
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.starts_with(root.join("present"))) {
+        let src = without_tests(&std::fs::read_to_string(f).unwrap());
+        for l in literals(&src) {
+            let rel = f.strip_prefix(&root).unwrap_or(f);
+            if heads.contains(l.as_str()) && !pending.iter().any(|(p, h)| rel == Path::new(p) && *h == l) {
+                found.push(format!("{}: {l:?}", f.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "headings outside the tables:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_scan_finds_literals_and_skips_tests() {
+    let src =
+        "let a = \"PID\"; // \"not\"\nlet c = '\"'; let d = \"x\\\"y\";\n#[cfg(test)]\nmod t {\n    \"hidden\"\n}\n";
+    assert_eq!(literals(&without_tests(src)), ["PID", "x\\\"y"]);
+}
