@@ -92,7 +92,6 @@
 
 pub mod app;
 pub mod batch;
-pub mod batch_cgroups;
 pub mod cli;
 pub mod collect;
 pub mod config;

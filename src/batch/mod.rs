@@ -421,7 +421,7 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
         processes::lines(&mut out, model, top, style);
     }
     if let Some(cg) = &model.cgroups {
-        crate::batch_cgroups::text(&mut out, cg, top, units);
+        crate::present::cgroup_text::text(&mut out, cg, top, units);
     }
     if !model.host.is_root && (model.hidden > 0 || model.denied > 0) {
         let _ = writeln!(

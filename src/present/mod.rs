@@ -9,6 +9,8 @@
 //! devices, labels, units) live here: `ui` and `batch` import this module,
 //! never each other.
 
+pub mod cgroup;
+pub mod cgroup_text;
 pub mod process;
 pub mod text;
 pub mod units;
