@@ -28,8 +28,8 @@ use crate::collect::cgroup::CgroupReader;
 use crate::collect::sample::HostInfo;
 use crate::format;
 use crate::model::process::ProcRates;
-use crate::model::trace::view::ProcDevJson;
 use crate::model::{AlignVerdict, Model, ProcRow};
+use crate::present::trace_json::ProcDevJson;
 use crate::tracer::Tracing;
 
 /// Default seconds between samples.
@@ -541,7 +541,7 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         })),
         "exit_records": model.exits,
         "errors": model.errors,
-        "trace": model.trace.counts_json(),
+        "trace": crate::present::trace_json::counts_json(&model.trace),
         "traced_processes": trace::traced_processes_json(model),
     })
 }

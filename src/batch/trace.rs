@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::format;
 use crate::model::Model;
-use crate::model::trace::view::{self as trace_view, ProcDevJson};
 use crate::present::process::ProcCol;
+use crate::present::trace_json::{self as trace_view, ProcDevJson};
 
 fn ms3(ns: Option<u64>) -> String {
     ns.map_or_else(|| format::NA.to_string(), |v| format!("{:.3}", v as f64 / 1e6))

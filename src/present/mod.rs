@@ -13,6 +13,7 @@ pub mod cgroup;
 pub mod cgroup_text;
 pub mod process;
 pub mod text;
+pub mod trace_json;
 pub mod units;
 
 /// Where a column's text sits in its cell.
