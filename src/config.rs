@@ -20,8 +20,8 @@ use serde::Deserialize;
 
 use crate::cli::Cli;
 use crate::format;
+use crate::present::device::DevCol;
 use crate::present::process::ProcCol;
-use crate::ui::DevCol;
 use crate::ui::theme::{Palette, Theme, Thresholds};
 
 #[derive(Debug, Default, Deserialize, PartialEq)]

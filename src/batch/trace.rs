@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::format;
 use crate::model::Model;
+use crate::present::device::DevCol;
 use crate::present::process::ProcCol;
 use crate::present::trace_json::{self as trace_view, ProcDevJson};
 
@@ -38,14 +39,14 @@ pub(super) fn traced_report(out: &mut String, model: &Model) {
         "\ntraced requests: lost events {}  unmatched {}\n{:<12} {:<7} {:>7} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         iv.lost_events + iv.missed_pages,
         iv.unmatched,
-        "Device",
+        DevCol::Name.def().head,
         "op",
         "reqs",
         "seq B",
         "seq R",
         "p50 ms",
         "p95 ms",
-        "p99 ms",
+        DevCol::P99.def().head,
         "max ms",
         "queue p99",
         "dev p99"
@@ -90,7 +91,7 @@ pub(super) fn traced_report(out: &mut String, model: &Model) {
         "written",
         "seq B",
         "seq R",
-        "p99 ms"
+        DevCol::P99.def().head
     );
     for ((key, dev), p) in rows.into_iter().take(10) {
         let pid = if *key > 0 {

@@ -11,6 +11,7 @@
 
 pub mod cgroup;
 pub mod cgroup_text;
+pub mod device;
 pub mod process;
 pub mod text;
 pub mod trace_json;

@@ -28,7 +28,7 @@ fn width(c: ProcCol) -> u16 {
 
 /// The columns that fit in `avail`, in display order: PID, the command and
 /// the sort column always (a list is never sorted by a column not shown),
-/// then the others in [`KEEP_ORDER`].
+/// then the others in the order of the table's `keep` rank.
 pub fn fit_columns(wanted: &[ProcCol], avail: u16, sort: ProcCol) -> Vec<ProcCol> {
     let mut used = 0u16;
     let mut keep = Vec::new();
