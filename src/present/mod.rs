@@ -15,6 +15,7 @@ pub mod device;
 pub mod process;
 pub mod text;
 pub mod trace_json;
+pub mod transfer;
 pub mod units;
 
 /// Where a column's text sits in its cell.

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::cgroup::{CG_COLUMNS, CgCol};
 use super::device::{DEV_COLUMNS, DevCol, WIDE};
 use super::process::{PROC_COLUMNS, ProcCol};
+use super::transfer::{TRANSFER_COLUMNS, TransferCol};
 
 /// Every heading of every table, by kind (a kind's headings must differ).
 fn headings() -> Vec<(&'static str, Vec<&'static str>)> {
@@ -19,6 +20,7 @@ fn headings() -> Vec<(&'static str, Vec<&'static str>)> {
         ("cgroup head", CG_COLUMNS.iter().map(|c| c.head).collect()),
         ("cgroup text_head", CG_COLUMNS.iter().map(|c| c.text_head).collect()),
         ("device head", DEV_COLUMNS.iter().map(|c| c.head).collect()),
+        ("transfer head", TRANSFER_COLUMNS.iter().map(|c| c.head).collect()),
     ]
 }
 
@@ -52,6 +54,7 @@ fn headings_and_keys_are_unique() {
     ));
     kinds.push(("cgroup key", CG_COLUMNS.iter().map(|c| c.key).collect()));
     kinds.push(("device key", DEV_COLUMNS.iter().map(|c| c.key).collect()));
+    kinds.push(("transfer key", TRANSFER_COLUMNS.iter().map(|c| c.key).collect()));
     let heads = |units| WIDE.iter().map(|c| c.heading(units).leak() as &str).collect();
     kinds.push(("device text head", heads(crate::cli::Units::Human)));
     kinds.push(("device raw head", heads(crate::cli::Units::Raw)));
@@ -94,6 +97,10 @@ fn ids_index_their_table() {
     for (i, c) in DevCol::ALL.into_iter().enumerate() {
         assert_eq!(DEV_COLUMNS[i].id, c);
         assert_eq!(DevCol::from_key(c.key()), Some(c));
+    }
+    for (i, c) in TransferCol::ALL.into_iter().enumerate() {
+        assert_eq!(TRANSFER_COLUMNS[i].id, c);
+        assert_eq!(TransferCol::from_key(c.key()), Some(c));
     }
     for (i, c) in CgCol::ALL.into_iter().enumerate() {
         assert_eq!(CG_COLUMNS[i].id, c);
@@ -151,6 +158,20 @@ fn literals(src: &str) -> Vec<String> {
     out
 }
 
+/// `src` without clap's `value_name = "..."` (a command-line placeholder
+/// such as FILE, not a column).
+fn without_value_names(src: &str) -> String {
+    const KEY: &str = "value_name = \"";
+    let (mut out, mut rest) = (String::new(), src);
+    while let Some(i) = rest.find(KEY) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + KEY.len()..];
+        rest = after.find('"').map_or("", |j| &after[j + 1..]);
+    }
+    out.push_str(rest);
+    out
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
@@ -181,7 +202,7 @@ fn headings_are_written_only_in_the_tables() {
     assert!(files.len() > 50, "{files:?}");
     let mut found = Vec::new();
     for f in files.iter().filter(|f| !f.starts_with(root.join("present"))) {
-        let src = without_tests(&std::fs::read_to_string(f).unwrap());
+        let src = without_value_names(&without_tests(&std::fs::read_to_string(f).unwrap()));
         for l in literals(&src) {
             if heads.contains(l.as_str()) {
                 found.push(format!("{}: {l:?}", f.display()));

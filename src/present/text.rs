@@ -71,3 +71,16 @@ pub fn csv_field(text: &str) -> String {
         text.to_string()
     }
 }
+
+/// Cut to `w` characters (display width of escaped ASCII-ish text).
+pub fn truncate(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else if w == 0 {
+        String::new()
+    } else {
+        let mut out: String = s.chars().take(w - 1).collect();
+        out.push('…');
+        out
+    }
+}

@@ -200,18 +200,7 @@ fn cell<'a>(c: DevCol, l: &DevLine, w: u16, model: &Model, view: &ViewState) -> 
     }
 }
 
-/// Cut to `w` characters (display width of escaped ASCII-ish text).
-pub fn truncate(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        s.to_string()
-    } else if w == 0 {
-        String::new()
-    } else {
-        let mut out: String = s.chars().take(w - 1).collect();
-        out.push('…');
-        out
-    }
-}
+pub use crate::present::text::truncate;
 
 /// `line` cut to `w` cells, its last cell "…" when something was cut, the
 /// spans' styles kept (a long name ends visibly instead of running into
