@@ -20,8 +20,9 @@ use serde::Deserialize;
 
 use crate::cli::Cli;
 use crate::format;
+use crate::present::device::DevCol;
+use crate::present::process::ProcCol;
 use crate::ui::theme::{Palette, Theme, Thresholds};
-use crate::ui::{DevCol, ProcCol};
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -42,6 +42,11 @@
 //!   the one sampler loop (its clock, the short first interval) that the
 //!   dashboard, the batch output, `iolens record`, `iolens export` and
 //!   `iolens progress` use.
+//! - [`present`]: the presentation layer — one column table per row type
+//!   (id, config key, headings of every output, width, alignment, value,
+//!   formatting), from which the dashboard panes, the batch text and CSV
+//!   are generated, and the text helpers they share; `ui` and `batch`
+//!   import it, never each other.
 //! - [`batch`] and [`progress`]: the outputs without a terminal (`--batch`,
 //!   `--json`, `iolens progress`).
 //! - [`record`]: `iolens record` appends the raw samples (with the host
@@ -92,13 +97,13 @@
 
 pub mod app;
 pub mod batch;
-pub mod batch_cgroups;
 pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod export;
 pub mod format;
 pub mod model;
+pub mod present;
 pub mod probe;
 pub mod progress;
 pub mod record;

@@ -493,3 +493,65 @@ fn csv_fields_read_back_as_the_text_output_shows_them() {
     let evil = rows.iter().find(|r| r[1] == "31337").unwrap();
     assert_eq!(evil[n - 1], "[evil\\x1b[31mred\\x07]", "escaped once");
 }
+
+/// B/SYSCALL is (rchar + wchar) / (syscr + syscw) in every output: a
+/// process reading 1000 B in 10 calls and writing 3000 B in 10 calls moves
+/// 200 B per call (not the 100 B of its reads alone).
+#[test]
+fn bytes_per_syscall_agree_across_outputs() {
+    use iolens::batch::{csv, text_report_in};
+    use iolens::cli::{CsvTable, Units};
+    let mut m = common::model();
+    let row = m.procs.iter_mut().find(|p| p.raw.key.pid == 4242).unwrap();
+    let r = std::sync::Arc::make_mut(row.rates.as_mut().unwrap());
+    (r.rchar_bps, r.syscr_per_s, r.avg_read) = (1000.0, 10.0, Some(100.0));
+    (r.wchar_bps, r.syscw_per_s, r.avg_write) = (3000.0, 10.0, Some(300.0));
+    let dd = m.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap();
+    let dash = iolens::ui::viewmodel::nums(dd, false).unwrap().avg_syscall;
+    assert_eq!(dash, Some(200.0));
+    let rows = csv::header(CsvTable::Processes) + &csv::rows(&m, CsvTable::Processes, 10, 0);
+    let head: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
+    let at = head.iter().position(|h| *h == "B/sysc").unwrap();
+    let line = rows.lines().find(|l| l.split(',').nth(1) == Some("4242")).unwrap();
+    assert_eq!(line.split(',').nth(at), Some("200"), "{rows}");
+    let style = TextStyle {
+        units: Units::Raw,
+        wide: false,
+    };
+    let text = text_report_in(&m, 10, style);
+    let heads = text.lines().find(|l| l.trim_start().starts_with("PID ")).unwrap();
+    let at = heads.split_whitespace().position(|h| h == "B/sysc").unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("4242"))
+        .unwrap();
+    assert_eq!(line.split_whitespace().nth(at), Some("200"), "{text}");
+}
+
+/// The names the process table records for JSON and the exporter are the
+/// ones those outputs use (public interfaces, not generated from the table).
+#[test]
+fn process_table_json_and_metric_names_are_the_outputs_names() {
+    use iolens::present::process::ProcCol;
+    let m = common::model();
+    let json = iolens::batch::json_report(&m, 10);
+    let proc0 = &json["processes"][0];
+    let mut e = iolens::export::metrics::Exported::new(1);
+    e.update(&m, 0.004);
+    let om = e.openmetrics();
+    for c in ProcCol::ALL {
+        for name in c.def().json {
+            let v = match name.strip_prefix("rates.") {
+                Some(f) => proc0["rates"].get(f),
+                None => proc0.get(name),
+            };
+            assert!(v.is_some(), "{c:?}: no JSON field {name} in {proc0}");
+        }
+        for name in c.def().metric {
+            assert!(
+                om.contains(&format!("# TYPE iolens_{name} counter")),
+                "{c:?}: no metric {name} in {om}"
+            );
+        }
+    }
+}

@@ -11,93 +11,42 @@ use std::fmt::Write as _;
 
 use crate::cli::CsvTable;
 use crate::format;
-use crate::model::disk::{DirRates, DiskRates};
+use crate::model::disk::DiskRates;
 use crate::model::{Model, pattern};
+use crate::present::device::WIDE;
+use crate::present::process::{ProcCol, rate_nums};
 
 /// The header line of `table`.
 pub fn header(table: CsvTable) -> String {
-    let cols: &[&str] = match table {
-        CsvTable::Devices => &[
-            "time_s", "device", "r/s", "rB/s", "rrqm/s", "%rrqm", "r_await", "rareq_B", "w/s", "wB/s", "wrqm/s",
-            "%wrqm", "w_await", "wareq_B", "d/s", "dB/s", "drqm/s", "%drqm", "d_await", "dareq_B", "f/s", "f_await",
-            "aqu-sz", "%util", "pattern", "mount",
-        ],
-        CsvTable::Processes => &[
-            "time_s",
-            "pid",
-            "user",
-            "prio",
-            "disk_rd_B/s",
-            "disk_wr_B/s",
-            "cancel_B/s",
-            "read_B/s",
-            "write_B/s",
-            "sysc/s",
-            "B/sysc",
-            "cache%",
-            "io%",
-            "devices",
-            "command",
-        ],
-    };
-    cols.join(",") + "\n"
-}
-
-/// A text field holding `text`, the value the text output shows (already
-/// escaped once: control characters as `\x1b`, a backslash doubled),
-/// quoted per RFC 4180: in quotes, with its quotes doubled, when it holds
-/// a comma, a quote, CR or LF.
-pub fn field(text: &str) -> String {
-    if text.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
+    match table {
+        CsvTable::Devices => {
+            let cols: Vec<String> = WIDE.iter().map(|c| c.csv_head()).collect();
+            format!("time_s,device,{},pattern,mount\n", cols.join(","))
+        }
+        CsvTable::Processes => {
+            let cols = ProcCol::ALL.map(|c| c.def().csv_head);
+            format!("time_s,{}\n", cols.join(","))
+        }
     }
 }
+
+pub use crate::present::text::csv_field as field;
 
 /// A text field of a name or path from the system: escaped, then quoted.
 fn raw(s: &str) -> String {
     field(&format::escape(s))
 }
 
-/// A number with `prec` decimals, `n/a` when unknown.
-fn num(v: Option<f64>, prec: usize) -> String {
-    v.filter(|v| v.is_finite())
-        .map_or_else(|| format::NA.to_string(), |v| format!("{v:.prec$}"))
-}
-
-fn dir(out: &mut String, d: Option<&DirRates>) {
-    let _ = write!(
-        out,
-        ",{},{},{},{},{},{}",
-        num(d.map(|d| d.ios_per_s), 2),
-        num(d.map(|d| d.bytes_per_s), 0),
-        num(d.map(|d| d.merges_per_s), 2),
-        num(d.and_then(|d| d.merge_pct), 2),
-        num(d.and_then(|d| d.await_ms), 3),
-        num(d.and_then(|d| d.req_bytes), 0),
-    );
-}
-
 fn device_row(out: &mut String, t: &str, name: &str, r: Option<&DiskRates>, mount: &str) {
     let _ = write!(out, "{t},{}", raw(name));
-    dir(out, r.map(|r| &r.read));
-    dir(out, r.map(|r| &r.write));
-    dir(out, r.and_then(|r| r.discard.as_ref()));
-    let flush = r.and_then(|r| r.flush);
+    for c in WIDE {
+        out.push(',');
+        out.push_str(&c.csv(r));
+    }
     let pat = r.map_or(format::NA.to_string(), |r| {
         pattern::text(r.pattern, r.seq_byte_share, r.pattern_basis)
     });
-    let _ = writeln!(
-        out,
-        ",{},{},{},{},{},{}",
-        num(flush.map(|f| f.ios_per_s), 2),
-        num(flush.and_then(|f| f.await_ms), 3),
-        num(r.map(|r| r.aqu_sz), 2),
-        num(r.map(|r| r.util_pct), 1),
-        field(&pat),
-        raw(mount),
-    );
+    let _ = writeln!(out, ",{},{}", field(&pat), raw(mount));
 }
 
 /// The rows of one interval: `time_s` is the seconds since `start_ns`
@@ -122,24 +71,13 @@ pub fn rows(model: &Model, table: CsvTable, top: usize, start_ns: u64) -> String
         CsvTable::Processes => {
             for p in super::top_procs(model, top) {
                 let Some(r) = p.rates.as_deref() else { continue };
-                let _ = writeln!(
-                    out,
-                    "{t},{},{},{},{:.0},{:.0},{:.0},{:.0},{:.0},{:.2},{},{},{},{},{}",
-                    p.raw.key.pid,
-                    raw(p.raw.user.as_deref().unwrap_or("?")),
-                    field(&p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice))),
-                    r.read_bps,
-                    r.write_bps,
-                    r.cancelled_write_bps,
-                    r.rchar_bps,
-                    r.wchar_bps,
-                    r.syscr_per_s + r.syscw_per_s,
-                    num(r.avg_read.or(r.avg_write), 0),
-                    num(r.cache_share.map(|c| c * 100.0), 1),
-                    num(r.io_wait_pct, 1),
-                    field(&crate::ui::processes::devices_text(p)),
-                    field(&crate::ui::processes::command(p)),
-                );
+                let n = rate_nums(r);
+                out.push_str(&t);
+                for c in ProcCol::ALL {
+                    out.push(',');
+                    out.push_str(&c.csv(p, &n));
+                }
+                out.push('\n');
             }
         }
     }
@@ -149,6 +87,7 @@ pub fn rows(model: &Model, table: CsvTable, top: usize, start_ns: u64) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::present::device::num;
 
     #[test]
     fn fields_are_escaped_and_quoted() {

@@ -11,9 +11,9 @@ pub mod csv;
 pub mod devices;
 mod processes;
 mod trace;
-mod units;
 
-pub use units::{bytes_in, rate_in};
+pub use crate::present::text::CHILDREN_LABEL;
+pub use crate::present::units::{bytes_in, rate_in};
 
 pub use bench::bench_sample;
 
@@ -27,10 +27,10 @@ use serde_json::json;
 use crate::cli::{Cli, CsvTable, Units};
 use crate::format;
 use crate::model::process::ProcRates;
-use crate::model::trace::view::ProcDevJson;
 use crate::model::{AlignVerdict, Model, ProcRow};
 use crate::session::headless::{self, Report, Schedule};
 use crate::session::{Plan, Session};
+use crate::present::trace_json::ProcDevJson;
 
 /// Kept under its old path for the tests that build a model of this host.
 pub use crate::session::clk_tck;
@@ -277,7 +277,7 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
         processes::lines(&mut out, model, top, style);
     }
     if let Some(cg) = &model.cgroups {
-        crate::batch_cgroups::text(&mut out, cg, top, units);
+        crate::present::cgroup_text::text(&mut out, cg, top, units);
     }
     if !model.host.is_root && (model.hidden > 0 || model.denied > 0) {
         let _ = writeln!(
@@ -321,10 +321,6 @@ fn totals_lines(out: &mut String, model: &Model, style: TextStyle) {
         out.push_str("io% n/a: delay accounting is off (sysctl kernel.task_delayacct=1 turns it on)\n");
     }
 }
-
-/// The line under a process for what arrived from its exited threads and
-/// reaped children (without exit records).
-pub const CHILDREN_LABEL: &str = "↳ exited threads and children";
 
 /// What the process rows can and cannot attribute, and why: one line for
 /// the header of every output.
@@ -401,7 +397,7 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         })),
         "exit_records": model.exits,
         "errors": model.errors,
-        "trace": model.trace.counts_json(),
+        "trace": crate::present::trace_json::counts_json(&model.trace),
         "traced_processes": trace::traced_processes_json(model),
     })
 }

@@ -8,7 +8,9 @@ use serde_json::json;
 
 use crate::format;
 use crate::model::Model;
-use crate::model::trace::view::{self as trace_view, ProcDevJson};
+use crate::present::device::DevCol;
+use crate::present::process::ProcCol;
+use crate::present::trace_json::{self as trace_view, ProcDevJson};
 
 fn ms3(ns: Option<u64>) -> String {
     ns.map_or_else(|| format::NA.to_string(), |v| format!("{:.3}", v as f64 / 1e6))
@@ -37,14 +39,14 @@ pub(super) fn traced_report(out: &mut String, model: &Model) {
         "\ntraced requests: lost events {}  unmatched {}\n{:<12} {:<7} {:>7} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         iv.lost_events + iv.missed_pages,
         iv.unmatched,
-        "Device",
+        DevCol::Name.def().head,
         "op",
         "reqs",
         "seq B",
         "seq R",
         "p50 ms",
         "p95 ms",
-        "p99 ms",
+        DevCol::P99.def().head,
         "max ms",
         "queue p99",
         "dev p99"
@@ -81,7 +83,15 @@ pub(super) fn traced_report(out: &mut String, model: &Model) {
     let _ = writeln!(
         out,
         "{:>8} {:<16} {:<12} {:>7} {:>11} {:>11} {:>6} {:>6} {:>9}",
-        "PID", "command", "device", "reqs", "read", "written", "seq B", "seq R", "p99 ms"
+        ProcCol::Pid.def().text_head,
+        ProcCol::Command.def().text_head,
+        "device",
+        "reqs",
+        "read",
+        "written",
+        "seq B",
+        "seq R",
+        DevCol::P99.def().head
     );
     for ((key, dev), p) in rows.into_iter().take(10) {
         let pid = if *key > 0 {

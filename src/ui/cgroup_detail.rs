@@ -11,10 +11,12 @@ use ratatui::widgets::Paragraph;
 
 use super::devices::truncate;
 use super::{Theme, ViewState, pane_block};
-use crate::batch_cgroups::limits_text;
 use crate::format;
 use crate::model::cgroup::{CgDevice, CgroupRow, PsiLine, Source, Weight};
 use crate::model::{Model, ProcRow};
+use crate::present::cgroup::CgCol;
+use crate::present::cgroup_text::limits_text;
+use crate::present::process::ProcCol;
 
 fn na() -> String {
     format::NA.to_string()
@@ -182,7 +184,12 @@ pub fn lines(r: &CgroupRow, model: &Model, t: &Theme, height: usize) -> Vec<Line
     out.push(Line::styled(
         format!(
             "{:<12} {:>10} {:>10} {:>7} {:>7}  {:<14} effective limit (* not in the total)",
-            "device", "read/s", "write/s", "r/s", "w/s", "%LIMIT (3s)"
+            "device",
+            CgCol::Read.def().text_head,
+            CgCol::Write.def().text_head,
+            CgCol::ReadIops.def().text_head,
+            CgCol::WriteIops.def().text_head,
+            "%LIMIT (3s)"
         ),
         t.title(),
     ));
@@ -205,9 +212,9 @@ pub fn lines(r: &CgroupRow, model: &Model, t: &Theme, height: usize) -> Vec<Line
     out.push(Line::styled(
         format!(
             "{:>7} {:>10} {:>10}  processes ({})",
-            "PID",
-            "DISK RD/s",
-            "DISK WR/s",
+            ProcCol::Pid.head(false),
+            ProcCol::DiskRead.head(false),
+            ProcCol::DiskWrite.head(false),
             procs.len()
         ),
         t.title(),

@@ -16,105 +16,21 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use super::devices::truncate;
 use super::viewmodel::ViewModel;
 use super::{Pane, ViewState, pane_block};
-use crate::batch_cgroups::{hierarchy_text, limits_text};
 use crate::format;
 use crate::model::Model;
 use crate::model::cgroup::{CgroupRow, CgroupView};
+use crate::present::Align;
+use crate::present::cgroup_text::hierarchy_text;
 
-/// A column of the cgroups pane (also the sort keys).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CgCol {
-    Name,
-    Kind,
-    Source,
-    Read,
-    Write,
-    ReadIops,
-    WriteIops,
-    PsiSome,
-    PsiFull,
-    Limit,
-    LimitShare,
-    Procs,
+pub use crate::present::cgroup::{CgCol, share_text};
+
+fn width(c: CgCol) -> u16 {
+    c.def().width
 }
 
-impl CgCol {
-    /// Display order.
-    pub const ALL: [CgCol; 12] = [
-        CgCol::Name,
-        CgCol::Kind,
-        CgCol::Source,
-        CgCol::Read,
-        CgCol::Write,
-        CgCol::ReadIops,
-        CgCol::WriteIops,
-        CgCol::PsiSome,
-        CgCol::PsiFull,
-        CgCol::Limit,
-        CgCol::LimitShare,
-        CgCol::Procs,
-    ];
-
-    pub fn header(self) -> &'static str {
-        match self {
-            CgCol::Name => "CGROUP",
-            CgCol::Kind => "KIND",
-            CgCol::Source => "SOURCE",
-            CgCol::Read => "READ/s",
-            CgCol::Write => "WRITE/s",
-            CgCol::ReadIops => "R/s",
-            CgCol::WriteIops => "W/s",
-            CgCol::PsiSome => "SOME",
-            CgCol::PsiFull => "FULL",
-            CgCol::Limit => "LIMIT",
-            CgCol::LimitShare => "%LIMIT",
-            CgCol::Procs => "PROCS",
-        }
-    }
-
-    fn width(self) -> u16 {
-        match self {
-            CgCol::Name => NAME_MIN,
-            CgCol::Kind => 7,
-            CgCol::Source => 6,
-            CgCol::Read | CgCol::Write => 10,
-            CgCol::ReadIops | CgCol::WriteIops => 7,
-            CgCol::PsiSome | CgCol::PsiFull => 6,
-            CgCol::Limit => 24,
-            CgCol::LimitShare => 8,
-            CgCol::Procs => 6,
-        }
-    }
-
-    /// Numbers sort largest first, text ascending.
-    pub fn natural_desc(self) -> bool {
-        !matches!(self, CgCol::Name | CgCol::Kind | CgCol::Source | CgCol::Limit)
-    }
-
-    fn left_aligned(self) -> bool {
-        matches!(self, CgCol::Name | CgCol::Kind | CgCol::Source | CgCol::Limit)
-    }
+fn left_aligned(c: CgCol) -> bool {
+    c.def().align == Align::Left
 }
-
-/// The name keeps at least this much before optional columns get room.
-const NAME_MIN: u16 = 32;
-
-/// Columns kept longest first: the name, the rates, how close to the
-/// limit, where the numbers come from.
-const KEEP_ORDER: [CgCol; 12] = [
-    CgCol::Name,
-    CgCol::Read,
-    CgCol::Write,
-    CgCol::LimitShare,
-    CgCol::Source,
-    CgCol::PsiSome,
-    CgCol::Limit,
-    CgCol::ReadIops,
-    CgCol::WriteIops,
-    CgCol::PsiFull,
-    CgCol::Procs,
-    CgCol::Kind,
-];
 
 /// The columns that fit in `avail` cells, in display order. The sort
 /// column is always among them (right after the name): a list sorted by a
@@ -122,14 +38,18 @@ const KEEP_ORDER: [CgCol; 12] = [
 pub fn fit_columns(avail: u16, sort: CgCol) -> Vec<CgCol> {
     let mut used = 0u16;
     let mut keep = Vec::new();
+    // Columns kept longest first (the table's `keep` rank): the name, the
+    // rates, how close to the limit, where the numbers come from.
+    let mut by_keep = CgCol::ALL;
+    by_keep.sort_by_key(|c| c.def().keep);
     let order = [CgCol::Name, sort]
         .into_iter()
-        .chain(KEEP_ORDER.into_iter().filter(|c| *c != sort && *c != CgCol::Name));
+        .chain(by_keep.into_iter().filter(|c| *c != sort && *c != CgCol::Name));
     for c in order {
         if keep.contains(&c) {
             continue;
         }
-        let w = c.width() + u16::from(!keep.is_empty());
+        let w = width(c) + u16::from(!keep.is_empty());
         if used + w > avail {
             break;
         }
@@ -143,13 +63,13 @@ pub fn fit_columns(avail: u16, sort: CgCol) -> Vec<CgCol> {
 /// `inner_w` cells sorted by `sort` (for a click on the header).
 pub fn column_at(sort: CgCol, inner_w: u16, x: u16) -> Option<CgCol> {
     let cols = fit_columns(inner_w, sort);
-    let others: u16 = cols.iter().filter(|c| **c != CgCol::Name).map(|c| c.width() + 1).sum();
+    let others: u16 = cols.iter().filter(|c| **c != CgCol::Name).map(|c| width(*c) + 1).sum();
     let mut left = 0u16;
     for c in cols {
         let w = if c == CgCol::Name {
             inner_w.saturating_sub(others)
         } else {
-            c.width()
+            width(c)
         };
         if x < left + w {
             return Some(c);
@@ -159,47 +79,11 @@ pub fn column_at(sort: CgCol, inner_w: u16, x: u16) -> Option<CgCol> {
     None
 }
 
-fn numeric(r: &CgroupRow, c: CgCol) -> Option<f64> {
-    match c {
-        CgCol::Read => r.rates.map(|x| x.read_bps),
-        CgCol::Write => r.rates.map(|x| x.write_bps),
-        CgCol::ReadIops => r.rates.and_then(|x| x.read_iops),
-        CgCol::WriteIops => r.rates.and_then(|x| x.write_iops),
-        CgCol::PsiSome => r.pressure.and_then(|p| p.some_pct),
-        CgCol::PsiFull => r.pressure.and_then(|p| p.full_pct),
-        CgCol::LimitShare => r.limit_share(),
-        CgCol::Procs => Some(r.processes.count as f64),
-        _ => None,
-    }
-}
-
-/// "loop0 rbps 20.0 MB/s" (+N more limited devices), or "none".
-fn limit_cell(r: &CgroupRow) -> String {
-    let Some(d) = r.binding_device() else {
-        return "none".to_string();
-    };
-    let more = r.devices.iter().filter(|d| !d.effective_limits.is_empty()).count() - 1;
-    let mut s = format!("{} {}", format::escape(&d.device), limits_text(&d.effective_limits));
-    if more > 0 {
-        s.push_str(&format!(" +{more}"));
-    }
-    s
-}
-
 /// Compare two rows on `col` in its natural order; unknown numbers last,
 /// ties by total bytes/s then path so the order is stable.
 pub fn compare(a: &CgroupRow, b: &CgroupRow, col: CgCol) -> Ordering {
-    let o = match col {
-        CgCol::Name => a.name.cmp(&b.name),
-        CgCol::Kind => a.kind.label().cmp(b.kind.label()),
-        CgCol::Source => a.source.label().cmp(b.source.label()),
-        CgCol::Limit => limit_cell(a).cmp(&limit_cell(b)),
-        _ => {
-            let k = |r: &CgroupRow| numeric(r, col).unwrap_or(f64::NEG_INFINITY);
-            k(b).total_cmp(&k(a))
-        }
-    };
-    o.then_with(|| b.total_bps().total_cmp(&a.total_bps()))
+    col.order(a, b)
+        .then_with(|| b.total_bps().total_cmp(&a.total_bps()))
         .then_with(|| a.path.cmp(&b.path))
 }
 
@@ -222,40 +106,6 @@ pub fn height(model: &Model, vm: &ViewModel) -> u16 {
     u16::try_from(vm.cgroups.len().max(1))
         .unwrap_or(u16::MAX)
         .saturating_add(3 + u16::from(notes))
-}
-
-fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| format::NA.to_string(), |v| format!("{v:.1}%"))
-}
-
-fn cell_text(c: CgCol, r: &CgroupRow) -> String {
-    let opt_rate = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), format::rate);
-    let opt_num = |v: Option<f64>| v.map_or_else(|| format::NA.to_string(), format::num);
-    match c {
-        CgCol::Name => format::escape(&r.name),
-        CgCol::Kind => r.kind.label().to_string(),
-        CgCol::Source => r.source.label().to_string(),
-        CgCol::Read => opt_rate(numeric(r, c)),
-        CgCol::Write => opt_rate(numeric(r, c)),
-        CgCol::ReadIops | CgCol::WriteIops => opt_num(numeric(r, c)),
-        CgCol::PsiSome | CgCol::PsiFull => pct(numeric(r, c)),
-        CgCol::Limit => limit_cell(r),
-        CgCol::LimitShare => share_text(r),
-        CgCol::Procs => r.processes.count.to_string(),
-    }
-}
-
-/// "AT 99%" at a limit (at least
-/// [`AT_LIMIT_SHARE`](crate::model::cgroup::AT_LIMIT_SHARE) of it over the
-/// last 3 s), "45%" below it, "n/a" while the 3 s window fills,
-/// blank without a limit.
-pub fn share_text(r: &CgroupRow) -> String {
-    match (r.limit_share(), r.limited()) {
-        (Some(s), _) if r.at_limit => format!("AT {:.0}%", s * 100.0),
-        (Some(s), _) => format!("{:.0}%", s * 100.0),
-        (None, true) => format::NA.to_string(),
-        (None, false) => String::new(),
-    }
 }
 
 /// The pane's title: how many rows, the hierarchy, and how many rows do
@@ -313,11 +163,11 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
         .iter()
         .map(|c| match c {
             CgCol::Name => Constraint::Fill(1),
-            c => Constraint::Length(c.width()),
+            c => Constraint::Length(width(*c)),
         })
         .collect();
     // The name takes what the other columns leave (cut with "…").
-    let others: u16 = cols.iter().filter(|c| **c != CgCol::Name).map(|c| c.width() + 1).sum();
+    let others: u16 = cols.iter().filter(|c| **c != CgCol::Name).map(|c| width(*c) + 1).sum();
     let name_w = usize::from(table_area.width.saturating_sub(others));
     let arrow = if view.cg_sort.natural_desc() != view.cg_reverse {
         "▼"
@@ -325,14 +175,14 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
         "▲"
     };
     let head = Row::new(cols.iter().map(|c| {
-        let w = usize::from(c.width());
+        let w = usize::from(width(*c));
         // The arrow is never clipped: a long name gives way to it.
         let h = if *c == view.cg_sort {
-            format!("{}{arrow}", truncate(c.header(), w.saturating_sub(1)))
+            format!("{}{arrow}", truncate(c.def().head, w.saturating_sub(1)))
         } else {
-            c.header().to_string()
+            c.def().head.to_string()
         };
-        Cell::from(if c.left_aligned() { h } else { format!("{h:>w$}") })
+        Cell::from(if left_aligned(*c) { h } else { format!("{h:>w$}") })
     }))
     .style(t.title());
     let selected = view
@@ -353,12 +203,12 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
         };
         body.push(
             Row::new(cols.iter().map(|c| {
-                let s = cell_text(*c, r);
-                let w = usize::from(c.width());
+                let s = c.pane_text(r);
+                let w = usize::from(width(*c));
                 match c {
                     CgCol::Name => Cell::from(truncate(&s, name_w)),
                     CgCol::LimitShare if s.starts_with("AT") => Cell::from(Span::styled(format!("{s:>w$}"), t.error())),
-                    c if c.left_aligned() => Cell::from(truncate(&s, w)),
+                    c if left_aligned(*c) => Cell::from(truncate(&s, w)),
                     _ => Cell::from(format!("{s:>w$}")),
                 }
             }))

@@ -12,6 +12,7 @@ use super::{DevCol, Pane, ViewState, pane_block, sparkline};
 use crate::format;
 use crate::model::disk::DirRates;
 use crate::model::{DeviceRow, Model};
+use crate::present::Align;
 
 pub use super::viewmodel::DevLine;
 
@@ -21,44 +22,10 @@ pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
     viewmodel::device_lines(model, view)
 }
 
-/// Columns in the order they are given up when the terminal is too narrow:
-/// the first ones are kept longest. First what an admin reads in `iostat
-/// -x`: the rates (r/s, w/s, MB/s), the queue (aqu-sz), %util and the
-/// latencies; then the mount point (or a loop device's backing file: for
-/// dm and loop devices often the only way to tell rows apart), the access
-/// pattern, the traced p99, the history. The batch text's default device
-/// columns are this order's data columns before the merges (a test in
-/// `batch::devices` keeps the two together).
-pub(crate) const KEEP_ORDER: [DevCol; 18] = [
-    DevCol::Name,
-    DevCol::Util,
-    DevCol::ReadIops,
-    DevCol::WriteIops,
-    DevCol::ReadMb,
-    DevCol::WriteMb,
-    DevCol::QueueSize,
-    DevCol::ReadAwait,
-    DevCol::WriteAwait,
-    DevCol::Mount,
-    DevCol::Pattern,
-    DevCol::P99,
-    DevCol::Spark,
-    DevCol::ReadReqSz,
-    DevCol::WriteReqSz,
-    DevCol::ReadMerge,
-    DevCol::WriteMerge,
-    DevCol::FlushIops,
-];
-
 fn width(c: DevCol, name_w: u16) -> u16 {
-    match c {
-        DevCol::Name => name_w,
-        DevCol::Mount => 9,
-        DevCol::ReadReqSz | DevCol::WriteReqSz => 8,
-        DevCol::ReadMerge | DevCol::WriteMerge | DevCol::FlushIops | DevCol::QueueSize | DevCol::Util => 6,
-        DevCol::Pattern => 9,
-        DevCol::Spark => 10,
-        _ => 7,
+    match c.def().width {
+        0 => name_w,
+        w => w,
     }
 }
 
@@ -89,7 +56,7 @@ pub fn layout_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<(DevCol
 pub fn fit_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<DevCol> {
     let mut used = 0u16;
     let mut keep = Vec::new();
-    for c in KEEP_ORDER {
+    for c in DevCol::keep_order() {
         if !wanted.contains(&c) && c != DevCol::Name {
             continue;
         }
@@ -107,11 +74,8 @@ pub fn fit_columns(wanted: &[DevCol], avail: u16, name_w: u16) -> Vec<DevCol> {
 /// ([`crate::model::pattern::heading`]).
 fn header(c: DevCol, pat: &'static str) -> &'static str {
     match c {
-        DevCol::Name => "Device",
-        DevCol::Spark => "%util hist",
         DevCol::Pattern => pat,
-        DevCol::P99 => "p99 ms",
-        other => other.key(),
+        c => c.def().head,
     }
 }
 
@@ -236,18 +200,7 @@ fn cell<'a>(c: DevCol, l: &DevLine, w: u16, model: &Model, view: &ViewState) -> 
     }
 }
 
-/// Cut to `w` characters (display width of escaped ASCII-ish text).
-pub fn truncate(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        s.to_string()
-    } else if w == 0 {
-        String::new()
-    } else {
-        let mut out: String = s.chars().take(w - 1).collect();
-        out.push('…');
-        out
-    }
-}
+pub use crate::present::text::truncate;
 
 /// `line` cut to `w` cells, its last cell "…" when something was cut, the
 /// spans' styles kept (a long name ends visibly instead of running into
@@ -320,9 +273,9 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
     let head = Row::new(cols.iter().map(|(c, w)| {
         let w = usize::from(*w);
         let h = header(*c, pat);
-        Cell::from(match c {
-            DevCol::Name | DevCol::Mount | DevCol::Spark => format!("{h:<w$}"),
-            _ => format!("{h:>w$}"),
+        Cell::from(match c.def().align {
+            Align::Left => format!("{h:<w$}"),
+            Align::Right => format!("{h:>w$}"),
         })
     }))
     .style(t.title());

@@ -12,59 +12,32 @@ use super::viewmodel::{self, ProcNums, ViewModel, active, natural_desc, nums};
 use super::{Pane, ProcCol, ViewState, pane_block};
 use crate::format;
 use crate::model::{IoUnavailable, Model, ProcRow};
-
-pub use super::viewmodel::command;
+use crate::present::Align;
+use crate::present::process::rate_nums;
+use crate::present::text::CHILDREN_LABEL;
+pub use crate::present::text::{command, devices_text};
 
 /// The rows in display order after filter, only-active and sort.
 pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<&'a ProcRow> {
     viewmodel::proc_rows(model, view)
 }
 
-/// Columns kept longest first; the command always gets what is left.
-const KEEP_ORDER: [ProcCol; 14] = [
-    ProcCol::Pid,
-    ProcCol::Command,
-    ProcCol::DiskRead,
-    ProcCol::DiskWrite,
-    ProcCol::Read,
-    ProcCol::Devices,
-    ProcCol::Write,
-    ProcCol::User,
-    ProcCol::Prio,
-    ProcCol::Cache,
-    ProcCol::Cancelled,
-    ProcCol::AvgSyscall,
-    ProcCol::Syscalls,
-    ProcCol::IoWait,
-];
-
-/// The command keeps at least this much before optional columns get room
-/// (at 80 columns: PID, disk and syscall reads, disk writes and DEVICES).
-const COMMAND_MIN: u16 = 26;
-
 fn width(c: ProcCol) -> u16 {
-    match c {
-        ProcCol::Pid => 7,
-        ProcCol::User => 9,
-        ProcCol::Prio => 5,
-        ProcCol::DiskRead | ProcCol::DiskWrite | ProcCol::Cancelled | ProcCol::Read | ProcCol::Write => 10,
-        ProcCol::Devices => 10,
-        ProcCol::Syscalls => 7,
-        ProcCol::AvgSyscall => 9,
-        ProcCol::Cache => 5,
-        ProcCol::IoWait => 5,
-        ProcCol::Command => COMMAND_MIN,
-    }
+    c.def().width
 }
 
 /// The columns that fit in `avail`, in display order: PID, the command and
 /// the sort column always (a list is never sorted by a column not shown),
-/// then the others in [`KEEP_ORDER`].
+/// then the others in the order of the table's `keep` rank.
 pub fn fit_columns(wanted: &[ProcCol], avail: u16, sort: ProcCol) -> Vec<ProcCol> {
     let mut used = 0u16;
     let mut keep = Vec::new();
+    // Columns kept longest first (the table's `keep` rank); the command
+    // always gets what is left.
+    let mut by_keep = ProcCol::ALL;
+    by_keep.sort_by_key(|c| c.def().keep);
     let order = [ProcCol::Pid, ProcCol::Command, sort].into_iter().chain(
-        KEEP_ORDER
+        by_keep
             .into_iter()
             .filter(|c| *c != sort && *c != ProcCol::Pid && *c != ProcCol::Command),
     );
@@ -103,124 +76,35 @@ pub fn column_at(view: &ViewState, inner_w: u16, x: u16) -> Option<ProcCol> {
     None
 }
 
-pub fn header(c: ProcCol, accumulated: bool) -> &'static str {
-    match (c, accumulated) {
-        (ProcCol::Pid, _) => "PID",
-        (ProcCol::User, _) => "USER",
-        (ProcCol::Prio, _) => "PRIO",
-        (ProcCol::DiskRead, false) => "DISK RD/s",
-        (ProcCol::DiskRead, true) => "DISK RD",
-        (ProcCol::DiskWrite, false) => "DISK WR/s",
-        (ProcCol::DiskWrite, true) => "DISK WR",
-        (ProcCol::Cancelled, false) => "CANCEL/s",
-        (ProcCol::Cancelled, true) => "CANCELLED",
-        (ProcCol::Devices, _) => "DEVICES",
-        (ProcCol::Read, false) => "READ/s",
-        (ProcCol::Read, true) => "READ",
-        (ProcCol::Write, false) => "WRITE/s",
-        (ProcCol::Write, true) => "WRITE",
-        (ProcCol::Syscalls, false) => "SYSC/s",
-        (ProcCol::Syscalls, true) => "SYSCALLS",
-        (ProcCol::AvgSyscall, _) => "B/SYSCALL",
-        (ProcCol::Cache, _) => "CACHE",
-        (ProcCol::IoWait, _) => "IO%",
-        (ProcCol::Command, _) => "COMMAND",
-    }
-}
-
-fn bytes(v: f64, accumulated: bool) -> String {
-    if accumulated {
-        format::decimal(v)
-    } else {
-        format::rate(v)
-    }
-}
-
 fn cell_text(c: ProcCol, p: &ProcRow, n: Option<ProcNums>, accumulated: bool) -> String {
-    let missing = || match &p.raw.io {
-        Err(IoUnavailable::PermissionDenied) => "denied".to_string(),
-        _ => format::NA.to_string(),
-    };
-    match c {
-        ProcCol::Pid => p.raw.key.pid.to_string(),
-        ProcCol::User => p
-            .raw
-            .user
-            .as_deref()
-            .map_or_else(|| p.raw.uid.map_or("?".to_string(), |u| u.to_string()), format::escape),
-        ProcCol::Prio => p.raw.ioprio.map_or(format::NA.to_string(), |io| io.label(p.raw.nice)),
-        ProcCol::Command => command(p),
-        ProcCol::Devices => devices_text(p),
-        _ => {
-            // Unknown numbers: say why once, in the first number column.
-            let Some(n) = n else {
-                return if c == ProcCol::DiskRead {
-                    missing()
-                } else {
-                    String::new()
-                };
-            };
-            match c {
-                ProcCol::DiskRead => bytes(n.disk_read, accumulated),
-                ProcCol::DiskWrite => bytes(n.disk_write, accumulated),
-                ProcCol::Cancelled => bytes(n.cancelled, accumulated),
-                ProcCol::Read => bytes(n.read, accumulated),
-                ProcCol::Write => bytes(n.write, accumulated),
-                ProcCol::Syscalls => format::num(n.syscalls),
-                ProcCol::AvgSyscall => n.avg_syscall.map_or("-".to_string(), format::binary),
-                ProcCol::Cache => match n.cache {
-                    Some(c) => format!("{:.0}%", c * 100.0),
-                    // Reading, but no file or block device open for
-                    // reading: pipes, sockets, /dev/zero (no page cache).
-                    None if !p.reads_files && n.read > 0.0 => format::NA.to_string(),
-                    None => "-".to_string(),
-                },
-                ProcCol::IoWait => n.io_wait.map_or(format::NA.to_string(), |w| format!("{w:.0}")),
-                _ => String::new(),
-            }
-        }
+    // Unknown numbers: say why once, in the first number column.
+    if n.is_none() && c == ProcCol::DiskRead {
+        return match &p.raw.io {
+            Err(IoUnavailable::PermissionDenied) => "denied".to_string(),
+            _ => format::NA.to_string(),
+        };
     }
+    c.pane_text(p, n.as_ref(), accumulated)
 }
 
 /// The indented line under a process for what arrived in its counters from
 /// exited threads and reaped children in the interval (without exit
 /// records); rates only, so not in accumulated mode.
 fn children_row(p: &ProcRow, cols: &[ProcCol], accumulated: bool) -> Option<Row<'static>> {
-    let r = p
-        .children_rates
-        .as_deref()
-        .copied()
-        .filter(|r| r.is_active() && !accumulated)?;
-    let child = ProcRow {
-        rates: Some(r.into()),
-        children_rates: None,
-        ..p.clone()
-    };
-    let n = nums(&child, false);
+    let r = p.children_rates.as_deref().filter(|r| r.is_active() && !accumulated)?;
+    let n = rate_nums(r);
     Some(Row::new(cols.iter().map(|c| {
         let w = usize::from(width(*c));
         match c {
-            ProcCol::Command => Cell::from(format!("  {}", crate::batch::CHILDREN_LABEL)),
-            ProcCol::DiskRead | ProcCol::DiskWrite | ProcCol::Read | ProcCol::Write | ProcCol::Syscalls => {
-                Cell::from(format!("{:>w$}", cell_text(*c, &child, n, false)))
-            }
+            ProcCol::Command => Cell::from(format!("  {CHILDREN_LABEL}")),
+            c if c.def().children.0 => Cell::from(format!("{:>w$}", c.pane_text(p, Some(&n), false))),
             _ => Cell::from(""),
         }
     })))
 }
 
 fn left_aligned(c: ProcCol) -> bool {
-    matches!(c, ProcCol::User | ProcCol::Prio | ProcCol::Devices | ProcCol::Command)
-}
-
-/// The devices of the process's open files, comma-separated ("-" when its
-/// files were not read or hold no storage).
-pub fn devices_text(p: &ProcRow) -> String {
-    if p.devices.is_empty() {
-        return "-".to_string();
-    }
-    let names: Vec<String> = p.devices.iter().map(|d| format::escape(&d.name)).collect();
-    names.join(",")
+    c.def().align == Align::Left
 }
 
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) {
@@ -273,7 +157,7 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
         "▲"
     };
     let head = Row::new(cols.iter().map(|c| {
-        let h = header(*c, view.accumulated);
+        let h = c.head(view.accumulated);
         let w = usize::from(width(*c));
         // The arrow is never clipped: a long name gives way to it.
         let h = if *c == view.sort {

@@ -8,13 +8,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-use crate::format::{self, escape, escape_bytes};
-use crate::model::progress::{Job, Label};
+use crate::model::progress::Job;
 use crate::model::{Model, ProcKey};
+pub use crate::present::transfer::{BAR_WIDTH, bar};
+use crate::present::transfer::{Fit, TransferCol, Width, state};
 use crate::ui::{Pane, ViewState, pane_block};
-
-/// Width of the text progress bar, in cells.
-pub const BAR_WIDTH: usize = 20;
 
 /// The process of the `row`-th transfer as listed (to jump to it in the
 /// processes pane).
@@ -22,88 +20,33 @@ pub fn row_proc(model: &Model, row: usize) -> Option<ProcKey> {
     model.progress.jobs.get(row).map(|j| j.proc)
 }
 
-/// "██████░░░░░░" for a percent; blanks when unknown.
-pub fn bar(percent: Option<f64>, width: usize) -> String {
-    match percent {
-        Some(p) if p.is_finite() => {
-            let full = ((p.clamp(0.0, 100.0) / 100.0) * width as f64).round() as usize;
-            "█".repeat(full) + &"░".repeat(width - full)
-        }
-        _ => " ".repeat(width),
-    }
-}
-
-/// The status column: the honest label where there is no plain progress.
-fn state(j: &Job) -> String {
-    let mut s = match j.main.label {
-        Label::Progress => String::new(),
-        Label::Positional => "positional (pread/mmap)".into(),
-        Label::Growing => "writing, size grows".into(),
-        Label::Truncated => "truncated under reader".into(),
-        Label::Remote => "size unknown: FUSE/net".into(),
-        _ => j.main.label_text(),
-    };
-    if j.files_done > 0 {
-        if !s.is_empty() {
-            s.push_str(", ");
-        }
-        s.push_str(&format!("{} files done", j.files_done));
-    }
-    s
-}
-
 /// Below this inner width the pane drops the PID column and narrows the
 /// bar and the state so the file keeps room.
 const NARROW: u16 = 110;
 
-/// A path in `w` cells: its end (the file's name) kept, "…" for the rest.
-fn path_tail(p: &str, w: usize) -> String {
-    let n = p.chars().count();
-    if n <= w || w == 0 {
-        return p.to_string();
-    }
-    let tail: String = p.chars().skip(n - (w - 1)).collect();
-    format!("…{tail}")
-}
-
 /// One transfer's row: the command cut to its column, the path to
 /// `file_w` cells from its start, the state to `state_w` ("…"; none at 0).
 fn row(j: &Job, narrow: bool, file_w: usize, state_w: usize) -> Row<'static> {
-    let m = &j.main;
-    let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
-    let (percent, estimated) = m.shown_percent();
-    let pct = match m.label {
-        Label::Positional | Label::Growing | Label::Truncated | Label::Remote => format::NA.to_string(),
-        _ if estimated => "~100%".into(),
-        _ => format::pct(percent),
-    };
-    let bar_text = match m.label {
-        Label::Growing => format!("{:<bar_w$}", format!("{} written", format::decimal(m.pos as f64))),
-        Label::Remote => format!("{:<bar_w$}", format!("{} at", format::decimal(m.pos as f64))),
-        Label::Positional | Label::Truncated => bar(None, bar_w),
-        _ => bar(percent, bar_w),
-    };
     let style = if j.is_done() {
         Style::default().add_modifier(Modifier::DIM)
     } else {
         Style::default()
     };
-    let mut cells = Vec::with_capacity(8);
-    if !narrow {
-        cells.push(Cell::from(j.proc.pid.to_string()));
-    }
-    cells.extend([
-        Cell::from(super::devices::truncate(&escape(&j.comm), 10)),
-        Cell::from(path_tail(&escape_bytes(&m.path), file_w)),
-        Cell::from(bar_text),
-        Cell::from(pct),
-        Cell::from(m.rate_bps.map_or_else(|| format::NA.to_string(), format::rate)),
-        Cell::from(format::duration(m.eta_s)),
-    ]);
-    if state_w > 0 {
-        cells.push(Cell::from(super::devices::truncate(&state(j), state_w)));
-    }
+    let fit = Fit {
+        bar_w: if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH },
+        file_w,
+        state_w,
+    };
+    let cells = shown_cols(narrow, state_w).map(|c| Cell::from((c.def().text)(j, &fit)));
     Row::new(cells).style(style)
+}
+
+/// The columns shown: all but the PID when narrow, and the state only
+/// with room for it.
+fn shown_cols(narrow: bool, state_w: usize) -> impl Iterator<Item = TransferCol> {
+    TransferCol::ALL
+        .into_iter()
+        .filter(move |c| (!narrow || c.def().narrow) && (*c != TransferCol::State || state_w > 0))
 }
 
 /// The pane on its own (the `iolens progress`-like view), without selection.
@@ -170,41 +113,35 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
     let inner = area.width.saturating_sub(2);
     let narrow = inner < NARROW;
     let bar_w = if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH };
-    let mut names = vec!["PID", "COMMAND", "FILE", "PROGRESS", "%", "RATE", "ETA", "STATE"];
-    let mut widths = vec![
-        Constraint::Length(7),
-        Constraint::Length(10),
-        Constraint::Fill(1),
-        Constraint::Length(bar_w as u16),
-        Constraint::Length(6),
-        Constraint::Length(10),
-        Constraint::Length(6),
-    ];
-    if narrow {
-        names.remove(0);
-        widths.remove(0);
-    }
     // The state column is as wide as its longest text on screen, none
     // when they are all empty; the file keeps FILE_MIN cells first.
     // `fixed`: the fixed columns with a gap each, and the file's gap.
-    let fixed: u16 = widths
-        .iter()
-        .map(|c| match c {
-            Constraint::Length(n) => n + 1,
-            _ => 1,
+    let fixed: u16 = shown_cols(narrow, 0)
+        .filter(|c| *c != TransferCol::State)
+        .map(|c| match c.def().width {
+            Width::Cells(n) => n + 1,
+            Width::Bar => bar_w as u16 + 1,
+            Width::Fill | Width::State => 1,
         })
         .sum();
     let longest = shown.iter().map(|j| state(j).chars().count()).max().unwrap_or(0);
     let room = inner.saturating_sub(fixed + FILE_MIN);
     let state_w = if longest == 0 {
-        names.pop();
         0
     } else {
         (longest.max(5) as u16).min(room).max(5)
     };
-    if state_w > 0 {
-        widths.push(Constraint::Length(state_w));
-    }
+    let cols: Vec<TransferCol> = shown_cols(narrow, usize::from(state_w)).collect();
+    let names: Vec<&str> = cols.iter().map(|c| c.def().head).collect();
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|c| match c.def().width {
+            Width::Cells(n) => Constraint::Length(n),
+            Width::Bar => Constraint::Length(bar_w as u16),
+            Width::Fill => Constraint::Fill(1),
+            Width::State => Constraint::Length(state_w),
+        })
+        .collect();
     let header = Row::new(names).style(Style::default().add_modifier(Modifier::BOLD));
     let state_cells = if state_w > 0 { state_w + 1 } else { 0 };
     let file_w = usize::from(inner.saturating_sub(fixed - 1 + state_cells));
@@ -224,6 +161,7 @@ mod tests {
     use ratatui::backend::TestBackend;
 
     use super::*;
+    use crate::model::progress::Label;
     use crate::model::progress::example_job as job;
 
     #[test]

@@ -14,6 +14,7 @@ use super::{Pane, ViewState, pane_block};
 use crate::format;
 use crate::model::Model;
 use crate::model::trace::requests::Request;
+use crate::present::process::ProcCol;
 
 /// The device name of a request (its number when the device is not listed).
 pub fn device_name(model: &Model, r: &Request) -> String {
@@ -102,7 +103,19 @@ fn head(narrow: bool) -> String {
     } else {
         ("QUEUE ms", "DEVICE ms", "TOTAL ms")
     };
-    let c = ["TIME", "COMMAND", "PID", "OP", "DEVICE", "SECTOR", "BYTES", q, d, t].map(String::from);
+    let c = [
+        "TIME",
+        ProcCol::Command.head(false),
+        ProcCol::Pid.head(false),
+        "OP",
+        "DEVICE",
+        "SECTOR",
+        "BYTES",
+        q,
+        d,
+        t,
+    ]
+    .map(String::from);
     row(&c, narrow)
 }
 

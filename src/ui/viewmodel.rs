@@ -9,10 +9,11 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use super::{ProcCol, ViewState};
-use crate::format;
 use crate::model::disk::DiskRates;
-use crate::model::process::CACHE_SHARE_MIN_BYTES;
-use crate::model::{DevKind, DeviceRow, IoClass, Model, ProcIo, ProcRow};
+use crate::model::{DevKind, DeviceRow, Model, ProcRow};
+use crate::present::process::Value;
+pub use crate::present::process::{ProcNums, active, nums};
+pub use crate::present::text::{comm_from_argv0, command};
 
 /// One visible line of the devices pane.
 #[derive(Debug, Clone, Copy)]
@@ -250,110 +251,9 @@ pub fn device_items(model: &Model, view: &ViewState) -> Vec<DevItem> {
     out
 }
 
-/// The numbers one row shows, as rates or as totals (accumulated mode).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ProcNums {
-    pub disk_read: f64,
-    pub disk_write: f64,
-    pub cancelled: f64,
-    pub read: f64,
-    pub write: f64,
-    pub syscalls: f64,
-    pub avg_syscall: Option<f64>,
-    pub cache: Option<f64>,
-    pub io_wait: Option<f64>,
-}
-
-fn totals(io: &ProcIo, reads_files: bool) -> ProcNums {
-    let sys = io.syscr + io.syscw;
-    ProcNums {
-        disk_read: io.read_bytes as f64,
-        disk_write: io.write_bytes as f64,
-        cancelled: io.cancelled_write_bytes as f64,
-        read: io.rchar as f64,
-        write: io.wchar as f64,
-        syscalls: sys as f64,
-        avg_syscall: (sys > 0).then(|| (io.rchar + io.wchar) as f64 / sys as f64),
-        cache: (reads_files && io.rchar >= CACHE_SHARE_MIN_BYTES)
-            .then(|| (1.0 - io.read_bytes as f64 / io.rchar as f64).clamp(0.0, 1.0)),
-        io_wait: None,
-    }
-}
-
-/// The row's numbers in the current mode; `None` when unknown (first sample,
-/// counters not readable).
-pub fn nums(p: &ProcRow, accumulated: bool) -> Option<ProcNums> {
-    if accumulated {
-        return p.since_start.as_deref().map(|io| totals(io, p.reads_files));
-    }
-    let r = p.rates.as_deref()?;
-    let sys = r.syscr_per_s + r.syscw_per_s;
-    Some(ProcNums {
-        disk_read: r.read_bps,
-        disk_write: r.write_bps,
-        cancelled: r.cancelled_write_bps,
-        read: r.rchar_bps,
-        write: r.wchar_bps,
-        syscalls: sys,
-        avg_syscall: (sys > 0.0).then(|| (r.rchar_bps + r.wchar_bps) / sys),
-        cache: r.cache_share,
-        io_wait: r.io_wait_pct,
-    })
-}
-
-/// Did I/O in the interval (or since start, in accumulated mode).
-pub fn active(p: &ProcRow, accumulated: bool) -> bool {
-    nums(p, accumulated).is_some_and(|n| n.disk_read + n.disk_write + n.cancelled + n.read + n.write > 0.0)
-}
-
-/// The command line; "[comm]" for kernel threads ("[loop0 backing I/O]
-/// kworker/u8:3-loop0" for a loop worker); "(comm) cmdline" unless comm is
-/// exactly what exec gives (see [`comm_from_argv0`]), so a changed comm is
-/// never invisible.
-pub fn command(p: &ProcRow) -> String {
-    let (comm, cmd) = (&p.raw.comm, &p.raw.cmdline);
-    if p.exited {
-        return format!("{} (exited)", format::escape(comm));
-    }
-    if let Some(w) = &p.worker {
-        return format!("[{}] {}", w.label(), format::escape(comm));
-    }
-    if cmd.is_empty() {
-        return format!("[{}]", format::escape(comm));
-    }
-    if comm_from_argv0(comm, cmd) {
-        format::escape(cmd)
-    } else {
-        format!("({}) {}", format::escape(comm), format::escape(cmd))
-    }
-}
-
-/// Whether `comm` is exactly the kernel's comm for the command line `cmd`:
-/// the basename of argv[0] cut to 15 bytes (TASK_COMM_LEN - 1), as exec
-/// sets it. Both were read as lossy UTF-8: where either holds U+FFFD (bytes
-/// that were not UTF-8, or a cut inside a character) the bytes cannot be
-/// compared, so the comm is shown.
-pub fn comm_from_argv0(comm: &str, cmd: &str) -> bool {
-    const COMM_MAX: usize = 15;
-    let argv0 = cmd.split(' ').next().unwrap_or("");
-    let base = argv0.rsplit('/').next().unwrap_or(argv0);
-    if base.contains('\u{FFFD}') || comm.contains('\u{FFFD}') {
-        return false;
-    }
-    let cut = if base.len() > COMM_MAX {
-        base.get(..COMM_MAX)
-    } else {
-        Some(base)
-    };
-    cut.is_some_and(|c| !c.is_empty() && c == comm)
-}
-
 /// Numbers sort largest first; PID and text sort ascending.
 pub fn natural_desc(c: ProcCol) -> bool {
-    !matches!(
-        c,
-        ProcCol::Pid | ProcCol::User | ProcCol::Prio | ProcCol::Devices | ProcCol::Command
-    )
+    c.natural_desc()
 }
 
 fn matches(p: &ProcRow, filter: &str) -> bool {
@@ -368,34 +268,17 @@ fn matches(p: &ProcRow, filter: &str) -> bool {
 }
 
 fn num_key(n: Option<ProcNums>, c: ProcCol) -> f64 {
-    let Some(n) = n else { return f64::NEG_INFINITY };
-    let v = match c {
-        ProcCol::DiskRead => Some(n.disk_read),
-        ProcCol::DiskWrite => Some(n.disk_write),
-        ProcCol::Cancelled => Some(n.cancelled),
-        ProcCol::Read => Some(n.read),
-        ProcCol::Write => Some(n.write),
-        ProcCol::Syscalls => Some(n.syscalls),
-        ProcCol::AvgSyscall => n.avg_syscall,
-        ProcCol::Cache => n.cache,
-        ProcCol::IoWait => n.io_wait,
-        _ => None,
-    };
-    v.unwrap_or(f64::NEG_INFINITY)
+    n.and_then(|n| c.number(&n)).unwrap_or(f64::NEG_INFINITY)
 }
 
 /// Compare two rows on `col` in its natural order (numbers largest first,
 /// text and PIDs ascending), ties broken by PID so the order is stable.
 fn compare(a: &ProcRow, b: &ProcRow, col: ProcCol, accumulated: bool) -> Ordering {
     let by_pid = a.raw.key.pid.cmp(&b.raw.key.pid);
-    let o = match col {
-        ProcCol::Pid => Ordering::Equal,
-        ProcCol::User => a.raw.user.cmp(&b.raw.user),
-        ProcCol::Prio => prio_rank(a).cmp(&prio_rank(b)),
-        ProcCol::Command => command(a).cmp(&command(b)),
-        ProcCol::Devices => a.devices.cmp(&b.devices),
+    let o = match col.def().value {
+        Value::Text { order, .. } => order.map_or(Ordering::Equal, |o| o(a, b)),
         // Busiest first; for disk reads, busiest on the disk overall then.
-        _ => {
+        Value::Num(..) => {
             let ka = num_key(nums(a, accumulated), col);
             let kb = num_key(nums(b, accumulated), col);
             kb.partial_cmp(&ka).unwrap_or(Ordering::Equal).then_with(|| {
@@ -405,18 +288,6 @@ fn compare(a: &ProcRow, b: &ProcRow, col: ProcCol, accumulated: bool) -> Orderin
         }
     };
     o.then(by_pid)
-}
-
-fn prio_rank(p: &ProcRow) -> (u8, u8) {
-    match p.raw.ioprio {
-        Some(io) => match io.class {
-            IoClass::RealTime => (0, io.level),
-            IoClass::BestEffort => (1, io.level),
-            IoClass::None => (1, ((p.raw.nice.clamp(-20, 19) + 20) / 5) as u8),
-            IoClass::Idle => (2, 0),
-        },
-        None => (3, 0),
-    }
 }
 
 /// The rows in display order after filter, only-active and sort, as indices
@@ -489,23 +360,5 @@ mod tests {
             run(&[99.0, 40.0, 20.0, 0.0, 0.0], &first),
             ["vda", "sda", "dm-0", "loop0", "loop1"]
         );
-    }
-
-    #[test]
-    fn totals_give_average_and_cache_share() {
-        let io = ProcIo {
-            rchar: 1_000_000,
-            wchar: 0,
-            syscr: 250,
-            syscw: 0,
-            read_bytes: 250_000,
-            write_bytes: 0,
-            cancelled_write_bytes: 0,
-        };
-        let n = totals(&io, true);
-        assert_eq!(totals(&io, false).cache, None);
-        assert_eq!(n.avg_syscall, Some(4000.0));
-        assert_eq!(n.cache, Some(0.75));
-        assert_eq!(n.syscalls, 250.0);
     }
 }

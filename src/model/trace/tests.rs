@@ -203,23 +203,6 @@ fn a_sequential_reader_next_to_a_random_one() {
     assert!((0.87..0.88).contains(&bytes), "{bytes}");
     // the label is of the bytes' share
     assert_eq!(d.pattern(&Thresholds::default()), Some(Pattern::Seq));
-    let j = view::device_json(d);
-    assert_eq!(
-        (
-            &j["requests"],
-            &j["sequential"],
-            &j["request_bytes"],
-            &j["sequential_bytes"]
-        ),
-        (
-            &1550.into(),
-            &49.into(),
-            &(50 * MIB + 1500 * 4096).into(),
-            &(49 * MIB).into()
-        )
-    );
-    let p = view::ProcDevJson::new("loop0".into(), dd);
-    assert_eq!((p.seq_share, p.seq_byte_share), (Some(0.98), Some(0.98)));
 }
 
 const MIB: u64 = 1 << 20;

@@ -1,13 +1,9 @@
 //! What the views show of tracing: whether it runs (or why not), the last
 //! interval's per-device and per-process numbers, the request log.
 
-use serde::Serialize;
-use serde_json::{Value, json};
-
-use super::hist::{LatHist, Log2Hist};
 use super::requests::Request;
-use super::{DeviceTrace, OpLatency, ProcDevTrace, TraceInterval};
-use crate::collect::trace::block::{Dev, Op};
+use super::{DeviceTrace, ProcDevTrace, TraceInterval};
+use crate::collect::trace::block::Dev;
 
 /// Tracing state for the views.
 #[derive(Debug, Clone, Default)]
@@ -41,123 +37,5 @@ impl TraceView {
             .iter()
             .filter(move |((k, _), _)| *k == key)
             .map(|((_, d), p)| (d, p))
-    }
-
-    /// The counts that say how complete the picture is.
-    pub fn counts_json(&self) -> Value {
-        let iv = &self.interval;
-        json!({
-            "active": self.active,
-            "reason": self.reason,
-            "events": iv.events,
-            "lost_events": iv.lost_events,
-            "missed_pages": iv.missed_pages,
-            "unmatched": iv.unmatched,
-            "decode_errors": iv.decode_errors,
-        })
-    }
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
-/// Percentiles in ms and the histogram (power-of-two buckets) of one
-/// latency; `null` when empty.
-pub fn hist_json(h: &LatHist) -> Value {
-    let Some(p) = h.percentiles() else {
-        return Value::Null;
-    };
-    let buckets: Vec<Value> = h
-        .log2_buckets()
-        .into_iter()
-        .map(|(le, n)| json!({"lt_ms": ms(le), "count": n}))
-        .collect();
-    json!({
-        "count": h.n,
-        "p50_ms": ms(p.p50),
-        "p95_ms": ms(p.p95),
-        "p99_ms": ms(p.p99),
-        "max_ms": ms(p.max),
-        "histogram": buckets,
-    })
-}
-
-fn op_json(l: &OpLatency) -> Value {
-    if l.device.n == 0 && l.total.n == 0 {
-        return Value::Null;
-    }
-    json!({
-        "queue": hist_json(&l.queue),
-        "device": hist_json(&l.device),
-        "total": hist_json(&l.total),
-    })
-}
-
-/// `latency` of a device: per op, queue / device / total.
-pub fn latency_json(d: &DeviceTrace) -> Value {
-    let mut m = serde_json::Map::new();
-    for (i, op) in Op::ALL.iter().enumerate() {
-        m.insert(op.name().to_string(), op_json(&d.latency[i]));
-    }
-    Value::Object(m)
-}
-
-fn log2_json(h: &Log2Hist, unit: &str) -> Value {
-    Value::Array(
-        h.buckets()
-            .into_iter()
-            .map(|(lt, n)| json!({ format!("lt_{unit}"): lt, "count": n }))
-            .collect(),
-    )
-}
-
-/// `trace` of a device: request counts and the size / seek histograms.
-pub fn device_json(d: &DeviceTrace) -> Value {
-    json!({
-        "requests": d.issued,
-        "sequential": d.sequential,
-        "request_bytes": d.issued_bytes,
-        "sequential_bytes": d.sequential_bytes,
-        "completed": {"read": d.completed[0], "write": d.completed[1], "discard": d.completed[2], "flush": d.completed[3]},
-        "merges": d.merges,
-        "unmatched": d.unmatched,
-        "errors": d.errors,
-        "sizes": log2_json(&d.sizes, "bytes"),
-        "seeks": log2_json(&d.seeks, "bytes"),
-    })
-}
-
-/// One process × device row.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProcDevJson {
-    pub name: String,
-    pub source: &'static str,
-    pub requests: u64,
-    pub completed: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    /// Sequential share of the requests, and of their bytes.
-    pub seq_share: Option<f64>,
-    pub seq_byte_share: Option<f64>,
-    pub total_p50_ms: Option<f64>,
-    pub total_p99_ms: Option<f64>,
-}
-
-impl ProcDevJson {
-    pub fn new(name: String, p: &ProcDevTrace) -> ProcDevJson {
-        let pc = p.total.percentiles();
-        ProcDevJson {
-            name,
-            source: "trace",
-            requests: p.issued,
-            completed: p.completed,
-            read_bytes: p.read_bytes,
-            write_bytes: p.write_bytes,
-            seq_share: p.seq_share(),
-            seq_byte_share: p.seq_byte_share(),
-            total_p50_ms: pc.map(|p| ms(p.p50)),
-            total_p99_ms: pc.map(|p| ms(p.p99)),
-        }
     }
 }

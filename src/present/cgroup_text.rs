@@ -1,13 +1,16 @@
-//! The cgroups section of the batch text report.
+//! Cgroup text the outputs share (limits, hierarchy) and the cgroups
+//! section of the batch text report (its columns: [`super::cgroup`]).
 
 use std::fmt::Write as _;
 
-use crate::batch::rate_in;
+use super::Align;
+use super::cgroup::CgCol;
+use super::units::rate_in;
 use crate::cli::Units;
 use crate::collect::cgroup::Hierarchy;
 use crate::collect::cgroup::parse::Limits;
 use crate::format;
-use crate::model::cgroup::{CgPressure, CgroupRow, CgroupView};
+use crate::model::cgroup::{CgroupRow, CgroupView};
 
 fn opt_rate(v: Option<f64>, units: Units) -> String {
     v.map_or_else(|| format::NA.to_string(), |v| rate_in(v, units))
@@ -15,11 +18,6 @@ fn opt_rate(v: Option<f64>, units: Units) -> String {
 
 fn opt_num(v: Option<f64>) -> String {
     v.map_or_else(|| format::NA.to_string(), format::num)
-}
-
-fn psi(p: Option<&CgPressure>, full: bool) -> String {
-    let v = p.and_then(|p| if full { p.full_pct } else { p.some_pct });
-    v.map_or_else(|| format::NA.to_string(), |v| format!("{v:.1}%"))
 }
 
 /// "rbps 20.0 MB/s wiops 120" — the limits that are set.
@@ -90,29 +88,21 @@ pub fn text(out: &mut String, v: &CgroupView, top: usize, units: Units) {
         return;
     }
     let _ = writeln!(out, "\ncgroups ({})", hierarchy_text(v));
-    let _ = writeln!(
-        out,
-        "{:<32} {:<7} {:<6} {:>11} {:>11} {:>8} {:>8} {:>5} {:>6} {:>6} {:<5} path",
-        "cgroup", "kind", "source", "read/s", "write/s", "r/s", "w/s", "procs", "some", "full", "limit"
-    );
+    let cols: Vec<CgCol> = CgCol::text_columns().collect();
+    let line = |out: &mut String, cell: &dyn Fn(CgCol) -> String, tail: &str| {
+        for &c in &cols {
+            let (v, w) = (cell(c), c.def().text_width);
+            let _ = match c.def().text_align {
+                Align::Left => write!(out, "{v:<w$} "),
+                Align::Right => write!(out, "{v:>w$} "),
+            };
+        }
+        let _ = writeln!(out, "{tail}");
+    };
+    line(out, &|c| c.def().text_head.to_string(), "path");
     let shown = shown_rows(v, top);
     for r in &shown {
-        let _ = writeln!(
-            out,
-            "{:<32} {:<7} {:<6} {:>11} {:>11} {:>8} {:>8} {:>5} {:>6} {:>6} {:<5} {}",
-            format::escape(&r.name),
-            r.kind.label(),
-            r.source.label(),
-            opt_rate(r.rates.map(|x| x.read_bps), units),
-            opt_rate(r.rates.map(|x| x.write_bps), units),
-            opt_num(r.rates.and_then(|x| x.read_iops)),
-            opt_num(r.rates.and_then(|x| x.write_iops)),
-            r.processes.count,
-            psi(r.pressure.as_ref(), false),
-            psi(r.pressure.as_ref(), true),
-            if r.at_limit { "AT" } else { "" },
-            format::escape(&r.path),
-        );
+        line(out, &|c| c.text(r, units), &format::escape(&r.path));
         for d in &r.devices {
             let limits = limits_text_in(&d.effective_limits, units);
             let busy = d.rates.is_some_and(|x| x.total_bps() > 0.0);

@@ -1,4 +1,4 @@
-//! Byte counts and rates in the batch text's units: auto-scaled for people
+//! Byte counts and rates in the text outputs' units: auto-scaled for people
 //! (`--units human`), plain numbers for scripts (`--units raw`).
 
 use crate::cli::Units;

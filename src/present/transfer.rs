@@ -1,0 +1,126 @@
+//! The transfer table: the columns of the transfers pane, defined once,
+//! and the text of its cells.
+
+use super::column_table;
+use super::text::truncate;
+use crate::format::{self, escape, escape_bytes};
+use crate::model::progress::{Job, Label};
+
+/// Width of the text progress bar, in cells.
+pub const BAR_WIDTH: usize = 20;
+
+/// How wide a column is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    Cells(u16),
+    /// The bar's width (half of [`BAR_WIDTH`] when narrow).
+    Bar,
+    /// What the others leave.
+    Fill,
+    /// As wide as the longest state on screen (none when all are empty).
+    State,
+}
+
+/// The widths a row is cut to.
+#[derive(Debug, Clone, Copy)]
+pub struct Fit {
+    pub bar_w: usize,
+    pub file_w: usize,
+    pub state_w: usize,
+}
+
+/// One column of the transfers pane.
+#[derive(Debug)]
+pub struct TransferColumn {
+    pub id: TransferCol,
+    pub key: &'static str,
+    pub head: &'static str,
+    pub width: Width,
+    /// Kept on a narrow pane.
+    pub narrow: bool,
+    /// The cell's text.
+    pub text: fn(&Job, &Fit) -> String,
+}
+
+column_table! {
+    /// A column of the transfers pane.
+    enum TransferCol, static TRANSFER_COLUMNS: TransferColumn = [
+        Pid { key: "pid", head: "PID", width: Width::Cells(7), narrow: false, text: |j, _| j.proc.pid.to_string() },
+        Command {
+            key: "command", head: "COMMAND", width: Width::Cells(10), narrow: true,
+            text: |j, _| truncate(&escape(&j.comm), 10),
+        },
+        File {
+            key: "file", head: "FILE", width: Width::Fill, narrow: true,
+            text: |j, f| path_tail(&escape_bytes(&j.main.path), f.file_w),
+        },
+        Progress { key: "progress", head: "PROGRESS", width: Width::Bar, narrow: true, text: bar_text },
+        Percent { key: "percent", head: "%", width: Width::Cells(6), narrow: true, text: |j, _| percent(j) },
+        Rate {
+            key: "rate", head: "RATE", width: Width::Cells(10), narrow: true,
+            text: |j, _| j.main.rate_bps.map_or_else(|| format::NA.to_string(), format::rate),
+        },
+        Eta { key: "eta", head: "ETA", width: Width::Cells(6), narrow: true, text: |j, _| format::duration(j.main.eta_s) },
+        State { key: "state", head: "STATE", width: Width::State, narrow: true, text: |j, f| truncate(&state(j), f.state_w) },
+    ];
+}
+
+fn percent(j: &Job) -> String {
+    let m = &j.main;
+    let (percent, estimated) = m.shown_percent();
+    match m.label {
+        Label::Positional | Label::Growing | Label::Truncated | Label::Remote => format::NA.to_string(),
+        _ if estimated => "~100%".into(),
+        _ => format::pct(percent),
+    }
+}
+
+fn bar_text(j: &Job, f: &Fit) -> String {
+    let (m, bar_w) = (&j.main, f.bar_w);
+    match m.label {
+        Label::Growing => format!("{:<bar_w$}", format!("{} written", format::decimal(m.pos as f64))),
+        Label::Remote => format!("{:<bar_w$}", format!("{} at", format::decimal(m.pos as f64))),
+        Label::Positional | Label::Truncated => bar(None, bar_w),
+        _ => bar(m.shown_percent().0, bar_w),
+    }
+}
+
+/// "██████░░░░░░" for a percent; blanks when unknown.
+pub fn bar(percent: Option<f64>, width: usize) -> String {
+    match percent {
+        Some(p) if p.is_finite() => {
+            let full = ((p.clamp(0.0, 100.0) / 100.0) * width as f64).round() as usize;
+            "█".repeat(full) + &"░".repeat(width - full)
+        }
+        _ => " ".repeat(width),
+    }
+}
+
+/// The status column: the honest label where there is no plain progress.
+pub fn state(j: &Job) -> String {
+    let mut s = match j.main.label {
+        Label::Progress => String::new(),
+        Label::Positional => "positional (pread/mmap)".into(),
+        Label::Growing => "writing, size grows".into(),
+        Label::Truncated => "truncated under reader".into(),
+        Label::Remote => "size unknown: FUSE/net".into(),
+        _ => j.main.label_text(),
+    };
+    if j.files_done > 0 {
+        if !s.is_empty() {
+            s.push_str(", ");
+        }
+        s.push_str(&format!("{} files done", j.files_done));
+    }
+    s
+}
+
+/// A path in `w` cells: its end (the file's name) kept, "…" for the rest.
+fn path_tail(p: &str, w: usize) -> String {
+    let n = p.chars().count();
+    if n <= w || w == 0 {
+        return p.to_string();
+    }
+    let tail: String = p.chars().skip(n - (w - 1)).collect();
+    format!("…{tail}")
+}
