@@ -28,9 +28,9 @@ use crate::cli::{Cli, CsvTable, Units};
 use crate::format;
 use crate::model::process::ProcRates;
 use crate::model::{AlignVerdict, Model, ProcRow};
+use crate::present::trace_json::ProcDevJson;
 use crate::session::headless::{self, Report, Schedule};
 use crate::session::{Plan, Session};
-use crate::present::trace_json::ProcDevJson;
 
 /// Kept under its old path for the tests that build a model of this host.
 pub use crate::session::clk_tck;
