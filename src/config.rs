@@ -154,13 +154,26 @@ pub fn read_file(explicit: Option<&Path>) -> anyhow::Result<(FileConfig, Option<
     Ok((parse(&text, &path)?, Some(path)))
 }
 
+/// Default seconds between samples.
+pub const DEFAULT_INTERVAL: f64 = 1.0;
+
+/// Validate an interval, naming where it came from (`key`): NaN, infinite,
+/// not positive or absurd values are refused.
+pub fn check_interval(s: f64, key: &str) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        s.is_finite() && (0.05..=3600.0).contains(&s),
+        "{key} must be between 0.05 and 3600 seconds, got {s}"
+    );
+    Ok(Duration::from_secs_f64(s))
+}
+
 /// The interval: the command line's (`--interval`, `IOLENS_INTERVAL`), else
-/// the file's, else the default ([`crate::batch::DEFAULT_INTERVAL`]); a bad
-/// value is refused naming where it came from.
+/// the file's, else the default ([`DEFAULT_INTERVAL`]); a bad value is
+/// refused naming where it came from.
 pub fn interval(cli: Option<f64>, file: Option<f64>) -> anyhow::Result<Duration> {
     match (cli, file) {
-        (None, Some(v)) => crate::batch::check_interval(v, "interval"),
-        _ => crate::batch::interval(cli),
+        (None, Some(v)) => check_interval(v, "interval"),
+        _ => check_interval(cli.unwrap_or(DEFAULT_INTERVAL), "--interval"),
     }
 }
 

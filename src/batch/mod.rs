@@ -32,9 +32,6 @@ use crate::model::trace::view::ProcDevJson;
 use crate::model::{AlignVerdict, Model, ProcRow};
 use crate::tracer::Tracing;
 
-/// Default seconds between samples.
-pub const DEFAULT_INTERVAL: f64 = 1.0;
-
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, from the auxiliary vector).
 pub fn clk_tck() -> f64 {
     match rustix::param::clock_ticks_per_second() {
@@ -46,17 +43,7 @@ pub fn clk_tck() -> f64 {
 /// Validate an interval given on the command line (`--interval`), or the
 /// default.
 pub fn interval(v: Option<f64>) -> anyhow::Result<Duration> {
-    check_interval(v.unwrap_or(DEFAULT_INTERVAL), "--interval")
-}
-
-/// Validate an interval, naming where it came from (`key`): NaN, infinite,
-/// not positive or absurd values are refused.
-pub fn check_interval(s: f64, key: &str) -> anyhow::Result<Duration> {
-    anyhow::ensure!(
-        s.is_finite() && (0.05..=3600.0).contains(&s),
-        "{key} must be between 0.05 and 3600 seconds, got {s}"
-    );
-    Ok(Duration::from_secs_f64(s))
+    crate::config::interval(v, None)
 }
 
 /// Why tracing is not even tried, from the command line.
