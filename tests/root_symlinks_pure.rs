@@ -10,8 +10,9 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use iolens::collect::cgroup::CgroupReader;
+use iolens::collect::process::threads;
 use iolens::collect::process::{ProcKey, ProcSnapshot};
-use iolens::collect::{Reader, procinfo, sysblock, threads};
+use iolens::collect::{Reader, procinfo, sysblock};
 
 /// A tree under `base/tree` and a directory `base/outside` full of things
 /// that must never be seen from the tree.

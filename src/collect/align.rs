@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::sysblock::DeviceInfo;
+use super::devfacts::DeviceFacts;
 
 const MIB: u64 = 1 << 20;
 
@@ -111,10 +111,10 @@ pub fn exact_size(b: u64) -> String {
 
 /// The alignment of a partition (`None` for a whole device, or when its
 /// start or the physical sector size is unknown).
-pub fn of(info: &DeviceInfo) -> Option<Alignment> {
-    let start_bytes = info.start_sector?.checked_mul(512)?;
-    let phys = info.physical_block_size?.max(512);
-    let optimal_io_size = info.facts.optimal_io_size.filter(|&o| o > 0);
+pub fn of(start_sector: Option<u64>, physical_block_size: Option<u64>, facts: &DeviceFacts) -> Option<Alignment> {
+    let start_bytes = start_sector?.checked_mul(512)?;
+    let phys = physical_block_size?.max(512);
+    let optimal_io_size = facts.optimal_io_size.filter(|&o| o > 0);
     let physical_offset = start_bytes % phys;
     let optimal_offset = optimal_io_size.map(|o| start_bytes % o);
     let mib_offset = start_bytes % MIB;
@@ -134,7 +134,7 @@ pub fn of(info: &DeviceInfo) -> Option<Alignment> {
         optimal_io_size,
         optimal_offset,
         mib_offset,
-        kernel_alignment_offset: info.facts.alignment_offset,
+        kernel_alignment_offset: facts.alignment_offset,
         verdict,
     })
 }
@@ -143,7 +143,11 @@ pub fn of(info: &DeviceInfo) -> Option<Alignment> {
 mod tests {
     use super::*;
     use crate::collect::Reader;
-    use crate::collect::sysblock::read_devices;
+    use crate::collect::sysblock::{DeviceInfo, read_devices};
+
+    fn of_dev(i: &DeviceInfo) -> Option<Alignment> {
+        of(i.start_sector, i.physical_block_size, &i.facts)
+    }
 
     fn part(start: u64, phys: u64, optimal: u64) -> DeviceInfo {
         let mut i = DeviceInfo::example("sda1");
@@ -155,19 +159,19 @@ mod tests {
 
     #[test]
     fn hand_computed_cases() {
-        let a = of(&part(2048, 4096, 0)).unwrap();
+        let a = of_dev(&part(2048, 4096, 0)).unwrap();
         assert_eq!((a.start_bytes, a.verdict), (1 << 20, AlignVerdict::Aligned));
         assert_eq!(a.optimal_io_size, None);
         // Sector 63: 32,256 B = 7 × 4096 + 3584.
-        let a = of(&part(63, 4096, 0)).unwrap();
+        let a = of_dev(&part(63, 4096, 0)).unwrap();
         assert_eq!((a.physical_offset, a.verdict), (3584, AlignVerdict::Misaligned));
         // 512-byte physical sectors: sector 63 is fine for the drive.
-        let a = of(&part(63, 512, 0)).unwrap();
+        let a = of_dev(&part(63, 512, 0)).unwrap();
         assert_eq!((a.mib_offset, a.verdict), (32256, AlignVerdict::AlignedNot1Mib));
         // 1 GiB + 4 KiB on a 128 KiB optimal I/O size.
-        let a = of(&part(2_097_160, 512, 131072)).unwrap();
+        let a = of_dev(&part(2_097_160, 512, 131072)).unwrap();
         assert_eq!((a.optimal_offset, a.verdict), (Some(4096), AlignVerdict::NotOptimal));
-        assert!(of(&DeviceInfo::example("sda")).is_none());
+        assert!(of_dev(&DeviceInfo::example("sda")).is_none());
     }
 
     #[test]

@@ -11,7 +11,19 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::Reader;
-use super::sysblock::DevKind;
+
+/// What kind of block device this is, from its name and sysfs layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DevKind {
+    Disk,
+    Partition,
+    Loop,
+    Dm,
+    Md,
+    Zram,
+    Other,
+}
 
 /// How the device is attached, where sysfs says so.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

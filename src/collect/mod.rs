@@ -14,13 +14,13 @@ pub mod diskstats;
 pub mod fdinfo;
 pub mod mountinfo;
 pub mod mounts;
+pub mod procdir;
 pub mod process;
 pub mod procinfo;
 pub mod sample;
 pub mod sysblock;
 pub mod system;
 pub mod taskstats;
-pub mod threads;
 pub mod trace;
 pub mod tree;
 

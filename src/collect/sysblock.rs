@@ -6,21 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Reader;
 use super::align::{self, Alignment};
+pub use super::devfacts::DevKind;
 use super::devfacts::{self, DeviceFacts};
 use super::mounts::MountInfo;
-
-/// What kind of block device this is, from its name and sysfs layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DevKind {
-    Disk,
-    Partition,
-    Loop,
-    Dm,
-    Md,
-    Zram,
-    Other,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
@@ -157,7 +145,7 @@ fn read_one(r: &mut Reader, base: &str, name: &str, kind: DevKind, parent: Optio
         facts: devfacts::read(r, &qbase, base, kind),
         alignment: None,
     };
-    info.alignment = align::of(&info);
+    info.alignment = align::of(info.start_sector, info.physical_block_size, &info.facts);
     info
 }
 

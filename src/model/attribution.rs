@@ -353,7 +353,7 @@ impl Attribution {
 mod tests {
     use super::*;
     use crate::collect::process::RawProc;
-    use crate::collect::threads::ThreadIo;
+    use crate::collect::process::threads::ThreadIo;
 
     const TICK: u64 = 10_000_000;
 

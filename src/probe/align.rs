@@ -13,10 +13,11 @@ use serde::Serialize;
 
 use super::random::Rng;
 use super::stats::{Histogram, LatencySummary};
-use super::target::{self, AlignedBuf, Target, TargetKind};
+use super::target::{self, Target, TargetKind};
 use super::{CancelToken, Phase, ProbeConfig, Progress, Stop, Throttle};
 use crate::collect::align::{AlignVerdict, Alignment};
 use crate::collect::sysblock::{self, DevKind};
+use crate::sys::aligned::AlignedBuf;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PartAlignment {

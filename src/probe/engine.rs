@@ -13,8 +13,9 @@ use serde::Serialize;
 
 use super::random::Rng;
 use super::stats::Histogram;
-use super::target::{self, AlignedBuf, Target};
+use super::target::{self, Target};
 use super::{CancelToken, Stop, Throttle};
+use crate::sys::aligned::AlignedBuf;
 use crate::sys::uring::{Completion, ReadOp, ReadRing};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

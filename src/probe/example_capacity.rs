@@ -37,7 +37,8 @@ pub fn align_result() -> ProbeResult {
         i.physical_block_size = Some(4096);
         PartAlignment {
             name: name.into(),
-            alignment: of(&i).unwrap_or_else(|| unreachable!("a partition with a start")),
+            alignment: of(i.start_sector, i.physical_block_size, &i.facts)
+                .unwrap_or_else(|| unreachable!("a partition with a start")),
         }
     };
     let a = AlignResult {

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::stats::{self, Bucket, Histogram, LatencySummary};
-use super::target::{self, AlignedBuf, Target};
+use super::target::{self, Target};
 use super::{CancelToken, DiskCheck, Phase, ProbeConfig, Progress, Stop, Throttle};
+use crate::sys::aligned::AlignedBuf;
 
 /// Reads issued before timing starts (not recorded).
 pub const WARMUP_READS: u64 = 16;

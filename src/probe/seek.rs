@@ -18,8 +18,9 @@ use serde::Serialize;
 
 use super::mechanics::{self, DistanceSeries, Estimate};
 use super::random::Rng;
-use super::target::{self, AlignedBuf, Target, TargetKind};
+use super::target::{self, Target, TargetKind};
 use super::{CancelToken, Phase, ProbeConfig, Progress, Stop, Throttle};
+use crate::sys::aligned::AlignedBuf;
 
 /// The distances of the seek curve, as fractions of the disk.
 pub const FRACTIONS: [f64; 5] = [0.001, 0.01, 0.1, 0.3, 0.6];

@@ -11,8 +11,9 @@ use serde::Serialize;
 
 use super::random::Rng;
 use super::stats::{Histogram, LatencySummary};
-use super::target::{self, AlignedBuf, Target};
+use super::target::{self, Target};
 use super::{CancelToken, Phase, ProbeConfig, Progress, Stop, Throttle};
+use crate::sys::aligned::AlignedBuf;
 
 pub const MIN_SIZE: u64 = 4 << 10;
 pub const MAX_SIZE: u64 = 4 << 20;

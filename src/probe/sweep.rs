@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::stats;
-use super::target::{self, AlignedBuf, Target};
+use super::target::{self, Target};
 use super::{CancelToken, Phase, ProbeConfig, Progress, Stop, Throttle};
+use crate::sys::aligned::AlignedBuf;
 
 pub const REQUEST: u64 = 1 << 20;
 pub const CHUNK: u64 = 64 << 20;

@@ -14,6 +14,7 @@
 //! ([`is_root`], [`euid`], [`has_capability`]) and the I/O priority type and
 //! its encoding ([`ioprio::IoPrio`]).
 
+pub mod aligned;
 pub mod blkdev;
 pub mod dirent;
 pub mod fiemap;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{IoUring, opcode, squeue, types};
 
-use crate::probe::target::AlignedBuf;
+use super::aligned::AlignedBuf;
 
 /// The only request a [`ReadRing`] accepts: read slot `slot`'s buffer
 /// length at byte `offset` of the ring's file.

@@ -7,9 +7,9 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use super::procdir::{CName, list_fd_numbers, read_small};
 use super::{ScanProc, Watch};
 use crate::collect::Reader;
+use crate::collect::procdir::{CName, list_fd_numbers, read_small};
 use crate::collect::process::{ProcIo, ProcKey, parse_io, parse_stat};
 
 /// Lists processes for the `progress` command without the full process

@@ -42,7 +42,6 @@
 //! (about 60 bytes), and a link text only for its hot fds.
 
 mod lister;
-pub(crate) mod procdir;
 
 mod raw;
 mod read;
@@ -54,8 +53,8 @@ use super::Reader;
 use super::mountinfo::MountTable;
 use super::process::{PidMap, PidTable, ProcIo, ProcKey};
 
+pub use super::procdir::{MOUNTINFO_CAP, SMALL_CAP};
 pub use lister::ProcLister;
-pub use procdir::{MOUNTINFO_CAP, SMALL_CAP};
 pub use raw::{Access, FdInfo, FdProc, FdSnapshot, FdTarget, RawFd, ScanProc, ScanReason, Watch, parse_fdinfo};
 
 /// A process stays scanned this many scans after its last sign of activity.
@@ -771,7 +770,7 @@ mod tests {
         // Other tests open and close fds in this process meanwhile: only
         // this test's own files are sure to stay.
         let files: Vec<std::fs::File> = (0..200).map(|_| tempfile::tempfile().unwrap()).collect();
-        let dir = procdir::open_dir(std::path::Path::new("/proc/self/fd")).unwrap();
+        let dir = crate::collect::procdir::open_dir(std::path::Path::new("/proc/self/fd")).unwrap();
         let mut buf = Vec::new();
         // Numbers freed by other tests are taken first: sorted, ours from
         // the 101st on are the ones at or after `from`.
@@ -779,13 +778,13 @@ mod tests {
         ours.sort_unstable();
         let from = ours[100];
         let mut part = Vec::new();
-        let end = procdir::list_fd_numbers_from(&dir, from, 50, &mut buf, &mut part).unwrap();
+        let end = crate::collect::procdir::list_fd_numbers_from(&dir, from, 50, &mut buf, &mut part).unwrap();
         assert!(!end && part.len() >= 50, "{} listed", part.len());
         assert_eq!(part[0], from);
         assert!(part.windows(2).all(|w| w[0] < w[1]), "{part:?}");
         // To the end of the table.
         part.clear();
-        assert!(procdir::list_fd_numbers_from(&dir, from, 100_000, &mut buf, &mut part).unwrap());
+        assert!(crate::collect::procdir::list_fd_numbers_from(&dir, from, 100_000, &mut buf, &mut part).unwrap());
         let missing: Vec<i32> = ours[100..].iter().copied().filter(|n| !part.contains(n)).collect();
         assert!(missing.is_empty(), "{missing:?} missing from {part:?}");
         assert!(!part.contains(&ours[99]));

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, StatxFlags, statx};
 
-use super::procdir::{
-    CName, block_size, list_fd_numbers, list_fd_numbers_from, open_dir, read_at, read_link_at, read_small,
-};
 use super::raw::{Access, FdTarget, RawFd, is_dir_or_path, parse_fdinfo};
 use super::{FdScanner, HOT_FDS, MOUNTINFO_CAP, ProcState, SeenFd, Spend, TRACK_IDLE_SAMPLES};
 use crate::collect::Reader;
+use crate::collect::procdir::{
+    CName, block_size, list_fd_numbers, list_fd_numbers_from, open_dir, read_at, read_link_at, read_small,
+};
 
 /// What one process's read gave.
 #[derive(Debug, Default)]

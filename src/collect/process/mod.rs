@@ -14,11 +14,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::threads::ThreadIo;
 use super::{parse_i64, parse_u64};
+use threads::ThreadIo;
 
 mod pidtable;
 mod reader;
+pub mod threads;
 pub use pidtable::PidTable;
 pub use reader::{KEEP_FILES_MAX, LIST_EVERY_SAMPLES, ProcReader, STAT_RECHECK_SAMPLES};
 

@@ -5,12 +5,12 @@ use std::io;
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
+use super::threads::{ThreadIo, read_threads};
 use super::{
     CMDLINE_CAP, CMDLINE_CUT, IoPrio, IoUnavailable, PidMap, PidStat, PidTable, ProcIo, ProcKey, ProcSnapshot, RawProc,
     SchedStat, ioprio_get, parse_io, parse_stat,
 };
 use crate::collect::Reader;
-use crate::collect::threads::{ThreadIo, read_threads};
 
 mod kept;
 pub use kept::KEEP_FILES_MAX;
@@ -233,7 +233,7 @@ impl ProcReader {
         if r.is_live() {
             // Straight from getdents64 into a reused buffer: no allocation
             // per entry (std's DirEntry allocates each name).
-            use crate::collect::fdinfo::procdir::{list_fd_numbers, open_dir};
+            use crate::collect::procdir::{list_fd_numbers, open_dir};
             let dir = open_dir(&r.path("/proc"))?;
             list_fd_numbers(&dir, &mut self.dents, &mut self.pids)?;
             self.pids.sort_unstable();

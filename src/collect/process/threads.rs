@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Reader;
-use super::process::{ProcIo, parse_io};
+use super::{ProcIo, parse_io};
+use crate::collect::Reader;
 
 /// One live thread's own counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

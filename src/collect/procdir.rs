@@ -17,16 +17,16 @@ use crate::collect::{Reader, decimal, parse_u64, read_into};
 /// A NUL-terminated relative path built on the stack:
 /// `<prefix><number><suffix>` (prefixes and suffixes used are short).
 #[derive(Default)]
-pub(super) struct CName {
+pub(crate) struct CName {
     buf: [u8; 32],
 }
 
 impl CName {
-    pub(super) fn set(&mut self, prefix: &[u8], n: i32) -> &CStr {
+    pub(crate) fn set(&mut self, prefix: &[u8], n: i32) -> &CStr {
         self.set3(prefix, n, b"")
     }
 
-    pub(super) fn set3(&mut self, prefix: &[u8], n: i32, suffix: &[u8]) -> &CStr {
+    pub(crate) fn set3(&mut self, prefix: &[u8], n: i32, suffix: &[u8]) -> &CStr {
         let mut digits = [0u8; 11];
         let num = decimal(n, &mut digits);
         let (a, b) = (prefix.len(), prefix.len() + num.len());
@@ -125,7 +125,7 @@ fn parse_dirents(buf: &[u8], out: &mut Vec<i32>) {
 /// read is the end: the call that would return 0 is skipped. At most
 /// [`SMALL_CAP`] bytes are read (fdinfo of an epoll or inotify fd lists
 /// every watch; the fields iolens uses come first).
-pub(super) fn read_small<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>) -> io::Result<&'b [u8]> {
+pub(crate) fn read_small<'b>(dir: &OwnedFd, name: &CStr, buf: &'b mut Vec<u8>) -> io::Result<&'b [u8]> {
     read_at(dir, name, buf, true, SMALL_CAP)
 }
 
@@ -139,7 +139,7 @@ pub const MOUNTINFO_CAP: usize = 8 << 20;
 /// Read a procfs file relative to `dir` into `buf`, at most `cap` bytes;
 /// with `one_shot`, a short read ends it (see [`read_small`]), otherwise
 /// reads go on until end of file (multi-record files such as mountinfo).
-pub(super) fn read_at<'b>(
+pub(crate) fn read_at<'b>(
     dir: &OwnedFd,
     name: &CStr,
     buf: &'b mut Vec<u8>,
@@ -169,7 +169,7 @@ pub(super) fn read_at<'b>(
     }
 }
 
-pub(super) fn read_link_at(dir: &OwnedFd, name: &CStr) -> Option<Vec<u8>> {
+pub(crate) fn read_link_at(dir: &OwnedFd, name: &CStr) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 4096];
     let n = rustix::fs::readlinkat_raw(dir, name, &mut buf[..]).ok()?;
     buf.truncate(n);
@@ -179,7 +179,7 @@ pub(super) fn read_link_at(dir: &OwnedFd, name: &CStr) -> Option<Vec<u8>> {
 /// Size of a block device: `/sys/dev/block/<maj>:<min>/size` (512-byte
 /// sectors), else `BLKGETSIZE64` on an O_RDONLY open of the fd link (which
 /// reopens the device read-only and never writes to it).
-pub(super) fn block_size(
+pub(crate) fn block_size(
     r: &Reader,
     fd_dir: &OwnedFd,
     name: &CStr,
