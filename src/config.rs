@@ -22,7 +22,7 @@ use crate::cli::Cli;
 use crate::format;
 use crate::present::device::DevCol;
 use crate::present::process::ProcCol;
-use crate::ui::theme::{Palette, Theme, Thresholds};
+use crate::present::theme::{Palette, Theme, Thresholds};
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

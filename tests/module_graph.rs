@@ -9,28 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Edges that two pieces of work in flight remove (issue 27): the
-/// presentation layer (batch and ui stop naming each other; batch_cgroups
-/// moves there; config's column keys and theme stop being ui's) and the
-/// session module (record stops running batch's loop). Each is ignored
-/// here until they land; then this list is emptied.
-const PENDING: &[(&str, &str)] = &[
-    // PENDING(presentation layer): ui::processes::{command, devices_text},
-    // batch::CHILDREN_LABEL, batch_cgroups.
-    ("batch", "ui"),
-    ("ui", "batch"),
-    ("batch", "batch_cgroups"),
-    ("batch_cgroups", "batch"),
-    ("ui", "batch_cgroups"),
-    // PENDING(presentation layer): config's DevCol/ProcCol keys and
-    // ui::theme::{Theme, Palette, Thresholds}.
-    ("config", "ui"),
-    // PENDING(session module): record runs batch::run_reports, batch takes
-    // a record::file::Writer.
-    ("batch", "record"),
-    ("record", "batch"),
-];
-
 /// Imports that must not exist: (importing top-level module, named module).
 const FORBIDDEN: &[(&str, &str)] = &[
     ("batch", "ui"),
@@ -522,7 +500,7 @@ fn graph(uses: &[Use], node: impl Fn(&[String]) -> Option<String>) -> Graph {
         let (Some(a), Some(b)) = (node(&u.from), node(&u.to)) else {
             continue;
         };
-        if a != b && !PENDING.contains(&(a.as_str(), b.as_str())) {
+        if a != b {
             g.entry(a).or_default().entry(b).or_insert_with(|| u.at.clone());
         }
     }
@@ -640,8 +618,7 @@ fn layers_do_not_name_each_other() {
         .filter_map(|u| {
             let pair = (top(&u.from)?, top(&u.to)?);
             let pair = (pair.0.as_str(), pair.1.as_str());
-            (FORBIDDEN.contains(&pair) && !PENDING.contains(&pair))
-                .then(|| format!("{}: crate::{} in {}", u.at, pair.1, pair.0))
+            (FORBIDDEN.contains(&pair)).then(|| format!("{}: crate::{} in {}", u.at, pair.1, pair.0))
         })
         .collect();
     bad.sort();

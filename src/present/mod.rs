@@ -6,14 +6,16 @@
 //! value (one function over the row) and its human and raw formatting. The
 //! dashboard panes (`ui`), the batch text and CSV (`batch`) are generated
 //! from these tables, and the text helpers they share (command lines,
-//! devices, labels, units) live here: `ui` and `batch` import this module,
-//! never each other.
+//! devices, labels, units) live here, with the dashboard's theme (palette
+//! and severity thresholds, which the config file sets): `ui`, `batch` and
+//! `config` import this module; `ui` and `batch` never each other.
 
 pub mod cgroup;
 pub mod cgroup_text;
 pub mod device;
 pub mod process;
 pub mod text;
+pub mod theme;
 pub mod trace_json;
 pub mod transfer;
 pub mod units;

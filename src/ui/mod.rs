@@ -23,7 +23,7 @@ pub mod progress;
 pub mod requests;
 pub mod results;
 pub mod status;
-pub mod theme;
+pub use crate::present::theme;
 pub mod viewmodel;
 
 use std::collections::BTreeSet;
