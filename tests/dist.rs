@@ -223,13 +223,24 @@ fn static_binary_needs_no_shared_library_and_runs_in_an_empty_root() {
         assert_eq!(left, 0, "{d} still mounted in the chroot");
     }
 
-    // On the host the static binary reads names from /etc/passwd.
-    let host = run(&b, &["--json", "--count", "2", "--interval", "0.2", "--top", "50"]);
-    let last = text(&host).lines().last().map(str::to_string).unwrap_or_default();
-    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
-    let procs = v["processes"].as_array().cloned().unwrap_or_default();
-    if procs.iter().any(|p| p["uid"] == 0) {
-        assert!(procs.iter().any(|p| p["user"] == "root"), "uid 0 is root: {procs:?}");
+    // On the host the static binary names users as the dynamic one does
+    // (both read /etc/passwd: no NSS).
+    let names = |bin: &str| -> std::collections::BTreeMap<u64, serde_json::Value> {
+        let o = run(bin, &["--json", "--count", "2", "--interval", "0.2", "--top", "1000"]);
+        let last = text(&o).lines().last().map(str::to_string).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("{bin}: {e}"));
+        v["processes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Some((p["uid"].as_u64()?, p["user"].clone())))
+            .collect()
+    };
+    let (stat, dynamic) = (names(&b), names(BIN));
+    for (uid, user) in &stat {
+        if let Some(d) = dynamic.get(uid) {
+            assert_eq!(user, d, "uid {uid}: the static binary's name against the dynamic one's");
+        }
     }
 }
 
@@ -289,10 +300,10 @@ fn deb_installs_runs_and_purges_cleanly() {
         );
     }
     let info = text(&run("dpkg-deb", &["-f", &d, "Depends"]));
-    assert!(info.trim().is_empty(), "a static binary depends on nothing: {info}");
+    assert!(!info.contains("libc6"), "a static binary depends on no library: {info}");
 
     if have("lintian") {
-        let o = run("lintian", &["--no-tag-display-limit", &d]);
+        let o = run("lintian", &["--tag-display-limit", "0", &d]);
         let out = text(&o);
         let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("E:")).collect();
         assert!(errors.is_empty(), "lintian errors:\n{out}");
@@ -320,7 +331,11 @@ fn deb_installs_runs_and_purges_cleanly() {
         }
         if have("systemd-analyze") {
             for u in ["iolens-record.service", "iolens-export.service"] {
-                let o = run("systemd-analyze", &["verify", &format!("/usr/lib/systemd/system/{u}")]);
+                // --man=no: the Documentation= page is checked by man -w above.
+                let o = run(
+                    "systemd-analyze",
+                    &["verify", "--man=no", &format!("/usr/lib/systemd/system/{u}")],
+                );
                 let err = String::from_utf8_lossy(&o.stderr);
                 assert!(
                     o.status.success() && !err.contains("iolens"),
