@@ -236,11 +236,11 @@ fn no_colours(t: &Terminal<TestBackend>) -> bool {
 }
 
 #[test]
-fn readme_key_table_is_the_keymap() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+fn docs_key_table_is_the_keymap() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/dashboard.md")).unwrap();
     let start = readme
         .find("| key | where | what it does |")
-        .expect("the README's key table");
+        .expect("docs/dashboard.md's key table");
     let table: Vec<&str> = readme[start..]
         .lines()
         .skip(2)
@@ -250,7 +250,7 @@ fn readme_key_table_is_the_keymap() {
         .iter()
         .map(|r| format!("| {} | {} | {} |", r.label, r.place(), r.help))
         .collect();
-    assert_eq!(table, want, "the README's key table is not the keymap");
+    assert_eq!(table, want, "docs/dashboard.md's key table is not the keymap");
 }
 
 #[test]
