@@ -1,0 +1,1 @@
+//! Folding a job's samples into its position (placeholder).
