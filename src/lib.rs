@@ -93,6 +93,7 @@ pub mod collect;
 pub mod config;
 pub mod export;
 pub mod format;
+pub mod jobs;
 pub mod model;
 pub mod probe;
 pub mod progress;
