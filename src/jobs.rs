@@ -50,6 +50,7 @@ struct Known {
 pub struct Engine {
     known: HashMap<(i32, u64), Known>,
     argv: HashMap<(i32, u64), Vec<Vec<u8>>>,
+    pwd: HashMap<(i32, u64), Vec<u8>>,
     pub tracker: JobTracker,
     /// Walk into FUSE, network and automount filesystems (`--walk-network`).
     pub network: bool,
@@ -60,6 +61,7 @@ impl Engine {
         Engine {
             known: HashMap::new(),
             argv: HashMap::new(),
+            pwd: HashMap::new(),
             tracker: JobTracker::default(),
             network,
         }
@@ -152,6 +154,9 @@ impl Engine {
                 && let Some(full) = jobproc::read(pid, true)
             {
                 self.argv.insert(key, full.argv);
+                if let Some(pwd) = full.pwd {
+                    self.pwd.insert(key, pwd);
+                }
             }
             todo.extend(jobproc::children(pid));
             if candidates.contains(&pid) {
@@ -224,8 +229,24 @@ impl Engine {
             };
             base.join(OsStr::from_bytes(p))
         };
+        // Where a relative operand may be: a tool that changed directory
+        // (rsync's sender goes into its source) was started in its PWD or
+        // a directory above its cwd.
+        let pwd = self
+            .pwd
+            .get(&(root.pid, root.start_time))
+            .map(|p| Path::new(OsStr::from_bytes(p)));
+        let alts = |r: &args::Root| -> Vec<PathBuf> {
+            let mut v = vec![abs(r.dir.as_deref(), &r.path)];
+            if !r.path.starts_with(b"/") && r.dir.is_none() {
+                let p = Path::new(OsStr::from_bytes(&r.path));
+                v.extend(pwd.filter(|d| *d != cwd).map(|d| d.join(p)));
+                v.extend(cwd.ancestors().skip(1).take(3).map(|d| d.join(p)));
+            }
+            v
+        };
         let req = Request {
-            roots: s.roots.iter().map(|r| abs(r.dir.as_deref(), &r.path)).collect(),
+            roots: s.roots.iter().map(alts).collect(),
             lists: s
                 .lists
                 .iter()
@@ -244,6 +265,7 @@ impl Engine {
         let first = req
             .roots
             .first()
+            .and_then(|r| r.first())
             .or(req.lists.first().map(|l| &l.0))
             .ok_or("no sources")?;
         let m = mount_of(&mounts, first).ok_or("the sources' filesystem is not in the mount table")?;
@@ -280,6 +302,9 @@ fn poll_total(k: &mut Known, _busy: &[u64]) -> Total {
                 WalkState::Counting { so_far } => Total::Counting {
                     files: so_far.files,
                     bytes: so_far.bytes,
+                },
+                WalkState::Done { total } if total.missing > 0 => Total::Unknown {
+                    why: format!("{} source operand(s) not found from the job's directory", total.missing),
                 },
                 WalkState::Done { total } => Total::Known {
                     files: total.files,

@@ -51,13 +51,26 @@ fn make_tree(dir: &Path, n: u64) -> u64 {
     total
 }
 
-/// (unix ns, bytes) samples of `out`'s size, taken every 20 ms until
+/// Bytes at the destination: a file's size, or the sum of the regular
+/// files under a directory (temporaries included).
+fn dest_bytes(p: &Path) -> u64 {
+    let Ok(md) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if !md.is_dir() {
+        return md.len();
+    }
+    std::fs::read_dir(p)
+        .map(|rd| rd.flatten().map(|e| dest_bytes(&e.path())).sum())
+        .unwrap_or(0)
+}
+
+/// (unix ns, bytes) samples of the destination, taken every 20 ms until
 /// `stop` is set.
 fn sizes(out: &Path, stop: &std::sync::atomic::AtomicBool) -> Vec<(u64, u64)> {
     let mut v = Vec::new();
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let len = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-        v.push((now_ns(), len));
+        v.push((now_ns(), dest_bytes(out)));
         std::thread::sleep(Duration::from_millis(20));
     }
     v
@@ -70,22 +83,24 @@ fn interpolate(s: &[(u64, u64)], t: u64) -> Option<f64> {
     Some(b0 as f64 + (b1 as f64 - b0 as f64) * (t - t0) as f64 / (t1 - t0).max(1) as f64)
 }
 
-#[test]
-fn tar_through_a_rate_limited_pipe() {
+/// Run `shell` in a fresh directory holding the tree `src` (520 files),
+/// compare iolens's job percent for `tool` at about 25, 50 and 75% with
+/// the bytes at `dest` (relative to that directory).
+fn compare(tool: &str, shell: &str, dest: &str) {
     if !is_root() {
         eprintln!("skipped: reading another process's counters and fds needs root");
         return;
     }
-    if !need("pv") || !need("tar") {
+    if !need("pv") || !need(tool) {
         return;
     }
     let dir = tempfile::Builder::new().prefix("iolens-jobs-live").tempdir().unwrap();
     let src = dir.path().join("src");
     let tree = make_tree(&src, 520);
-    let out = dir.path().join("out.tar");
+    let out = dir.path().join(dest);
     let mut job = Command::new("sh")
         .arg("-c")
-        .arg("exec tar cf - src | pv -q -L 20m > out.tar")
+        .arg(shell)
         .current_dir(dir.path())
         .stdin(Stdio::null())
         .spawn()
@@ -96,7 +111,7 @@ fn tar_through_a_rate_limited_pipe() {
     let mut reports = Vec::new();
     let start = Instant::now();
     for target in [25.0, 50.0, 75.0] {
-        while (std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0) as f64) < tree as f64 * (target - 2.0) / 100.0 {
+        while (dest_bytes(&out) as f64) < tree as f64 * (target - 2.0) / 100.0 {
             assert!(
                 start.elapsed() < Duration::from_secs(300),
                 "the job did not reach {target}%"
@@ -104,7 +119,7 @@ fn tar_through_a_rate_limited_pipe() {
             std::thread::sleep(Duration::from_millis(50));
         }
         let o = Command::new(BIN)
-            .args(["progress", "--name", "tar", "--json"])
+            .args(["progress", "--name", tool, "--json"])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -114,7 +129,7 @@ fn tar_through_a_rate_limited_pipe() {
             .unwrap_or_else(|| panic!("no jobs record: {text}"));
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let j = &v["jobs"][0];
-        assert_eq!(j["tool"], "tar", "{line}");
+        assert_eq!(j["tool"], tool, "{line}");
         assert_eq!(j["total"]["state"], "known", "{line}");
         assert_eq!(j["total"]["files"], 520, "{line}");
         assert_eq!(j["total"]["bytes"].as_u64(), Some(tree), "{line}");
@@ -128,18 +143,48 @@ fn tar_through_a_rate_limited_pipe() {
     let end_ns = now_ns();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let samples = sampler.join().unwrap();
-    // The job's real end: the first sample with the whole archive.
-    let final_len = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    // The job's real end: the first sample with everything in place.
+    let final_len = dest_bytes(&out);
     let done_ns = samples.iter().find(|s| s.1 >= final_len).map_or(end_ns, |s| s.0);
     for (t, pct, eta) in reports {
         let truth = interpolate(&samples, t).unwrap() / tree as f64 * 100.0;
         let left = (done_ns.saturating_sub(t)) as f64 / 1e9;
         eprintln!(
-            "iolens {pct:.2}% truth {truth:.2}% (diff {:+.2}); eta {eta:?} s, actual {left:.1} s",
+            "{tool}: iolens {pct:.2}% truth {truth:.2}% (diff {:+.2}); eta {eta:?} s, actual {left:.1} s",
             pct - truth
         );
         assert!((pct - truth).abs() <= 2.0, "iolens {pct:.2}% vs truth {truth:.2}%");
     }
+}
+
+#[test]
+fn tar_through_a_rate_limited_pipe() {
+    compare("tar", "exec tar cf - src | pv -q -L 20m > out.tar", "out.tar");
+}
+
+#[test]
+fn rsync_fresh_with_a_bandwidth_limit() {
+    compare("rsync", "exec rsync -a --bwlimit=20m src/ dst", "dst");
+}
+
+/// `--watch --name` started before its process waits for it (it used to
+/// exit after one interval with "no transfers found").
+#[test]
+fn watch_waits_for_the_named_process() {
+    let mut w = Command::new(BIN)
+        .args(["progress", "--watch", "--name", "iolens-nosuch", "-i", "0.2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let still = w.try_wait().unwrap().is_none();
+    let _ = w.kill();
+    let _ = w.wait();
+    assert!(
+        still,
+        "iolens progress --watch --name exited before the process appeared"
+    );
 }
 
 /// The walk of 100,000 small files, timed (warm cache).
@@ -155,7 +200,7 @@ fn walk_of_100k_files() {
         }
     }
     let req = serde_json::json!({
-        "roots": [dir.path()], "lists": [], "excludes": [], "recurse": true,
+        "roots": [[dir.path()]], "lists": [], "excludes": [], "recurse": true,
         "one_fs": false, "links_once": true, "holes_skipped": false, "network": false
     });
     for round in 0..2 {
@@ -172,7 +217,7 @@ fn walk_of_100k_files() {
             el.as_secs_f64(),
             String::from_utf8_lossy(&o.stderr).trim()
         );
-        assert_eq!(last, "d 100000 100000 0");
+        assert_eq!(last, "d 100000 100000 0 0");
         if round == 1 {
             assert!(el < Duration::from_secs(5), "walk took {el:?}");
         }

@@ -18,6 +18,9 @@ pub struct JobProc {
     pub comm: String,
     pub argv: Vec<Vec<u8>>,
     pub cwd: Option<Vec<u8>>,
+    /// `PWD` from its environment (the directory its shell started it in,
+    /// when it changed directory since), read with the command line.
+    pub pwd: Option<Vec<u8>>,
     /// Link texts of fds 0 and 1 ("pipe:[123]", "/path").
     pub stdin: Option<Vec<u8>>,
     pub stdout: Option<Vec<u8>>,
@@ -57,12 +60,20 @@ pub fn read(pid: i32, with_argv: bool) -> Option<JobProc> {
     } else {
         Vec::new()
     };
+    let pwd = with_argv
+        .then(|| read_capped(&format!("/proc/{pid}/environ"), CMDLINE_CAP))
+        .flatten()
+        .and_then(|e| {
+            e.split(|&c| c == 0)
+                .find_map(|v| v.strip_prefix(b"PWD=").map(<[u8]>::to_vec))
+        });
     Some(JobProc {
         pid,
         start_time: stat.start_time,
         ppid: stat.ppid,
         comm: stat.comm,
         argv,
+        pwd,
         cwd: link(&format!("/proc/{pid}/cwd")),
         stdin: link(&format!("/proc/{pid}/fd/0")),
         stdout: link(&format!("/proc/{pid}/fd/1")),

@@ -27,7 +27,9 @@ use serde::{Deserialize, Serialize};
 /// What to walk, as the parent resolved it (absolute paths).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Request {
-    pub roots: Vec<PathBuf>,
+    /// Each source as the paths it may be (a relative operand of a tool
+    /// that changed directory): the first that exists is walked.
+    pub roots: Vec<Vec<PathBuf>>,
     /// (list file, base directory of its names).
     pub lists: Vec<(PathBuf, PathBuf)>,
     pub excludes: Vec<Vec<u8>>,
@@ -46,6 +48,8 @@ pub struct Counts {
     pub bytes: u64,
     /// Mount points (and list entries) not walked: FUSE, network, automount.
     pub skipped: u64,
+    /// Sources not found (by any of their paths).
+    pub missing: u64,
 }
 
 /// Deepest directory nesting walked.
@@ -215,14 +219,22 @@ pub fn child_main(arg: Option<&std::ffi::OsStr>) -> ExitCode {
         last: Instant::now(),
         out: std::io::stdout().lock(),
     };
-    for r in &req.roots {
-        w.root(r);
+    for alts in &req.roots {
+        // symlink_metadata only where no blocked mount is on the way.
+        match alts
+            .iter()
+            .find(|p| !w.under_blocked(p) && std::fs::symlink_metadata(p).is_ok())
+        {
+            Some(p) => w.root(p),
+            None if alts.iter().any(|p| w.under_blocked(p)) => w.c.skipped += 1,
+            None => w.c.missing += 1,
+        }
     }
     for (l, b) in &req.lists {
         w.list(l, b);
     }
     let c = w.c;
-    let _ = writeln!(w.out, "d {} {} {}", c.files, c.bytes, c.skipped);
+    let _ = writeln!(w.out, "d {} {} {} {}", c.files, c.bytes, c.skipped, c.missing);
     let _ = w.out.flush();
     ExitCode::SUCCESS
 }
@@ -338,7 +350,7 @@ pub fn parse_line(line: &[u8]) -> Option<WalkState> {
             so_far: Counts {
                 files,
                 bytes,
-                skipped: 0,
+                ..Counts::default()
             },
         }),
         "d" => Some(WalkState::Done {
@@ -346,6 +358,7 @@ pub fn parse_line(line: &[u8]) -> Option<WalkState> {
                 files,
                 bytes,
                 skipped: n().unwrap_or(0),
+                missing: n().unwrap_or(0),
             },
         }),
         _ => None,
@@ -364,17 +377,18 @@ mod tests {
                 so_far: Counts {
                     files: 3,
                     bytes: 40,
-                    skipped: 0
+                    ..Counts::default()
                 }
             })
         );
         assert_eq!(
-            parse_line(b"d 5 6 1\n"),
+            parse_line(b"d 5 6 1 2\n"),
             Some(WalkState::Done {
                 total: Counts {
                     files: 5,
                     bytes: 6,
-                    skipped: 1
+                    skipped: 1,
+                    missing: 2
                 }
             })
         );
