@@ -256,6 +256,9 @@ pub struct ProgressArgs {
     /// SAMPLES steady samples at the interval
     #[arg(long, value_name = "SAMPLES")]
     pub bench: Option<u32>,
+    /// Walk a job's sources even on FUSE, network and automount filesystems (a hung server can then leave its total unknown)
+    #[arg(long)]
+    pub walk_network: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

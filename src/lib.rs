@@ -102,6 +102,7 @@ pub mod collect;
 pub mod config;
 pub mod export;
 pub mod format;
+pub mod jobs;
 pub mod model;
 pub mod present;
 pub mod probe;

@@ -12,6 +12,10 @@ use iolens::cli::{Cli, Command};
 fn main() -> ExitCode {
     // Before any thread starts (see the function).
     iolens::sys::malloc::one_arena();
+    // The walk of a job's sources, in a child process (see collect::walk).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "__walk") {
+        return iolens::collect::walk::child_main(std::env::args_os().nth(2).as_deref());
+    }
     let cli = Cli::parse();
     if let Err(e) = iolens::collect::check_root(&cli.root) {
         eprintln!("iolens: {e}");

@@ -77,6 +77,7 @@ struct Pass {
     tracker: Tracker,
     /// List every process, not only the watched ones (to see who did I/O).
     all: bool,
+    jobs: crate::jobs::Engine,
 }
 
 /// CPU cost of one pass, in ns, and what it covered.
@@ -110,6 +111,7 @@ impl Pass {
             scanner,
             tracker,
             all: unfiltered,
+            jobs: crate::jobs::Engine::new(args.walk_network),
         }
     }
 
@@ -119,10 +121,25 @@ impl Pass {
             .lister
             .list(&self.reader, &self.scanner.watch, self.all)
             .with_context(|| format!("listing {}", self.reader.path("/proc").display()))?;
+        let tools: Vec<i32> = procs
+            .iter()
+            .filter(|p| crate::jobs::tool_comm(&p.comm))
+            .map(|p| p.key.pid)
+            .collect();
         let t1 = process_cpu_ns();
         let snap = self.scanner.scan(&self.reader, &procs);
         let t2 = process_cpu_ns();
-        self.tracker.update(&snap, monotonic_ns());
+        let now = monotonic_ns();
+        self.tracker.update(&snap, now);
+        if self.reader.is_live() {
+            let files = &self.tracker.jobs;
+            let current = |pid: i32| {
+                let j = files.iter().find(|j| j.proc.pid == pid && !j.is_done())?;
+                let m = &j.main;
+                Some((String::from_utf8_lossy(&m.path).into_owned(), m.pos, m.size))
+            };
+            self.jobs.sample(&tools, &current, now);
+        }
         let cost = PassCost {
             list_ns: t1 - t0,
             scan_ns: t2 - t1,
@@ -178,12 +195,19 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
         let (snap, _) = pass.run()?;
         clock.advance(Instant::now());
         let jobs = &pass.tracker.jobs;
-        shown |= !jobs.is_empty();
+        let views = &pass.jobs.tracker.views;
+        shown |= !jobs.is_empty() || !views.is_empty();
         let text = if args.json {
             // Each record carries the wall-clock time of its pass.
             let wall = crate::collect::realtime_ns();
             let time = crate::format::wall_time(wall, false);
-            jobs.iter()
+            // The jobs first, as one record of the pass.
+            let head = (!views.is_empty())
+                .then(|| serde_json::json!({"time": time.clone(), "unix_ns": wall, "jobs": views}))
+                .map(|v| format::escape_json_controls(v.to_string()) + "\n")
+                .unwrap_or_default();
+            head + &jobs
+                .iter()
                 .filter_map(|j| serde_json::to_value(j).ok())
                 .map(|mut v| {
                     if let Some(m) = v.as_object_mut() {
@@ -194,7 +218,7 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
                 })
                 .fold(String::new(), |s, l| s + &l + "\n")
         } else {
-            let mut t = report(jobs);
+            let mut t = crate::jobs::report(views) + &report(jobs);
             if args.watch {
                 t.push('\n');
             }
@@ -208,10 +232,11 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
             break;
         }
         // Watched processes all gone (or, unfiltered, nothing left running).
+        // With --name, a watch started before its process waits for it.
         let running = if pass.scanner.watch.is_empty() {
-            jobs.iter().any(|j| !j.is_done())
+            jobs.iter().any(|j| !j.is_done()) || views.iter().any(|v| v.ended_ns.is_none())
         } else {
-            !snap.procs.is_empty()
+            !snap.procs.is_empty() || (!shown && !args.name.is_empty())
         };
         if !running {
             break;

@@ -12,6 +12,7 @@ pub mod delayacct;
 pub mod devfacts;
 pub mod diskstats;
 pub mod fdinfo;
+pub mod jobproc;
 pub mod mountinfo;
 pub mod mounts;
 pub mod procdir;
@@ -23,6 +24,7 @@ pub mod system;
 pub mod taskstats;
 pub mod trace;
 pub mod tree;
+pub mod walk;
 
 use std::ffi::CStr;
 use std::fs::File;

@@ -10,6 +10,7 @@ pub mod counters;
 pub mod cpu;
 pub mod disk;
 pub mod history;
+pub mod jobs;
 pub mod pattern;
 mod proc_update;
 pub mod procdev;

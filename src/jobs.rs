@@ -1,0 +1,379 @@
+//! The jobs engine of `iolens progress`: finds the jobs among the listed
+//! processes ([`crate::model::jobs`]), reads their processes
+//! ([`crate::collect::jobproc`]), starts one walk per job for its total
+//! ([`crate::collect::walk`], a child process; at most one outstanding per
+//! mount), and folds each sample into [`JobTracker`]. The walk's pipe is
+//! read without blocking, so a pass never waits on it.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::collect::jobproc::{self, JobProc, pipe_inode};
+use crate::collect::mountinfo::{self, Mount};
+use crate::collect::walk::{Request, Walk, WalkState};
+use crate::format::{self, escape};
+use crate::model::jobs::args::{self, Sources};
+use crate::model::jobs::track::{JobInput, JobTracker, JobView, Total};
+use crate::model::jobs::{ProcFacts, Tool, group};
+
+/// How long a walk may run.
+pub const WALK_LIMIT: Duration = Duration::from_secs(120);
+
+/// Comms that can start a job.
+const TOOL_COMMS: &[&str] = &[
+    "tar", "gtar", "bsdtar", "rsync", "cp", "mv", "zip", "7z", "7za", "7zr", "7zz", "borg", "restic", "cpio", "dd",
+];
+
+/// Whether a comm can be a job's root (cheap: the pass checks every listed
+/// process).
+pub fn tool_comm(comm: &str) -> bool {
+    TOOL_COMMS.contains(&comm)
+}
+
+enum TotalSrc {
+    Walking { walk: Walk, mount: u64 },
+    Fixed(Total),
+}
+
+struct Known {
+    tool: Tool,
+    sources: Sources,
+    command: String,
+    total: TotalSrc,
+}
+
+/// Jobs across passes.
+pub struct Engine {
+    known: HashMap<(i32, u64), Known>,
+    argv: HashMap<(i32, u64), Vec<Vec<u8>>>,
+    pwd: HashMap<(i32, u64), Vec<u8>>,
+    pub tracker: JobTracker,
+    /// Walk into FUSE, network and automount filesystems (`--walk-network`).
+    pub network: bool,
+}
+
+impl Engine {
+    pub fn new(network: bool) -> Self {
+        Engine {
+            known: HashMap::new(),
+            argv: HashMap::new(),
+            pwd: HashMap::new(),
+            tracker: JobTracker::default(),
+            network,
+        }
+    }
+
+    /// One pass: `candidates` are the listed pids whose comm is a tool's;
+    /// `current` gives a pid's current file (path, pos, size).
+    pub fn sample(
+        &mut self,
+        candidates: &[i32],
+        current: &dyn Fn(i32) -> Option<(String, u64, Option<u64>)>,
+        now_ns: u64,
+    ) {
+        let procs = self.family(candidates);
+        let facts: Vec<ProcFacts> = procs
+            .values()
+            .map(|p| ProcFacts {
+                pid: p.pid,
+                ppid: p.ppid,
+                comm: p.comm.clone(),
+                argv: self.argv.get(&(p.pid, p.start_time)).cloned().unwrap_or_default(),
+                stdin_pipe: p.stdin.as_deref().and_then(pipe_inode),
+                stdout_pipe: p.stdout.as_deref().and_then(pipe_inode),
+            })
+            .collect();
+        let mut inputs = Vec::new();
+        let mut live = Vec::new();
+        for g in group(&facts) {
+            let Some(root) = procs.get(&g.root) else { continue };
+            let key = (root.pid, root.start_time);
+            live.push(key);
+            if !self.known.contains_key(&key) {
+                let argv = self.argv.get(&key).cloned().unwrap_or_default();
+                let k = self.prepare(g.tool, &argv, root);
+                self.known.insert(key, k);
+            }
+            let busy: Vec<u64> = self.walking_mounts();
+            let Some(k) = self.known.get_mut(&key) else { continue };
+            let total = poll_total(k, &busy);
+            // The root's reads; cp/mv copy with copy_file_range, whose bytes
+            // count on both sides.
+            let position = root.io.map(|io| match k.tool {
+                Tool::Cp | Tool::Mv => io.rchar.max(io.wchar),
+                _ => io.rchar,
+            });
+            let mut notes: Vec<String> = k.sources.estimate.iter().map(|s| s.to_string()).collect();
+            if k.sources.skips_unchanged {
+                notes.push("files already up to date are skipped unread: the percent is of the bytes read".into());
+            }
+            inputs.push(JobInput {
+                key,
+                tool: k.tool,
+                command: k.command.clone(),
+                pids: g.pids().collect(),
+                position,
+                total,
+                notes,
+                current: current(root.pid),
+            });
+        }
+        self.known.retain(|k, _| live.contains(k));
+        self.argv
+            .retain(|k, _| procs.values().any(|p| (p.pid, p.start_time) == *k));
+        self.tracker.update(inputs, now_ns);
+    }
+
+    fn walking_mounts(&self) -> Vec<u64> {
+        self.known
+            .values()
+            .filter_map(|k| match &k.total {
+                TotalSrc::Walking { walk, mount } if matches!(walk.state, WalkState::Counting { .. }) => Some(*mount),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The candidates, their descendants and their siblings (pipeline
+    /// partners), read once each.
+    fn family(&mut self, candidates: &[i32]) -> HashMap<i32, JobProc> {
+        let mut out: HashMap<i32, JobProc> = HashMap::new();
+        let mut todo: Vec<i32> = candidates.to_vec();
+        let mut parents = Vec::new();
+        while let Some(pid) = todo.pop() {
+            if out.contains_key(&pid) || out.len() >= 1024 {
+                continue;
+            }
+            let Some(p) = jobproc::read(pid, false) else { continue };
+            let key = (p.pid, p.start_time);
+            if !self.argv.contains_key(&key)
+                && let Some(full) = jobproc::read(pid, true)
+            {
+                self.argv.insert(key, full.argv);
+                if let Some(pwd) = full.pwd {
+                    self.pwd.insert(key, pwd);
+                }
+            }
+            todo.extend(jobproc::children(pid));
+            if candidates.contains(&pid) {
+                parents.push(p.ppid);
+            }
+            out.insert(pid, p);
+        }
+        for pp in parents {
+            for sib in jobproc::children(pp) {
+                if !out.contains_key(&sib)
+                    && let Some(p) = jobproc::read(sib, false)
+                {
+                    out.insert(sib, p);
+                }
+            }
+        }
+        out
+    }
+
+    /// Parse the command line and start the walk.
+    fn prepare(&mut self, tool: Tool, argv: &[Vec<u8>], root: &JobProc) -> Known {
+        let mut sources = args::sources(tool, argv.get(1..).unwrap_or_default());
+        if tool == Tool::Cpio
+            && let Some(inp) = root.stdin.as_deref().filter(|l| l.starts_with(b"/"))
+        {
+            sources = args::cpio::from_stdin_file(sources, inp);
+        }
+        let command = argv
+            .iter()
+            .map(|a| String::from_utf8_lossy(a))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let total = match self.request(&sources, root) {
+            Err(why) => TotalSrc::Fixed(Total::Unknown { why }),
+            Ok((req, mount)) => {
+                if self.walking_mounts().contains(&mount) {
+                    TotalSrc::Fixed(Total::Unknown {
+                        why: "another walk is counting on the same filesystem".into(),
+                    })
+                } else {
+                    match Walk::start(&req, WALK_LIMIT) {
+                        Ok(walk) => TotalSrc::Walking { walk, mount },
+                        Err(why) => TotalSrc::Fixed(Total::Unknown { why }),
+                    }
+                }
+            }
+        };
+        Known {
+            tool,
+            sources,
+            command,
+            total,
+        }
+    }
+
+    /// The walk request (absolute paths) and the mount it starts on.
+    fn request(&self, s: &Sources, root: &JobProc) -> Result<(Request, u64), String> {
+        if let Some(u) = s.unknown {
+            return Err(u.to_string());
+        }
+        let cwd = root
+            .cwd
+            .as_deref()
+            .ok_or("the job's working directory is not readable")?;
+        let cwd = Path::new(OsStr::from_bytes(cwd));
+        let abs = |dir: Option<&[u8]>, p: &[u8]| -> PathBuf {
+            let base = match dir {
+                Some(d) => cwd.join(OsStr::from_bytes(d)),
+                None => cwd.to_path_buf(),
+            };
+            base.join(OsStr::from_bytes(p))
+        };
+        // Where a relative operand may be: a tool that changed directory
+        // (rsync's sender goes into its source) was started in its PWD or
+        // a directory above its cwd.
+        let pwd = self
+            .pwd
+            .get(&(root.pid, root.start_time))
+            .map(|p| Path::new(OsStr::from_bytes(p)));
+        let alts = |r: &args::Root| -> Vec<PathBuf> {
+            let mut v = vec![abs(r.dir.as_deref(), &r.path)];
+            if !r.path.starts_with(b"/") && r.dir.is_none() {
+                let p = Path::new(OsStr::from_bytes(&r.path));
+                v.extend(pwd.filter(|d| *d != cwd).map(|d| d.join(p)));
+                v.extend(cwd.ancestors().skip(1).take(3).map(|d| d.join(p)));
+            }
+            v
+        };
+        let req = Request {
+            roots: s.roots.iter().map(alts).collect(),
+            lists: s
+                .lists
+                .iter()
+                .map(|l| (abs(None, &l.path), abs(l.dir.as_deref(), b"")))
+                .collect(),
+            excludes: s.excludes.clone(),
+            recurse: s.recurse,
+            one_fs: s.one_fs,
+            links_once: s.links_once,
+            holes_skipped: s.holes_skipped,
+            network: self.network,
+        };
+        let mounts = std::fs::read("/proc/self/mountinfo")
+            .map(|t| mountinfo::parse(&t))
+            .map_err(|e| format!("reading /proc/self/mountinfo: {e}"))?;
+        let first = req
+            .roots
+            .first()
+            .and_then(|r| r.first())
+            .or(req.lists.first().map(|l| &l.0))
+            .ok_or("no sources")?;
+        let m = mount_of(&mounts, first).ok_or("the sources' filesystem is not in the mount table")?;
+        if !self.network && mountinfo::may_block(&m.fs_type) {
+            return Err(format!(
+                "sources on a {} filesystem are not walked (--walk-network walks them)",
+                m.fs_type
+            ));
+        }
+        Ok((req, m.id))
+    }
+}
+
+/// The mount holding `p` (longest mount point prefix; the last mounted
+/// wins among equal ones).
+fn mount_of<'a>(mounts: &'a [Mount], p: &Path) -> Option<&'a Mount> {
+    mounts
+        .iter()
+        .filter(|m| p.starts_with(&m.mount_point))
+        .max_by_key(|m| m.mount_point.len())
+}
+
+fn poll_total(k: &mut Known, _busy: &[u64]) -> Total {
+    let s = &k.sources;
+    let adjust = |bytes: u64| {
+        let b = bytes.saturating_sub(s.skip_bytes);
+        s.byte_cap.map_or(b, |c| b.min(c))
+    };
+    match &mut k.total {
+        TotalSrc::Fixed(t) => t.clone(),
+        TotalSrc::Walking { walk, .. } => {
+            walk.poll();
+            match &walk.state {
+                WalkState::Counting { so_far } => Total::Counting {
+                    files: so_far.files,
+                    bytes: so_far.bytes,
+                },
+                WalkState::Done { total } if total.missing > 0 => Total::Unknown {
+                    why: format!("{} source operand(s) not found from the job's directory", total.missing),
+                },
+                WalkState::Done { total } => Total::Known {
+                    files: total.files,
+                    bytes: adjust(total.bytes),
+                },
+                WalkState::Failed { why } => Total::Unknown { why: why.clone() },
+            }
+        }
+    }
+}
+
+/// The text lines of the jobs.
+pub fn report(views: &[JobView]) -> String {
+    let mut s = String::new();
+    for v in views {
+        let _ = writeln!(s, "[{}] job: {}", v.pid, escape(&v.command));
+        let done = v
+            .bytes_done
+            .map_or_else(|| format::NA.to_string(), |b| format::decimal(b as f64));
+        let rate = v.rate_bps.map_or_else(|| format::NA.to_string(), format::rate);
+        let line = match (&v.total, v.percent) {
+            (Total::Counting { files, bytes }, _) => format!(
+                "counting: {} files, {} so far; read {done}, {rate}",
+                group_thousands(*files),
+                format::decimal(*bytes as f64)
+            ),
+            (Total::Known { bytes, files }, Some(p)) => format!(
+                "{p:.1}% ({done} / {}) {rate}, eta {}, files ~{} / {} (estimate)",
+                format::decimal(*bytes as f64),
+                format::duration(v.eta_s),
+                v.files_done_estimate.map_or_else(|| format::NA.into(), group_thousands),
+                group_thousands(*files)
+            ),
+            _ => format!(
+                "n/a% ({}); read {done}, {rate}",
+                escape(v.percent_na.as_deref().unwrap_or("unknown"))
+            ),
+        };
+        let _ = writeln!(s, "\t{} {line}", v.phase);
+        if let Some(f) = &v.current_file {
+            let _ = writeln!(s, "\tcurrent file: {}", escape(f));
+        }
+        for n in &v.notes {
+            let _ = writeln!(s, "\tnote: {n}");
+        }
+    }
+    s
+}
+
+fn group_thousands(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands() {
+        assert_eq!(group_thousands(41000), "41,000");
+        assert_eq!(group_thousands(999), "999");
+        assert_eq!(group_thousands(1234567), "1,234,567");
+    }
+}

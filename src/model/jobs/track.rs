@@ -1,0 +1,304 @@
+//! A job's position, rate, ETA and phase across samples. Pure: the inputs
+//! (the job's source bytes read so far, its total as walked) and the time
+//! come from the caller.
+//!
+//! - **position** = the bytes of its sources read so far: the read counters
+//!   (`rchar`) of the job's processes that read sources — its root, not the
+//!   compressor or `pv` reading its pipe — and for `cp`/`mv` (which copy
+//!   with `copy_file_range`) the larger of its read and write counters;
+//! - **percent** = position / total, only once the walk has finished;
+//! - **rate** over the last [`RATE_WINDOW`](crate::model::progress::RATE_WINDOW)
+//!   samples, **ETA** = (total − position) / rate;
+//! - **files done** = files total × position / total: an estimate (the
+//!   files a tool finished are not observable between samples);
+//! - **phase**: counting (the walk runs), copying, finishing (all source
+//!   bytes read, the job still running: compressing, flushing), done or
+//!   ended when its root process is gone (done when its position had
+//!   reached the total, or its rate took it there before it was seen gone).
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Serialize;
+
+use super::Tool;
+use crate::model::progress::{DONE_KEEP_NS, RATE_WINDOW};
+
+/// The job's total as far as it is known.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Total {
+    /// The walk runs: what it found so far.
+    Counting {
+        files: u64,
+        bytes: u64,
+    },
+    Known {
+        files: u64,
+        bytes: u64,
+    },
+    /// Why it cannot be known.
+    Unknown {
+        why: String,
+    },
+}
+
+/// One sample of a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobInput {
+    /// The root process (pid, start time).
+    pub key: (i32, u64),
+    pub tool: Tool,
+    /// The command line, joined with spaces (unescaped).
+    pub command: String,
+    pub pids: Vec<i32>,
+    /// Bytes of its sources read so far; `None` when unreadable.
+    pub position: Option<u64>,
+    pub total: Total,
+    /// Why the total or the position is only an estimate.
+    pub notes: Vec<String>,
+    /// The file being read (unescaped link text), its position and size.
+    pub current: Option<(String, u64, Option<u64>)>,
+}
+
+/// What is shown of a job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobView {
+    pub pid: i32,
+    pub tool: Tool,
+    pub command: String,
+    pub pids: Vec<i32>,
+    /// counting, copying, finishing, done, ended.
+    pub phase: &'static str,
+    pub bytes_done: Option<u64>,
+    pub total: Total,
+    pub percent: Option<f64>,
+    /// Why there is no percent.
+    pub percent_na: Option<String>,
+    pub rate_bps: Option<f64>,
+    pub eta_s: Option<f64>,
+    /// Estimated from the bytes (see the module notes).
+    pub files_done_estimate: Option<u64>,
+    pub files_total: Option<u64>,
+    pub notes: Vec<String>,
+    pub current_file: Option<String>,
+    pub current_pos: Option<u64>,
+    pub current_size: Option<u64>,
+    /// Monotonic ns when it was seen gone.
+    pub ended_ns: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct State {
+    window: VecDeque<(u64, u64)>,
+    last: Option<JobView>,
+    seen_ns: u64,
+}
+
+/// Jobs across samples.
+#[derive(Debug, Default)]
+pub struct JobTracker {
+    jobs: HashMap<(i32, u64), State>,
+    /// Current views: running jobs by ETA, then ended ones.
+    pub views: Vec<JobView>,
+}
+
+fn rate(w: &VecDeque<(u64, u64)>) -> Option<f64> {
+    let (&(t0, p0), &(t1, p1)) = (w.front()?, w.back()?);
+    (t1 > t0).then(|| p1.saturating_sub(p0) as f64 / ((t1 - t0) as f64 / 1e9))
+}
+
+impl JobTracker {
+    pub fn update(&mut self, inputs: Vec<JobInput>, now_ns: u64) {
+        let mut views = Vec::new();
+        for inp in inputs {
+            let st = self.jobs.entry(inp.key).or_default();
+            if let Some(p) = inp.position {
+                if st.window.back().is_some_and(|&(_, last)| p < last) {
+                    st.window.clear();
+                }
+                if st.window.len() > RATE_WINDOW {
+                    st.window.pop_front();
+                }
+                st.window.push_back((now_ns, p));
+            }
+            st.seen_ns = now_ns;
+            let v = view(&inp, rate(&st.window));
+            st.last = Some(v.clone());
+            views.push(v);
+        }
+        // Jobs not seen now: their root is gone.
+        self.jobs.retain(|_, st| {
+            if st.seen_ns == now_ns {
+                return true;
+            }
+            let Some(v) = st.last.as_mut() else {
+                return false;
+            };
+            if v.ended_ns.is_none() {
+                end(v, st.seen_ns, now_ns);
+            }
+            let keep = v.ended_ns.is_some_and(|e| now_ns.saturating_sub(e) < DONE_KEEP_NS);
+            if keep {
+                views.push(v.clone());
+            }
+            keep
+        });
+        views.sort_by(|a, b| {
+            let k = |v: &JobView| (v.ended_ns.is_some(), v.eta_s.is_none(), v.eta_s.unwrap_or(0.0), v.pid);
+            let (ka, kb) = (k(a), k(b));
+            ka.0.cmp(&kb.0)
+                .then(ka.1.cmp(&kb.1))
+                .then(ka.2.total_cmp(&kb.2))
+                .then(ka.3.cmp(&kb.3))
+        });
+        self.views = views;
+    }
+}
+
+/// A job found gone at `now_ns`, last seen at `seen_ns`.
+fn end(v: &mut JobView, seen_ns: u64, now_ns: u64) {
+    v.ended_ns = Some(now_ns);
+    v.eta_s = None;
+    let reached = match (&v.total, v.bytes_done, v.rate_bps) {
+        (Total::Known { bytes, .. }, Some(d), r) => {
+            let extra = r.unwrap_or(0.0) * now_ns.saturating_sub(seen_ns) as f64 / 1e9;
+            d as f64 + extra >= *bytes as f64 * 0.999
+        }
+        _ => false,
+    };
+    v.phase = if reached { "done" } else { "ended" };
+    if reached {
+        v.percent = Some(100.0);
+        if let Total::Known { files, .. } = v.total {
+            v.files_done_estimate = Some(files);
+        }
+    }
+    v.rate_bps = None;
+}
+
+fn view(inp: &JobInput, rate: Option<f64>) -> JobView {
+    let (percent, percent_na, files_total) = match (&inp.total, inp.position) {
+        (Total::Known { bytes, files }, Some(p)) if *bytes > 0 => {
+            (Some((p as f64 / *bytes as f64 * 100.0).min(100.0)), None, Some(*files))
+        }
+        (Total::Known { files, .. }, Some(_)) => (None, Some("the sources hold no data".to_string()), Some(*files)),
+        (_, None) => (None, Some("the job's read counters are not readable".into()), None),
+        (Total::Counting { .. }, _) => (None, Some("counting the sources".into()), None),
+        (Total::Unknown { why }, _) => (None, Some(why.clone()), None),
+    };
+    let total_bytes = match inp.total {
+        Total::Known { bytes, .. } => Some(bytes),
+        _ => None,
+    };
+    let eta_s = match (total_bytes, inp.position, rate) {
+        (Some(t), Some(p), _) if p >= t => Some(0.0),
+        (Some(t), Some(p), Some(r)) if r > 0.0 => Some((t - p) as f64 / r),
+        _ => None,
+    };
+    let phase = match (&inp.total, total_bytes, inp.position) {
+        (Total::Counting { .. }, _, _) => "counting",
+        (_, Some(t), Some(p)) if p >= t => "finishing",
+        _ => "copying",
+    };
+    let files_done_estimate = match (files_total, total_bytes, inp.position) {
+        (Some(f), Some(t), Some(p)) if t > 0 => Some(((f as f64) * (p.min(t) as f64 / t as f64)).round() as u64),
+        _ => None,
+    };
+    JobView {
+        pid: inp.key.0,
+        tool: inp.tool,
+        command: inp.command.clone(),
+        pids: inp.pids.clone(),
+        phase,
+        bytes_done: inp.position,
+        total: inp.total.clone(),
+        percent,
+        percent_na,
+        rate_bps: rate,
+        eta_s,
+        files_done_estimate,
+        files_total,
+        notes: inp.notes.clone(),
+        current_file: inp.current.as_ref().map(|c| c.0.clone()),
+        current_pos: inp.current.as_ref().map(|c| c.1),
+        current_size: inp.current.as_ref().and_then(|c| c.2),
+        ended_ns: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(pos: u64, total: Total) -> JobInput {
+        JobInput {
+            key: (7, 1),
+            tool: Tool::Tar,
+            command: "tar cf - d".into(),
+            pids: vec![7, 8],
+            position: Some(pos),
+            total,
+            notes: vec![],
+            current: None,
+        }
+    }
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn percent_rate_eta_and_end() {
+        let mut t = JobTracker::default();
+        let known = Total::Known {
+            files: 100,
+            bytes: 1000,
+        };
+        t.update(vec![input(0, Total::Counting { files: 3, bytes: 30 })], 0);
+        assert_eq!(t.views[0].phase, "counting");
+        assert_eq!(t.views[0].percent, None);
+        assert_eq!(t.views[0].percent_na.as_deref(), Some("counting the sources"));
+        t.update(vec![input(100, known.clone())], S);
+        t.update(vec![input(250, known.clone())], 2 * S);
+        let v = &t.views[0];
+        assert_eq!(v.percent, Some(25.0));
+        assert_eq!(v.rate_bps, Some(125.0));
+        assert_eq!(v.eta_s, Some(6.0));
+        assert_eq!(v.files_done_estimate, Some(25));
+        assert_eq!(v.phase, "copying");
+        // Gone 1 s later: its rate (125/s) did not take it to 1000.
+        t.update(vec![], 3 * S);
+        assert_eq!(t.views[0].phase, "ended");
+        assert_eq!(t.views[0].percent, Some(25.0));
+        // Kept a while, then forgotten.
+        t.update(vec![], 3 * S + DONE_KEEP_NS);
+        assert!(t.views.is_empty());
+    }
+
+    #[test]
+    fn finishing_then_done() {
+        let mut t = JobTracker::default();
+        let known = Total::Known { files: 2, bytes: 1000 };
+        t.update(vec![input(900, known.clone())], 0);
+        t.update(vec![input(1000, known.clone())], S);
+        assert_eq!(t.views[0].phase, "finishing");
+        assert_eq!(t.views[0].eta_s, Some(0.0));
+        t.update(vec![], 2 * S);
+        assert_eq!((t.views[0].phase, t.views[0].percent), ("done", Some(100.0)));
+    }
+
+    #[test]
+    fn unknown_total_has_no_percent() {
+        let mut t = JobTracker::default();
+        let u = Total::Unknown {
+            why: "the file list is read from standard input".into(),
+        };
+        t.update(vec![input(5, u.clone())], 0);
+        t.update(vec![input(15, u)], S);
+        let v = &t.views[0];
+        assert_eq!((v.percent, v.eta_s), (None, None));
+        assert_eq!(v.rate_bps, Some(10.0));
+        assert_eq!(
+            v.percent_na.as_deref(),
+            Some("the file list is read from standard input")
+        );
+    }
+}
