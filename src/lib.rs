@@ -102,3 +102,4 @@ pub mod stop;
 pub mod sys;
 pub mod tracer;
 pub mod ui;
+pub mod why;
