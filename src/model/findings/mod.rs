@@ -28,7 +28,7 @@ mod tiny_syscalls;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -227,10 +227,10 @@ impl Engine {
         let now = m.mono_ns;
         let start_mono = now.saturating_sub((dt * 1e9) as u64);
         let start_unix = m.wall_ns.saturating_sub((dt * 1e9) as u64);
-        let mut seen = Vec::with_capacity(held.len());
+        let mut seen = HashSet::with_capacity(held.len());
         for c in held {
             let key = (c.rule, c.subject.clone());
-            seen.push(key.clone());
+            seen.insert(key.clone());
             let st = self.states.entry(key).or_insert_with(|| State {
                 since_mono_ns: start_mono,
                 since_unix_ns: start_unix,
