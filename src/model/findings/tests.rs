@@ -69,7 +69,14 @@ fn model() -> Model {
 
 /// Traced: `n` reads of `dev_ms` in the device after `queue_ms` queued,
 /// all by `pid`/`comm`, `seq` of them sequential.
-fn trace(m: &mut Model, minor: u32, n: u64, queue_ms: f64, dev_ms: f64, pid: i32, comm: &str, seq: u64, errors: u64) {
+fn trace(
+    m: &mut Model,
+    minor: u32,
+    n: u64,
+    (queue_ms, dev_ms): (f64, f64),
+    (pid, comm): (i32, &str),
+    (seq, errors): (u64, u64),
+) {
     let dev = Dev { major: 7, minor };
     let mut d = DeviceTrace {
         issued: n,
@@ -117,7 +124,7 @@ fn slow_loop(ms: f64) -> Model {
     let mut m = model();
     m.devices
         .push(device("loop3", 3, Some(true), rates("loop3", 50, ms, 1.0, 100.0)));
-    trace(&mut m, 3, 50, 0.01, ms, 812, "fio", 0, 0);
+    trace(&mut m, 3, 50, (0.01, ms), (812, "fio"), (0, 0));
     m
 }
 
@@ -212,7 +219,7 @@ fn queue_bound_traced_names_the_filler() {
         let mut m = model();
         m.devices
             .push(device("loop4", 4, None, rates("loop4", 200, q + 2.0, 8.0, 100.0)));
-        trace(&mut m, 4, 200, q, 2.0, 900, "fio", 0, 0);
+        trace(&mut m, 4, 200, (q, 2.0), (900, "fio"), (0, 0));
         m
     };
     let mut e = Engine::default();
@@ -260,7 +267,7 @@ fn io_errors_are_found_at_once_with_the_process() {
     let mut m = model();
     m.devices
         .push(device("loop5", 5, None, rates("loop5", 10, 1.0, 0.1, 5.0)));
-    trace(&mut m, 5, 10, 0.0, 1.0, 77, "cat", 0, 1);
+    trace(&mut m, 5, 10, (0.0, 1.0), (77, "cat"), (0, 1));
     let mut e = Engine::default();
     let f = step(&mut e, &mut m, 1);
     assert_eq!(rules(&f), [("io_errors", "loop5".to_string())]);
@@ -269,7 +276,7 @@ fn io_errors_are_found_at_once_with_the_process() {
     let mut ok = model();
     ok.devices
         .push(device("loop5", 5, None, rates("loop5", 10, 1.0, 0.1, 5.0)));
-    trace(&mut ok, 5, 10, 0.0, 1.0, 77, "cat", 0, 0);
+    trace(&mut ok, 5, 10, (0.0, 1.0), (77, "cat"), (0, 0));
     assert!(step(&mut Engine::default(), &mut ok, 1).is_empty());
 }
 
@@ -372,7 +379,7 @@ fn random_io_on_a_rotating_disk_only_where_rotation_is_known() {
                     i.kind = crate::model::DevKind::Loop;
                 }
             }
-            trace(&mut m, 8, 100, 0.0, 8.0, 55, "updatedb", seq, 0);
+            trace(&mut m, 8, 100, (0.0, 8.0), (55, "updatedb"), (seq, 0));
             last = step(&mut e, &mut m, t);
         }
         last
