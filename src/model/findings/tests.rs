@@ -506,3 +506,20 @@ fn evaluation_on_2000_processes_is_cheap() {
     eprintln!("findings: {per:.3} ms per sample on 2000 processes (debug build)");
     assert_eq!(e.findings().iter().filter(|f| f.rule == "tiny_syscalls").count(), 20);
 }
+
+#[test]
+fn the_documented_config_is_the_defaults() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        findings: FindingsCfg,
+    }
+    let doc = include_str!("../../../docs/findings.md");
+    let at = doc.find("## Configuration").unwrap_or(0);
+    let block = doc[at..]
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap_or_default();
+    let f: File = toml::from_str(block).unwrap();
+    assert_eq!(f.findings, FindingsCfg::default());
+}
