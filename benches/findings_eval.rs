@@ -1,6 +1,7 @@
 //! CPU per sample of the findings engine on a synthetic model: 2,000
 //! processes (1% of them making tiny syscalls), four traced devices (one
-//! slow), PSI. The target is at most 0.3 ms per sample.
+//! slow), PSI. The target is at most 0.3 ms per sample (measured 0.097 ms
+//! on the 2-core test VM, 22 findings held).
 //!
 //!     cargo bench --bench findings_eval
 
