@@ -119,6 +119,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Prometheus exporter: /metrics over HTTP (loopback by default) and/or a textfile
     Export(ExportArgs),
+    /// Sample for a few seconds and say why the disks are slow: findings with evidence (exit 0: none, 1: a warning or worse, 2: an error)
+    Why(WhyArgs),
     /// Print the man page (roff) or shell completions, generated from this definition
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -236,6 +238,16 @@ pub fn generate(what: &Generated, out: &mut dyn std::io::Write) -> std::io::Resu
             Ok(())
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct WhyArgs {
+    /// Seconds to sample before answering
+    #[arg(long, short = 'd', default_value_t = 5.0)]
+    pub duration: f64,
+    /// Machine-readable output: one JSON object with findings[]
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -39,6 +39,9 @@ pub struct FileConfig {
     pub colors: Colors,
     #[serde(default)]
     pub thresholds: ThresholdCfg,
+    /// The findings' thresholds and windows (`[findings]`).
+    #[serde(default)]
+    pub findings: crate::model::findings::FindingsCfg,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -273,6 +276,17 @@ pub fn load_pattern(cli: &Cli) -> anyhow::Result<crate::model::trace::Thresholds
     check_thresholds(&file.thresholds)
         .and_then(|()| pattern_thresholds(&file.thresholds))
         .with_context(|| in_file(path.as_deref()))
+}
+
+/// The findings' thresholds: defaults overridden by the config file's
+/// `[findings]` table.
+pub fn load_findings(cli: &Cli) -> anyhow::Result<crate::model::findings::FindingsCfg> {
+    let (file, path) = read_file(cli.config.as_deref())?;
+    file.findings
+        .check()
+        .map_err(anyhow::Error::msg)
+        .with_context(|| in_file(path.as_deref()))?;
+    Ok(file.findings)
 }
 
 /// The interval of batch and JSON output: command line > config file >

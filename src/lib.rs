@@ -114,3 +114,4 @@ pub mod stop;
 pub mod sys;
 pub mod tracer;
 pub mod ui;
+pub mod why;

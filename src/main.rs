@@ -45,6 +45,7 @@ fn main() -> ExitCode {
             }
         }
         Some(Command::Export(args)) => iolens::export::run(&cli, args),
+        Some(Command::Why(args)) => iolens::why::run(&cli, args),
         Some(Command::Generate(args)) => iolens::cli::generate(&args.what, &mut std::io::stdout().lock())
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| anyhow::anyhow!("writing to stdout: {e}")),

@@ -9,6 +9,7 @@ mod cgroup_update;
 pub mod counters;
 pub mod cpu;
 pub mod disk;
+pub mod findings;
 pub mod history;
 pub mod jobs;
 pub mod pattern;

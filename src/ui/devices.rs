@@ -178,9 +178,16 @@ fn cell<'a>(c: DevCol, l: &DevLine, w: u16, model: &Model, view: &ViewState) -> 
                     Style::new(),
                 ),
                 DevCol::QueueSize => right(format!("{:.2}", rates.aqu_sz), Style::new()),
+                // %util is saturation only where one request at a time
+                // is the device's limit (a disk known to rotate).
                 DevCol::Util => right(
                     format!("{:.1}", rates.util_pct),
-                    t.severity(t.util_severity(Some(rates.util_pct))),
+                    match crate::model::findings::saturation_basis(r.info.as_ref()) {
+                        crate::model::findings::SaturationBasis::Util => {
+                            t.severity(t.util_severity(Some(rates.util_pct)))
+                        }
+                        crate::model::findings::SaturationBasis::Queue => Style::new(),
+                    },
                 ),
                 DevCol::Pattern => right(
                     crate::model::pattern::text(rates.pattern, rates.seq_byte_share, rates.pattern_basis),
@@ -373,5 +380,61 @@ mod tests {
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(truncate("abc", 4), "abc");
         assert_eq!(truncate("abc", 0), "");
+    }
+
+    #[test]
+    fn util_is_coloured_as_saturation_only_on_a_disk_known_to_rotate() {
+        use crate::collect::sysblock::DeviceInfo;
+        use crate::model::disk::{DirRates, DiskRates};
+        let model = |name: &str, rot: bool| {
+            let mut m = crate::model::Model::default();
+            m.devices.push(crate::model::DeviceRow {
+                name: name.into(),
+                major: 8,
+                minor: 0,
+                info: Some(DeviceInfo {
+                    rotational: Some(rot),
+                    ..DeviceInfo::example(name)
+                }),
+                rates: Some(DiskRates {
+                    name: name.into(),
+                    interval_s: 1.0,
+                    read: DirRates::default(),
+                    write: DirRates::default(),
+                    discard: None,
+                    flush: None,
+                    aqu_sz: 1.0,
+                    util_pct: 100.0,
+                    in_flight: 0,
+                    pattern: None,
+                    seq_share: None,
+                    seq_byte_share: None,
+                    pattern_basis: Default::default(),
+                }),
+                rebaseline: None,
+                history: Default::default(),
+            });
+            m
+        };
+        let view = ViewState::default();
+        let t = &view.theme;
+        let util = |name: &str, rot: bool| {
+            let m = model(name, rot);
+            let l = DevLine {
+                row: &m.devices[0],
+                depth: 0,
+                folded: 0,
+                last: false,
+            };
+            cell(DevCol::Util, &l, 6, &m, &view)
+        };
+        let shown = |st: Style| Cell::from(Line::from(Span::styled(" 100.0", st)));
+        let red = t.severity(t.util_severity(Some(100.0)));
+        assert_ne!(red, Style::new());
+        assert_eq!(util("sda", true), shown(red));
+        // A loop device's flag is copied from its backing file's disk; a
+        // disk that does not rotate serves requests in parallel.
+        assert_eq!(util("loop0", true), shown(Style::new()));
+        assert_eq!(util("nvme0n1", false), shown(Style::new()));
     }
 }

@@ -165,6 +165,8 @@ pub struct ProcDevTrace {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub total: LatHist,
+    /// Completed requests that ended with an error.
+    pub errors: u64,
 }
 
 impl ProcDevTrace {
@@ -320,6 +322,7 @@ impl Tracker {
         }
         let row = self.proc_row(&r.task, r.dev);
         row.completed += 1;
+        row.errors += u64::from(r.error != 0);
         match r.op {
             Op::Read => row.read_bytes += r.bytes,
             Op::Write => row.write_bytes += r.bytes,

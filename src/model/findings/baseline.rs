@@ -1,0 +1,167 @@
+//! What the device rules compare against: each device's own latency at
+//! low load (a low percentile of the recent low-load intervals, bounded),
+//! the traced latency split of an interval, whether a device's rotation
+//! flag can be trusted, and the basis its saturation is judged on.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::FindingsCfg;
+use super::cfg::MIN_IOS;
+use crate::collect::devfacts;
+use crate::collect::sysblock::DeviceInfo;
+use crate::model::trace::hist::LatHist;
+use crate::model::{DevKind, DeviceRow, Model};
+
+/// Low-load intervals kept per device (5 minutes at 1 s).
+pub const BASELINE_LEN: usize = 300;
+/// Intervals needed before a baseline is claimed.
+pub const BASELINE_MIN: usize = 5;
+/// The percentile of the kept values taken as the baseline.
+pub const BASELINE_PCT: f64 = 0.10;
+/// An interval is low-load when aqu-sz is at most this.
+pub const LOW_LOAD_AQU: f64 = 1.0;
+
+/// The traced latency of one device over the last interval: reads and
+/// writes together, issue → completion (device) and start → issue (queue).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TracedLat {
+    /// Requests completed (reads and writes).
+    pub n: u64,
+    pub device_p50_ms: Option<f64>,
+    pub queue_p50_ms: Option<f64>,
+}
+
+fn p50_ms(a: &LatHist, b: &LatHist) -> Option<f64> {
+    let mut h = a.clone();
+    h.merge(b);
+    h.quantile(0.5).map(|ns| ns as f64 / 1e6)
+}
+
+/// The device's traced latency, `None` when tracing is off or the device
+/// completed no traced read or write.
+pub fn traced(m: &Model, d: &DeviceRow) -> Option<TracedLat> {
+    if !m.trace.active {
+        return None;
+    }
+    let t = m.trace.device(d.major, d.minor)?;
+    let n = t.latency[0].device.n + t.latency[1].device.n;
+    (n > 0).then(|| TracedLat {
+        n,
+        device_p50_ms: p50_ms(&t.latency[0].device, &t.latency[1].device),
+        queue_p50_ms: p50_ms(&t.latency[0].queue, &t.latency[1].queue),
+    })
+}
+
+/// Recent low-load values of one device.
+#[derive(Debug, Clone, Default)]
+struct DevBase {
+    /// Traced device-side p50, ms.
+    device_ms: VecDeque<f64>,
+    /// await, ms (all intervals with requests and a short queue).
+    await_ms: VecDeque<f64>,
+}
+
+fn push(q: &mut VecDeque<f64>, v: f64) {
+    if q.len() >= BASELINE_LEN {
+        q.pop_front();
+    }
+    q.push_back(v);
+}
+
+fn low_pct(q: &VecDeque<f64>) -> Option<f64> {
+    if q.len() < BASELINE_MIN {
+        return None;
+    }
+    let mut v: Vec<f64> = q.iter().copied().collect();
+    v.sort_by(f64::total_cmp);
+    v.get(((v.len() - 1) as f64 * BASELINE_PCT).round() as usize).copied()
+}
+
+/// Per-device baselines.
+#[derive(Debug, Clone, Default)]
+pub struct Baselines {
+    devs: HashMap<String, DevBase>,
+}
+
+impl Baselines {
+    /// Device-side latency at low load, ms (traced).
+    pub fn device_ms(&self, dev: &str) -> Option<f64> {
+        self.devs.get(dev).and_then(|b| low_pct(&b.device_ms))
+    }
+
+    /// await at low load, ms.
+    pub fn await_ms(&self, dev: &str) -> Option<f64> {
+        self.devs.get(dev).and_then(|b| low_pct(&b.await_ms))
+    }
+
+    /// Fold in the last interval's low-load values; devices gone lose theirs.
+    pub fn update(&mut self, m: &Model, _cfg: &FindingsCfg) {
+        for d in &m.devices {
+            let Some(r) = &d.rates else { continue };
+            if r.aqu_sz > LOW_LOAD_AQU || ((r.read.d_ios + r.write.d_ios) as f64) < MIN_IOS {
+                continue;
+            }
+            let b = self.devs.entry(d.name.clone()).or_default();
+            if let Some(a) = r.await_ms() {
+                push(&mut b.await_ms, a);
+            }
+            if let Some(v) = traced(m, d)
+                .filter(|t| t.n as f64 >= MIN_IOS)
+                .and_then(|t| t.device_p50_ms)
+            {
+                push(&mut b.device_ms, v);
+            }
+        }
+        if self.devs.len() > m.devices.len() {
+            self.devs.retain(|n, _| m.devices.iter().any(|d| &d.name == n));
+        }
+    }
+}
+
+/// Whether the device rotates, where its `rotational` flag can be
+/// believed: `None` for loop, virtio/xen, dm, md and zram devices, whose
+/// flag is copied or made up (see [`devfacts::caveat`]), and where sysfs
+/// has no flag.
+pub fn rotates(info: &DeviceInfo) -> Option<bool> {
+    let disk = info.parent.as_deref().unwrap_or(&info.name);
+    if devfacts::caveat(info.kind, info.facts.transport.as_ref(), disk).is_some() {
+        return None;
+    }
+    info.rotational
+}
+
+/// What a device's saturation is judged on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaturationBasis {
+    /// One request at a time is the device's limit (a disk that rotates):
+    /// %util near 100 is saturation.
+    Util,
+    /// The device serves requests in parallel, or it is not known that it
+    /// does not: %util says only that something was in flight; saturation
+    /// comes from the queue (traced queue time, aqu-sz) and latency
+    /// against the device's own baseline.
+    Queue,
+}
+
+impl SaturationBasis {
+    pub fn text(self) -> &'static str {
+        match self {
+            SaturationBasis::Util => "%util (a rotating disk serves one request at a time)",
+            SaturationBasis::Queue => {
+                "queue and latency (%util is not saturation on a device that serves requests in parallel)"
+            }
+        }
+    }
+}
+
+/// The basis of a device's saturation: %util only on a disk known to
+/// rotate (a partition: its disk's flag, which sysfs copies).
+pub fn saturation_basis(info: Option<&DeviceInfo>) -> SaturationBasis {
+    match info.and_then(rotates) {
+        Some(true) if info.is_some_and(|i| matches!(i.kind, DevKind::Disk | DevKind::Partition)) => {
+            SaturationBasis::Util
+        }
+        _ => SaturationBasis::Queue,
+    }
+}

@@ -1,0 +1,341 @@
+//! Findings: conclusions drawn from the model, each with its evidence (the
+//! numbers the columns show, and where they come from), its subject (a
+//! device, process, cgroup or mount), the processes to blame where the
+//! rule can name them, one sentence and the next step.
+//!
+//! Each rule is a small unit (one file) with its thresholds as named
+//! constants, overridable in the config file's `[findings]` table
+//! ([`cfg::FindingsCfg`]). A rule says, on each sample, which conditions
+//! hold; the [`Engine`] turns that into findings with hysteresis: a
+//! condition becomes a finding once it held for the rule's window
+//! ([`FindingsCfg::on_s`]) and the finding clears once the condition stopped
+//! holding for the clear window. Pure: time comes from the samples.
+//!
+//! The engine's own history (per-device low-load baselines, the previous
+//! PSI total) is bounded: at most [`baseline::BASELINE_LEN`] values per
+//! device, dropped when the device goes.
+
+pub mod baseline;
+pub mod cfg;
+mod io_errors;
+mod io_stall;
+mod misaligned;
+mod queue_bound;
+mod random_rotating;
+mod slow_device;
+mod tiny_syscalls;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use super::Model;
+pub use baseline::{SaturationBasis, rotates, saturation_basis};
+pub use cfg::FindingsCfg;
+
+/// How much a finding matters. `why` exits 1 at [`Severity::Warning`] or above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    pub fn text(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// What a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Subject {
+    Device {
+        name: String,
+    },
+    Process {
+        pid: i32,
+        comm: String,
+    },
+    Cgroup {
+        path: String,
+    },
+    Mount {
+        path: String,
+    },
+    /// The whole machine (PSI).
+    System,
+}
+
+impl Subject {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Subject::Device { .. } => "device",
+            Subject::Process { .. } => "process",
+            Subject::Cgroup { .. } => "cgroup",
+            Subject::Mount { .. } => "mount",
+            Subject::System => "system",
+        }
+    }
+
+    /// The subject as a person reads it (unescaped: escape before display).
+    pub fn name(&self) -> String {
+        match self {
+            Subject::Device { name } => name.clone(),
+            Subject::Process { pid, comm } => format!("{comm} (PID {pid})"),
+            Subject::Cgroup { path } | Subject::Mount { path } => path.clone(),
+            Subject::System => "system".into(),
+        }
+    }
+}
+
+/// One number behind a finding: what it is, its value (`None`: not
+/// known, shown n/a), its unit and where it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    pub name: &'static str,
+    pub value: Option<f64>,
+    pub unit: &'static str,
+    pub source: &'static str,
+}
+
+impl Evidence {
+    pub fn new(name: &'static str, value: Option<f64>, unit: &'static str, source: &'static str) -> Self {
+        Evidence {
+            name,
+            value,
+            unit,
+            source,
+        }
+    }
+}
+
+/// A process a finding blames, with the number it is blamed by.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Culprit {
+    pub pid: i32,
+    pub comm: String,
+    pub value: f64,
+    pub unit: &'static str,
+}
+
+/// A condition a rule saw hold on this sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub rule: &'static str,
+    pub severity: Severity,
+    pub subject: Subject,
+    pub evidence: Vec<Evidence>,
+    pub culprits: Vec<Culprit>,
+    pub text: String,
+    pub next: String,
+}
+
+/// A finding: a condition that held for its rule's window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub severity: Severity,
+    pub subject: Subject,
+    /// Monotonic and wall-clock time (ns) since which the condition holds
+    /// (the start of the first interval it held in).
+    pub since_mono_ns: u64,
+    pub since_unix_ns: u64,
+    /// The numbers of the last sample the condition held in.
+    pub evidence: Vec<Evidence>,
+    pub culprits: Vec<Culprit>,
+    pub text: String,
+    /// A key in iolens or a command.
+    pub next: String,
+    /// The condition held on the last sample (else the finding waits out
+    /// its clear window).
+    pub holding: bool,
+}
+
+/// Where one (rule, subject) is in its life.
+#[derive(Debug, Clone)]
+struct State {
+    since_mono_ns: u64,
+    since_unix_ns: u64,
+    last_held_ns: u64,
+    active: bool,
+    last: Candidate,
+}
+
+/// The rules' state over samples and the findings that hold.
+#[derive(Debug, Clone, Default)]
+pub struct Engine {
+    pub cfg: FindingsCfg,
+    states: HashMap<(&'static str, Subject), State>,
+    pub(crate) baselines: baseline::Baselines,
+    pub(crate) psi: io_stall::PsiState,
+    findings: Vec<Finding>,
+    /// A process the rules leave out (iolens itself: its reads of /proc
+    /// are many small syscalls).
+    pub ignore_pid: Option<i32>,
+}
+
+impl Engine {
+    pub fn new(cfg: FindingsCfg) -> Self {
+        Engine {
+            cfg,
+            ..Default::default()
+        }
+    }
+
+    /// The findings that hold after the last update, most severe first,
+    /// then the oldest.
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    /// Evaluate every rule on the model's last interval and advance the
+    /// findings. A model without an interval (the first sample, a
+    /// re-baseline) changes nothing.
+    pub fn update(&mut self, m: &Model) -> &[Finding] {
+        let Some(dt) = m.interval_s.filter(|d| *d > 0.0) else {
+            return &self.findings;
+        };
+        let mut out = Vec::new();
+        self.evaluate(m, &mut out);
+        self.baselines.update(m, &self.cfg);
+        self.advance(m, dt, out);
+        &self.findings
+    }
+
+    fn evaluate(&mut self, m: &Model, out: &mut Vec<Candidate>) {
+        let c = &self.cfg;
+        slow_device::eval(m, &self.baselines, &c.slow_device, out);
+        queue_bound::eval(m, &self.baselines, &c.queue_bound, out);
+        io_errors::eval(m, &c.io_errors, out);
+        tiny_syscalls::eval(m, self.ignore_pid, &c.tiny_syscalls, out);
+        io_stall::eval(m, &mut self.psi, &c.io_stall, out);
+        random_rotating::eval(m, &c.random_rotating, out);
+        misaligned::eval(m, &c.misaligned, out);
+    }
+
+    fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {
+        let now = m.mono_ns;
+        let start_mono = now.saturating_sub((dt * 1e9) as u64);
+        let start_unix = m.wall_ns.saturating_sub((dt * 1e9) as u64);
+        let mut seen = HashSet::with_capacity(held.len());
+        for c in held {
+            let key = (c.rule, c.subject.clone());
+            seen.insert(key.clone());
+            let st = self.states.entry(key).or_insert_with(|| State {
+                since_mono_ns: start_mono,
+                since_unix_ns: start_unix,
+                last_held_ns: now,
+                active: false,
+                last: c.clone(),
+            });
+            st.last_held_ns = now;
+            let on = self.cfg.on_s(c.rule);
+            if !st.active && now.saturating_sub(st.since_mono_ns) as f64 / 1e9 + 1e-6 >= on {
+                st.active = true;
+            }
+            st.last = c;
+        }
+        let clear_s = self.cfg.clear_s;
+        self.states.retain(|k, st| {
+            if seen.contains(k) {
+                return true;
+            }
+            // A condition not yet a finding starts over; a finding waits
+            // out its clear window.
+            st.active && (now.saturating_sub(st.last_held_ns) as f64 / 1e9) < clear_s
+        });
+        let mut f: Vec<Finding> = self
+            .states
+            .values()
+            .filter(|s| s.active)
+            .map(|s| Finding {
+                rule: s.last.rule,
+                severity: s.last.severity,
+                subject: s.last.subject.clone(),
+                since_mono_ns: s.since_mono_ns,
+                since_unix_ns: s.since_unix_ns,
+                evidence: s.last.evidence.clone(),
+                culprits: s.last.culprits.clone(),
+                text: s.last.text.clone(),
+                next: s.last.next.clone(),
+                holding: s.last_held_ns == now,
+            })
+            .collect();
+        f.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then(a.since_mono_ns.cmp(&b.since_mono_ns))
+                .then(a.rule.cmp(b.rule))
+                .then(a.subject.cmp(&b.subject))
+        });
+        self.findings = f;
+    }
+}
+
+/// Culprits named in a sentence: "fio (PID 12) 80%, dd (PID 14) 20%".
+pub(crate) fn culprit_list(c: &[Culprit]) -> String {
+    c.iter()
+        .map(|c| format!("{} (PID {})", c.comm, c.pid))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The processes issuing requests on a device, most requests first (at
+/// most `n`): traced requests where the device was traced, else the
+/// processes whose open files are on it, by disk bytes/s.
+pub(crate) fn device_culprits(m: &Model, dev: &super::DeviceRow, n: usize) -> Vec<Culprit> {
+    let key = crate::collect::trace::block::Dev {
+        major: dev.major,
+        minor: dev.minor,
+    };
+    let mut v: Vec<Culprit> = m
+        .trace
+        .interval
+        .procs
+        .iter()
+        .filter(|((_, d), p)| *d == key && p.issued > 0)
+        .map(|((pid, _), p)| Culprit {
+            pid: *pid,
+            comm: p.comm.clone(),
+            value: p.issued as f64,
+            unit: "requests (traced)",
+        })
+        .collect();
+    if v.is_empty() {
+        v = m
+            .procs
+            .iter()
+            .filter(|p| p.worker.is_none() && p.devices.iter().any(|d| d.name == dev.name))
+            .filter_map(|p| {
+                let r = p.rates.as_deref()?;
+                (r.disk_bps() > 0.0).then(|| Culprit {
+                    pid: p.raw.key.pid,
+                    comm: p.raw.comm.to_string(),
+                    value: r.disk_bps(),
+                    unit: "B/s (read_bytes + write_bytes)",
+                })
+            })
+            .collect();
+    }
+    v.sort_by(|a, b| b.value.total_cmp(&a.value).then(a.pid.cmp(&b.pid)));
+    v.truncate(n);
+    v
+}
+
+/// How many culprits a finding names.
+pub const CULPRITS: usize = 3;
+
+/// "20.1 ms".
+pub(crate) fn ms(v: f64) -> String {
+    format!("{} ms", crate::format::ms(v))
+}

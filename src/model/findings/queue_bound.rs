@@ -1,0 +1,135 @@
+//! Queue-bound device: requests wait before the device takes them.
+//! Traced, the wait is start → issue (`block_io_start`, or
+//! `block_bio_queue` on kernels without it, to `block_rq_issue`): the
+//! scheduler's queue (on kernels with `block_io_start`, tag waits come
+//! before the start and are not in it). Untraced, the queue (aqu-sz) is
+//! long and `await` well above the device's own low-load baseline.
+//! Names the processes that fill the queue.
+
+use serde::{Deserialize, Serialize};
+
+use super::baseline::{self, Baselines};
+use super::cfg::{MIN_IOS, ON_S};
+use super::slow_device::judged;
+use super::{CULPRITS, Candidate, Evidence, Severity, Subject, culprit_list, device_culprits, ms};
+use crate::model::Model;
+
+pub const ID: &str = "queue_bound";
+
+/// Traced queue wait (p50) at or above which requests wait, ms ...
+pub const MIN_QUEUE_MS: f64 = 5.0;
+/// ... when also at least this many times the device time (p50).
+pub const QUEUE_VS_DEVICE: f64 = 1.0;
+/// Untraced: aqu-sz at or above which the queue is long ...
+pub const MIN_AQU: f64 = 4.0;
+/// ... with await at least this many times its low-load baseline ...
+pub const FACTOR: f64 = 4.0;
+/// ... and at least this much above it, ms.
+pub const MIN_EXCESS_MS: f64 = 5.0;
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueBoundCfg {
+    pub on_s: f64,
+    pub min_queue_ms: f64,
+    pub queue_vs_device: f64,
+    pub min_aqu: f64,
+    pub factor: f64,
+    pub min_excess_ms: f64,
+}
+
+impl Default for QueueBoundCfg {
+    fn default() -> Self {
+        QueueBoundCfg {
+            on_s: ON_S,
+            min_queue_ms: MIN_QUEUE_MS,
+            queue_vs_device: QUEUE_VS_DEVICE,
+            min_aqu: MIN_AQU,
+            factor: FACTOR,
+            min_excess_ms: MIN_EXCESS_MS,
+        }
+    }
+}
+
+pub fn eval(m: &Model, base: &Baselines, c: &QueueBoundCfg, out: &mut Vec<Candidate>) {
+    for d in &m.devices {
+        let (Some(r), Some(info)) = (&d.rates, &d.info) else {
+            continue;
+        };
+        if !judged(Some(info.kind)) {
+            continue;
+        }
+        let traced = baseline::traced(m, d).filter(|t| t.n as f64 >= MIN_IOS);
+        let (evidence, what) = if let Some(t) = traced {
+            let (Some(q), Some(dev)) = (t.queue_p50_ms, t.device_p50_ms) else {
+                continue;
+            };
+            if q < c.min_queue_ms || q < c.queue_vs_device * dev {
+                continue;
+            }
+            (
+                vec![
+                    Evidence::new("queue wait", Some(q), "ms", "traced start → block_rq_issue, p50"),
+                    Evidence::new(
+                        "device latency",
+                        Some(dev),
+                        "ms",
+                        "traced block_rq_issue → block_rq_complete, p50",
+                    ),
+                    Evidence::new("aqu-sz", Some(r.aqu_sz), "", "/proc/diskstats"),
+                ],
+                format!(
+                    "requests to {} wait {} before the device takes them (p50, traced), the device then takes {}",
+                    d.name,
+                    ms(q),
+                    ms(dev)
+                ),
+            )
+        } else {
+            let (Some(a), Some(b)) = (r.await_ms(), base.await_ms(&d.name)) else {
+                continue;
+            };
+            let ios = (r.read.d_ios + r.write.d_ios) as f64;
+            if ios < MIN_IOS || r.aqu_sz < c.min_aqu || a < b * c.factor || a - b < c.min_excess_ms {
+                continue;
+            }
+            (
+                vec![
+                    Evidence::new("aqu-sz", Some(r.aqu_sz), "", "/proc/diskstats"),
+                    Evidence::new("await", Some(a), "ms", "/proc/diskstats"),
+                    Evidence::new(
+                        "baseline await",
+                        Some(b),
+                        "ms",
+                        "p10 of this device's low-load intervals",
+                    ),
+                ],
+                format!(
+                    "{} has {:.1} requests queued on average and they take {} against {} at low load",
+                    d.name,
+                    r.aqu_sz,
+                    ms(a),
+                    ms(b)
+                ),
+            )
+        };
+        let culprits = device_culprits(m, d, CULPRITS);
+        let who = if culprits.is_empty() {
+            String::new()
+        } else {
+            format!(" Filling the queue: {}.", culprit_list(&culprits))
+        };
+        out.push(Candidate {
+            rule: ID,
+            severity: Severity::Warning,
+            subject: Subject::Device { name: d.name.clone() },
+            evidence,
+            culprits,
+            text: format!("Queue-bound: {what}.{who}"),
+            next: format!(
+                "Enter on {0} for its latency split; lower the top issuer's priority (i: ionice) or depth, or check /sys/block/{0}/queue/scheduler and nr_requests",
+                d.name
+            ),
+        });
+    }
+}

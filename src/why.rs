@@ -1,0 +1,187 @@
+//! `iolens why`: sample for `--duration` seconds, run the findings engine
+//! on every sample, and print the findings that hold at the end with their
+//! evidence (or "no findings"). Exit 0: none; 1: a finding of severity
+//! warning or above; 2: an error or a usage mistake.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cli::{Cli, WhyArgs};
+use crate::collect::Collector;
+use crate::collect::sample::HostInfo;
+use crate::format;
+use crate::model::Model;
+use crate::model::findings::{Engine, Finding, Severity};
+use crate::tracer::Tracing;
+
+pub fn run(cli: &Cli, args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.duration.is_finite() && (0.5..=3600.0).contains(&args.duration),
+        "--duration must be between 0.5 and 3600 seconds, got {}",
+        args.duration
+    );
+    let every = crate::config::load_interval(cli)?;
+    let mut engine = Engine::new(crate::config::load_findings(cli)?);
+    engine.ignore_pid = i32::try_from(std::process::id()).ok();
+    let mut samples = 0u32;
+    let stalled = sample_for(cli, Duration::from_secs_f64(args.duration), every, |m| {
+        samples += 1;
+        engine.update(m);
+    })?;
+    let found = engine.findings();
+    let text = if args.json {
+        format::escape_json_controls(json_report(found, samples, stalled.as_deref()).to_string()) + "\n"
+    } else {
+        text_report(found, stalled.as_deref())
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing to stdout")?;
+    Ok(if found.iter().any(|f| f.severity >= Severity::Warning) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Sample with the batch mode's collector set-up (tracing as root) until
+/// `duration` is over, calling `each` with the model after every sample
+/// that gave an interval. The samples are taken on their own thread: a
+/// sample that hangs (a read stuck in the kernel) ends the wait at the
+/// deadline, and the returned text says what it was waiting on.
+fn sample_for(
+    cli: &Cli,
+    duration: Duration,
+    every: Duration,
+    mut each: impl FnMut(&Model),
+) -> anyhow::Result<Option<String>> {
+    let mut collector = Collector::new(&cli.root);
+    collector.listen_for_exits();
+    let activity = collector.activity.clone();
+    let mut model = Model::new(HostInfo::read(), crate::batch::clk_tck());
+    model.thresholds = crate::config::load_pattern(cli)?;
+    let tracing = Tracing::start(crate::batch::trace_disabled(cli));
+    crate::stop::catch(true);
+    let start = Instant::now();
+    let deadline = start + duration;
+    let (tx, rx) = mpsc::sync_channel(2);
+    std::thread::Builder::new()
+        .name("iolens-sampler".into())
+        .spawn(move || {
+            for k in 0u32.. {
+                let due = start + crate::batch::tick_offset(every, k);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                if tx.send(collector.sample()).is_err() || due > deadline {
+                    return;
+                }
+            }
+        })
+        .context("starting the sampler thread")?;
+    let mut first = true;
+    loop {
+        if crate::stop::requested() {
+            break;
+        }
+        let left = (deadline + crate::collect::activity::stall_after(every)).saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(s) => {
+                model.update(s);
+                // The first interval's requests (begun before the
+                // baseline) are dropped with it, as batch does.
+                model.apply_trace(tracing.take());
+                if !first {
+                    each(&model);
+                }
+                first = false;
+                if Instant::now() >= deadline {
+                    return Ok(None);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let waiting = activity.describe();
+                return Ok(Some(if waiting.is_empty() {
+                    "the last sample did not come in time".into()
+                } else {
+                    format!("the last sample did not come in time ({waiting})")
+                }));
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    Ok(None)
+}
+
+fn value_text(v: Option<f64>, unit: &str) -> String {
+    match v {
+        None => format::NA.to_string(),
+        Some(v) if unit.is_empty() => format!("{v:.1}"),
+        Some(v) if unit == "B/s" => format::rate(v),
+        Some(v) => format!("{v:.1} {unit}"),
+    }
+}
+
+/// The findings as text: one block each, escaped for the terminal.
+pub fn text_report(found: &[Finding], stalled: Option<&str>) -> String {
+    let mut s = String::new();
+    if let Some(st) = stalled {
+        let _ = writeln!(s, "note: {}", format::escape(st));
+    }
+    if found.is_empty() {
+        s.push_str("no findings\n");
+        return s;
+    }
+    for f in found {
+        let _ = writeln!(
+            s,
+            "{} {} [{} {}]: {}",
+            f.severity.text().to_uppercase(),
+            f.rule,
+            f.subject.kind(),
+            format::escape(&f.subject.name()),
+            format::escape(&f.text)
+        );
+        for e in &f.evidence {
+            let _ = writeln!(s, "    {}: {}  ({})", e.name, value_text(e.value, e.unit), e.source);
+        }
+        for c in &f.culprits {
+            let _ = writeln!(
+                s,
+                "    culprit: {} (PID {}) {}",
+                format::escape(&c.comm),
+                c.pid,
+                value_text(Some(c.value), c.unit)
+            );
+        }
+        let _ = writeln!(s, "    next: {}", format::escape(&f.next));
+    }
+    s
+}
+
+/// `findings[]` with rule, severity, subject, since, evidence, text.
+pub fn json_report(found: &[Finding], samples: u32, stalled: Option<&str>) -> serde_json::Value {
+    let findings: Vec<serde_json::Value> = found
+        .iter()
+        .map(|f| {
+            json!({
+                "rule": f.rule,
+                "severity": f.severity,
+                "subject": f.subject,
+                "since": format::wall_time(f.since_unix_ns, true),
+                "since_unix_ns": f.since_unix_ns,
+                "evidence": f.evidence,
+                "culprits": f.culprits,
+                "text": f.text,
+                "next": f.next,
+                "holding": f.holding,
+            })
+        })
+        .collect();
+    json!({ "samples": samples, "stalled": stalled, "findings": findings })
+}

@@ -1,0 +1,212 @@
+//! `iolens why` on conditions produced for real (root; run serialized with
+//! the other live tests: `flock /tmp/iolens-live.lock cargo test --test
+//! findings_live`):
+//!
+//! - slow device: a loop device (`losetup -r --direct-io=on`) over a file
+//!   on a python3-fusepy filesystem whose reads sleep 20 ms
+//!   (`tests/helpers/slowfs.py`), fio 4 KiB random reads at QD 1: `why`
+//!   exits 1 with a slow_device finding naming the loop device, and the
+//!   test measured the latency it produced (await from the device's stat
+//!   over the run).
+//! - tiny syscalls: `dd bs=512` names dd; `dd bs=1M` does not.
+//! - idle control: `why` with nothing produced exits 0 (or names only
+//!   conditions the test did not make, printed).
+//!
+//! Without root, /dev/fuse, fusermount3, fusepy or fio the tests print
+//! "skipped: <reason>" and pass. Every loop device, mount and process is
+//! released however a test ends.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "common/live.rs"]
+mod live;
+use live::tools::{have, is_root};
+use live::{Attach, Bg, Loop};
+
+const BIN: &str = env!("CARGO_BIN_EXE_iolens");
+const SLOWFS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/slowfs.py");
+const PY: &str = "/usr/bin/python3";
+
+fn unavailable(tools: &[&str]) -> Option<String> {
+    if !is_root() {
+        return Some("not root (losetup, FUSE)".into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is missing".into());
+    }
+    for t in tools {
+        if !have(t) {
+            return Some(format!("{t} not installed"));
+        }
+    }
+    let fusepy = Command::new(PY)
+        .args(["-c", "try:\n import fuse\nexcept ImportError:\n import fusepy"])
+        .stderr(Stdio::null())
+        .status();
+    if !fusepy.is_ok_and(|s| s.success()) {
+        return Some("python3-fusepy not installed".into());
+    }
+    None
+}
+
+fn mounted(mnt: &Path) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .is_ok_and(|m| m.lines().any(|l| l.split(' ').nth(4) == mnt.to_str()))
+}
+
+/// The slow filesystem; killed and unmounted on drop.
+struct SlowMount {
+    dir: tempfile::TempDir,
+    daemon: Child,
+}
+
+impl SlowMount {
+    fn start(delay_ms: u32) -> SlowMount {
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let daemon = Command::new(PY)
+            .arg(SLOWFS)
+            .arg(&mnt)
+            .arg(delay_ms.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let m = SlowMount { dir, daemon };
+        let end = Instant::now() + Duration::from_secs(15);
+        while !mounted(&m.mnt()) {
+            assert!(Instant::now() < end, "slowfs did not mount");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        m
+    }
+
+    fn mnt(&self) -> PathBuf {
+        self.dir.path().join("mnt")
+    }
+}
+
+impl Drop for SlowMount {
+    fn drop(&mut self) {
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+        let _ = Command::new("fusermount3").arg("-uz").arg(self.mnt()).status();
+    }
+}
+
+/// (completed reads, read ticks ms) of a block device from sysfs.
+fn read_stat(dev: &str) -> (u64, u64) {
+    let t = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    let f: Vec<u64> = t.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    (f[0], f[3])
+}
+
+/// `iolens why --json` for `secs`: (exit code, the JSON).
+fn why(secs: &str) -> (i32, serde_json::Value) {
+    let out = Command::new(BIN)
+        .args(["--config", "/dev/null", "why", "--json", "-d", secs])
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    assert!(
+        code == 0 || code == 1,
+        "why failed ({code}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&out.stdout).unwrap();
+    (code, v)
+}
+
+fn findings<'a>(v: &'a serde_json::Value, rule: &str) -> Vec<&'a serde_json::Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == rule)
+        .collect()
+}
+
+#[test]
+fn slow_device_is_found_and_named() {
+    if let Some(r) = unavailable(&["fio", "losetup", "fusermount3"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let fs = SlowMount::start(20);
+    let lo = Loop::over_file(&fs.mnt().join("data"), Attach::READ_ONLY_DIRECT).unwrap();
+    let name = lo.name().to_string();
+    let _fio = Bg::spawn(Command::new("fio").args([
+        "--name=slow",
+        &format!("--filename={}", lo.dev),
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=1",
+        "--direct=1",
+        "--readonly",
+        "--time_based",
+        "--runtime=60",
+    ]));
+    std::thread::sleep(Duration::from_secs(1));
+    let before = read_stat(&name);
+    let (code, v) = why("6");
+    let after = read_stat(&name);
+    let (ios, ticks) = (after.0 - before.0, after.1 - before.1);
+    assert!(ios > 0, "fio did no reads on {name}");
+    let await_ms = ticks as f64 / ios as f64;
+    eprintln!("{name}: {ios} reads, await {await_ms:.1} ms measured over the why run; why exit {code}");
+    assert!(await_ms >= 15.0, "the slow filesystem made only {await_ms:.1} ms");
+    let slow = findings(&v, "slow_device");
+    eprintln!("{}", serde_json::to_string_pretty(&slow).unwrap());
+    assert_eq!(code, 1, "why must exit 1: {v}");
+    let f = slow
+        .iter()
+        .find(|f| f["subject"]["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no slow_device finding on {name}: {v}"));
+    let lat = f["evidence"][0]["value"].as_f64().unwrap();
+    assert!(lat >= 15.0, "evidence {lat} ms");
+    assert!(
+        f["culprits"].as_array().unwrap().iter().any(|c| c["comm"] == "fio"),
+        "fio not named: {f}"
+    );
+}
+
+#[test]
+fn tiny_syscalls_name_dd_bs512_not_bs1m() {
+    if let Some(r) = unavailable(&["dd"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let small = Bg::spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=512"]));
+    let big = Bg::spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=1M"]));
+    let (code, v) = why("5");
+    let tiny = findings(&v, "tiny_syscalls");
+    eprintln!("why exit {code}: {}", serde_json::to_string_pretty(&tiny).unwrap());
+    let pid = |f: &&serde_json::Value| f["subject"]["pid"].as_i64();
+    assert!(
+        tiny.iter().any(|f| pid(f) == Some(i64::from(small.pid()))),
+        "dd bs=512 not found: {v}"
+    );
+    assert!(
+        !tiny.iter().any(|f| pid(f) == Some(i64::from(big.pid()))),
+        "dd bs=1M found: {v}"
+    );
+    let f = tiny.iter().find(|f| pid(f) == Some(i64::from(small.pid()))).unwrap();
+    let per_call = f["evidence"][1]["value"].as_f64().unwrap();
+    assert!((per_call - 512.0).abs() < 1.0, "bytes per call {per_call}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn idle_control_has_no_findings() {
+    if !is_root() {
+        eprintln!("skipped: not root (tracing)");
+        return;
+    }
+    let (code, v) = why("5");
+    eprintln!("why exit {code}: {v}");
+    assert_eq!(v["findings"].as_array().map(Vec::len), Some(0), "{v}");
+    assert_eq!(code, 0);
+}
