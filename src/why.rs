@@ -5,20 +5,19 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::json;
 
 use crate::cli::{Cli, WhyArgs};
-use crate::collect::Collector;
-use crate::collect::sample::HostInfo;
 use crate::format;
 use crate::model::Model;
 use crate::model::findings::{Engine, Finding, Severity};
-use crate::tracer::Tracing;
+use crate::session::headless::{self, Report, Schedule};
+use crate::session::{Plan, Session};
 
 pub fn run(cli: &Cli, args: &WhyArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
@@ -51,71 +50,40 @@ pub fn run(cli: &Cli, args: &WhyArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Sample with the batch mode's collector set-up (tracing as root) until
-/// `duration` is over, calling `each` with the model after every sample
-/// that gave an interval. The samples are taken on their own thread: a
-/// sample that hangs (a read stuck in the kernel) ends the wait at the
-/// deadline, and the returned text says what it was waiting on.
+/// Sample with the session's full collector set-up (tracing as root) for
+/// `duration` (a report per interval, the first one short), calling `each`
+/// with the model after every interval. A sample that hangs (a read stuck
+/// in the kernel) makes a late report instead: the returned text says what
+/// the last late one was waiting on.
 fn sample_for(
     cli: &Cli,
     duration: Duration,
     every: Duration,
     mut each: impl FnMut(&Model),
 ) -> anyhow::Result<Option<String>> {
-    let mut collector = Collector::new(&cli.root);
-    collector.listen_for_exits();
-    let activity = collector.activity.clone();
-    let mut model = Model::new(HostInfo::read(), crate::batch::clk_tck());
+    let session = Session::new(Plan::full(cli, crate::session::trace_disabled(cli)));
+    let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
-    let tracing = Tracing::start(crate::batch::trace_disabled(cli));
-    crate::stop::catch(true);
-    let start = Instant::now();
-    let deadline = start + duration;
-    let (tx, rx) = mpsc::sync_channel(2);
-    std::thread::Builder::new()
-        .name("iolens-sampler".into())
-        .spawn(move || {
-            for k in 0u32.. {
-                let due = start + crate::batch::tick_offset(every, k);
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                if tx.send(collector.sample()).is_err() || due > deadline {
-                    return;
-                }
+    let reports = (duration.as_secs_f64() / every.as_secs_f64()).ceil().max(1.0) as u64;
+    let schedule = Schedule {
+        every,
+        count: Some(reports),
+    };
+    let mut stalled = None;
+    headless::run(
+        session,
+        model,
+        schedule,
+        |_, _| ControlFlow::Continue(()),
+        |r| {
+            match r {
+                Report::Fresh { model, .. } => each(model),
+                Report::Late { stall, .. } => stalled = Some(stall),
             }
-        })
-        .context("starting the sampler thread")?;
-    let mut first = true;
-    loop {
-        if crate::stop::requested() {
-            break;
-        }
-        let left = (deadline + crate::collect::activity::stall_after(every)).saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(s) => {
-                model.update(s);
-                // The first interval's requests (begun before the
-                // baseline) are dropped with it, as batch does.
-                model.apply_trace(tracing.take());
-                if !first {
-                    each(&model);
-                }
-                first = false;
-                if Instant::now() >= deadline {
-                    return Ok(None);
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let waiting = activity.describe();
-                return Ok(Some(if waiting.is_empty() {
-                    "the last sample did not come in time".into()
-                } else {
-                    format!("the last sample did not come in time ({waiting})")
-                }));
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-    }
-    Ok(None)
+            ControlFlow::Continue(())
+        },
+    )?;
+    Ok(stalled)
 }
 
 fn value_text(v: Option<f64>, unit: &str) -> String {
