@@ -38,17 +38,17 @@
 //! - [`probe`]: the read-only disk probes (random-read latency, zone sweep),
 //!   their statistics, verdict and results file; the `iolens probe` command.
 //! - [`session`]: the one place that builds the collectors (cgroups, exit
-//!   records, watched processes, the block tracer) from the options, and
-//!   the one sampler loop (its clock, the short first interval) that the
-//!   dashboard, the batch output, `iolens record`, `iolens export` and
-//!   `iolens progress` use.
+//!   records, watched processes, the block tracer's wiring, the jobs'
+//!   walks) from the options, and the one sampler loop (its clock, the
+//!   short first interval) that the dashboard, the batch output, `iolens
+//!   record`, `iolens export`, `iolens progress` and `iolens why` use.
 //! - [`present`]: the presentation layer — one column table per row type
 //!   (id, config key, headings of every output, width, alignment, value,
 //!   formatting), from which the dashboard panes, the batch text and CSV
 //!   are generated, and the text helpers they share; `ui` and `batch`
 //!   import it, never each other.
-//! - [`batch`] and [`progress`]: the outputs without a terminal (`--batch`,
-//!   `--json`, `iolens progress`).
+//! - [`batch`]: the outputs without a terminal (`--batch`, `--json`,
+//!   `--csv`, `iolens progress`, `iolens why`).
 //! - [`record`]: `iolens record` appends the raw samples (with the host
 //!   facts they were taken with) to a framed, CRC-checked file;
 //!   `iolens replay` feeds them through the same model, so a replay gives
@@ -102,16 +102,12 @@ pub mod collect;
 pub mod config;
 pub mod export;
 pub mod format;
-pub mod jobs;
 pub mod model;
 pub mod present;
 pub mod probe;
-pub mod progress;
 pub mod record;
 pub mod session;
 pub mod stop;
 #[allow(unsafe_code)]
 pub mod sys;
-pub mod tracer;
 pub mod ui;
-pub mod why;

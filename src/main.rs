@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Some(Command::BenchSample(args)) => iolens::batch::bench_sample(&cli, args),
         Some(Command::Probe(args)) => iolens::probe::cmd::run(&cli, args),
-        Some(Command::Progress(args)) => iolens::progress::run(&cli, args),
+        Some(Command::Progress(args)) => iolens::batch::progress::run(&cli, args),
         Some(Command::Record(args)) => iolens::record::run(&cli, args),
         Some(Command::Replay(args)) => {
             let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
@@ -45,7 +45,7 @@ fn main() -> ExitCode {
             }
         }
         Some(Command::Export(args)) => iolens::export::run(&cli, args),
-        Some(Command::Why(args)) => iolens::why::run(&cli, args),
+        Some(Command::Why(args)) => iolens::batch::why::run(&cli, args),
         Some(Command::Generate(args)) => iolens::cli::generate(&args.what, &mut std::io::stdout().lock())
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| anyhow::anyhow!("writing to stdout: {e}")),

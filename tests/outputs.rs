@@ -329,13 +329,13 @@ fn jobs() -> Vec<iolens::model::progress::Job> {
 #[test]
 fn progress_text_and_json() {
     let jobs = jobs();
-    insta::assert_snapshot!("progress_text", iolens::progress::report(&jobs));
+    insta::assert_snapshot!("progress_text", iolens::batch::progress::report(&jobs));
     let lines: String = jobs.iter().map(|j| serde_json::to_string(j).unwrap() + "\n").collect();
     insta::assert_snapshot!("progress_json", lines);
     let t: &Transfer = &jobs[0].main;
     assert_eq!(
-        iolens::progress::transfer_line(t),
-        iolens::progress::report(&jobs[..1])
+        iolens::batch::progress::transfer_line(t),
+        iolens::batch::progress::report(&jobs[..1])
             .lines()
             .nth(1)
             .unwrap()

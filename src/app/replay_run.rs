@@ -57,7 +57,10 @@ pub fn run_replay(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let mut model = crate::record::replay::model_for(&replay.rec.segments[0]);
     model.thresholds = settings.pattern;
-    model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
+    model.progress.known_names = crate::batch::progress::KNOWN_COMMANDS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let mut app = App::new(model, view);
     app.replay = Some(Box::new(replay));
     app.replay_go(start);

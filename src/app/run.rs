@@ -227,7 +227,10 @@ pub(super) fn terminal_msg(
 fn new_app(cli: &Cli, view: ViewState, pattern: crate::model::trace::Thresholds) -> App {
     let mut model = crate::session::model();
     model.thresholds = pattern;
-    model.progress.known_names = crate::progress::KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
+    model.progress.known_names = crate::batch::progress::KNOWN_COMMANDS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     model.progress.min_size = cli.min_transfer_size;
     let mut app = App::new(model, view);
     app.captured_tree = cli.root != std::path::Path::new("/");

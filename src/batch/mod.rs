@@ -10,7 +10,9 @@ mod bench;
 pub mod csv;
 pub mod devices;
 mod processes;
+pub mod progress;
 mod trace;
+pub mod why;
 
 pub use crate::present::text::CHILDREN_LABEL;
 pub use crate::present::units::{bytes_in, rate_in};

@@ -21,8 +21,8 @@ use hyper::body::Bytes;
 use crate::cli::{Cli, ExportArgs};
 use crate::collect::RawSample;
 use crate::model::Model;
+use crate::session::tracing::Tracing;
 use crate::session::{Clock, First, Plan, Session, Taken};
-use crate::tracer::Tracing;
 
 /// Default address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9839";

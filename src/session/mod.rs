@@ -12,7 +12,9 @@
 
 pub mod clock;
 pub mod headless;
+pub mod jobs;
 pub mod sampler;
+pub mod tracing;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,7 +28,7 @@ use crate::collect::fdinfo::{FdScanner, ProcLister, Watch};
 use crate::collect::sample::HostInfo;
 use crate::collect::{Collector, Reader};
 use crate::model::Model;
-use crate::tracer::Tracing;
+use crate::session::tracing::Tracing;
 
 /// Default seconds between samples (dashboard and batch output).
 pub const DEFAULT_INTERVAL: f64 = 1.0;

@@ -77,7 +77,7 @@ struct Pass {
     tracker: Tracker,
     /// List every process, not only the watched ones (to see who did I/O).
     all: bool,
-    jobs: crate::jobs::Engine,
+    jobs: crate::session::jobs::Engine,
 }
 
 /// CPU cost of one pass, in ns, and what it covered.
@@ -111,7 +111,7 @@ impl Pass {
             scanner,
             tracker,
             all: unfiltered,
-            jobs: crate::jobs::Engine::new(args.walk_network),
+            jobs: crate::session::jobs::Engine::new(args.walk_network),
         }
     }
 
@@ -123,7 +123,7 @@ impl Pass {
             .with_context(|| format!("listing {}", self.reader.path("/proc").display()))?;
         let tools: Vec<i32> = procs
             .iter()
-            .filter(|p| crate::jobs::tool_comm(&p.comm))
+            .filter(|p| crate::session::jobs::tool_comm(&p.comm))
             .map(|p| p.key.pid)
             .collect();
         let t1 = process_cpu_ns();
@@ -218,7 +218,7 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
                 })
                 .fold(String::new(), |s, l| s + &l + "\n")
         } else {
-            let mut t = crate::jobs::report(views) + &report(jobs);
+            let mut t = crate::session::jobs::report(views) + &report(jobs);
             if args.watch {
                 t.push('\n');
             }
