@@ -887,6 +887,7 @@ fn drop_caches_is_refused_without_root() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // test code: one live scenario end to end
 fn sync_probe_creates_writes_and_removes_only_its_own_file() {
     if !have("strace") {
         eprintln!("skipped: strace is not installed");

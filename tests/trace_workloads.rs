@@ -296,6 +296,7 @@ fn total_matches_the_kernel(r: &Run, dev: Dev) -> Result<(), String> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // test code: one live scenario end to end
 fn sequential_share_and_latency_match_fio() {
     if let Some(r) = skip_reason() {
         eprintln!("skipped: {r}");

@@ -77,18 +77,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     };
     let (sample_tx, mut samples) = tokio::sync::mpsc::channel(2);
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
-    // Watched processes have their fds read every sample (others only when
-    // they did I/O), and their open files show before they move.
-    let session = Session::new(Plan {
-        root: cli.root.clone(),
-        cgroups: false,
-        exits: true,
-        watch: crate::collect::fdinfo::Watch {
-            pids: cli.pid.clone(),
-            names: cli.name.clone(),
-        },
-        trace_off: crate::session::trace_disabled(cli),
-    });
+    let session = Session::new(plan(cli));
     let activity = session.sampler.activity();
     let start_ns = crate::collect::monotonic_ns();
     let mut watchdog = tokio::time::interval(Duration::from_millis(500));
@@ -201,6 +190,22 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     }
     drop(guard);
     exit
+}
+
+/// The dashboard's collectors: exit records, no cgroups. Watched processes
+/// have their fds read every sample (others only when they did I/O), and
+/// their open files show before they move.
+fn plan(cli: &Cli) -> Plan {
+    Plan {
+        root: cli.root.clone(),
+        cgroups: false,
+        exits: true,
+        watch: crate::collect::fdinfo::Watch {
+            pids: cli.pid.clone(),
+            names: cli.name.clone(),
+        },
+        trace_off: crate::session::trace_disabled(cli),
+    }
 }
 
 /// The message of a terminal event, or `None` for events the dashboard

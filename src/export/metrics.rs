@@ -363,7 +363,17 @@ const OPS: [&str; 4] = ["read", "write", "discard", "flush"];
 
 impl Collector for Exported {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        // Per command.
+        self.encode_comms(&mut enc)?;
+        self.encode_cgroups(&mut enc)?;
+        self.encode_devices(&mut enc)?;
+        self.encode_health(&mut enc)?;
+        super::probes::encode(&self.probes, &mut enc)
+    }
+}
+
+impl Exported {
+    /// The per-command process counters, the rest summed under `OTHER`.
+    fn encode_comms(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let mut comms: Vec<(&String, &Comm)> = self.comms.iter().filter(|(_, c)| c.exported).collect();
         comms.sort_by(|a, b| a.0.cmp(b.0));
         for (i, (name, help)) in PROC_COUNTERS.iter().enumerate() {
@@ -372,9 +382,13 @@ impl Collector for Exported {
                 .map(|(k, c)| (vec![("comm", label(k))], c.own[i]))
                 .collect();
             series.push((vec![("comm", OTHER.to_string())], self.other[i]));
-            counter_family(&mut enc, name, help, &series)?;
+            counter_family(enc, name, help, &series)?;
         }
-        // Per cgroup.
+        Ok(())
+    }
+
+    /// The per-cgroup counters.
+    fn encode_cgroups(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let cg = |f: &dyn Fn(&Cgroup) -> Option<f64>| -> Vec<(Labels, f64)> {
             self.cgroups
                 .iter()
@@ -382,42 +396,46 @@ impl Collector for Exported {
                 .collect()
         };
         counter_family(
-            &mut enc,
+            enc,
             "cgroup_read_bytes",
             "Bytes read by the cgroup on whole disks (kernel counters, or its processes' own I/O where the kernel has none)",
             &cg(&|c| Some(c.read_bytes)),
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "cgroup_written_bytes",
             "Bytes written by the cgroup on whole disks (same sources as cgroup_read_bytes)",
             &cg(&|c| Some(c.written_bytes)),
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "cgroup_read_requests",
             "Read requests of the cgroup (kernel counters only)",
             &cg(&|c| c.read_ios),
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "cgroup_write_requests",
             "Write requests of the cgroup (kernel counters only)",
             &cg(&|c| c.write_ios),
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "cgroup_io_pressure_some_seconds",
             "Time some tasks of the cgroup were stalled on I/O (io.pressure some total=)",
             &cg(&|c| c.some_us.map(|u| u as f64 / 1e6)),
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "cgroup_io_pressure_full_seconds",
             "Time all tasks of the cgroup were stalled on I/O (io.pressure full total=)",
             &cg(&|c| c.full_us.map(|u| u as f64 / 1e6)),
         )?;
-        // Traced requests per device.
+        Ok(())
+    }
+
+    /// The traced requests per device: counters and the latency histogram.
+    fn encode_devices(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let dev = |f: &dyn Fn(&DevTrace) -> f64| -> Vec<(Labels, f64)> {
             self.devices
                 .values()
@@ -425,25 +443,25 @@ impl Collector for Exported {
                 .collect()
         };
         counter_family(
-            &mut enc,
+            enc,
             "traced_requests",
             "Block requests issued with data (reads, writes, discards), from the block tracepoints",
             &dev(&|d| d.issued as f64),
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "traced_sequential_requests",
             "Of traced_requests, those that started where a recent request in the same direction ended (of the same process, or of the device)",
             &dev(&|d| d.sequential as f64),
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "traced_bytes",
             "Bytes of traced_requests",
             &dev(&|d| d.bytes as f64),
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "traced_sequential_bytes",
             "Bytes of traced_sequential_requests: rate over rate(traced_bytes) is the share the pattern column shows",
             &dev(&|d| d.sequential_bytes as f64),
@@ -470,46 +488,50 @@ impl Collector for Exported {
                 }
             }
         }
-        // Own health.
-        counter(&mut enc, "samples", "Samples taken", self.samples as f64)?;
+        Ok(())
+    }
+
+    /// The exporter's own health: samples, tracing, scrapes, errors.
+    fn encode_health(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        counter(enc, "samples", "Samples taken", self.samples as f64)?;
         counter(
-            &mut enc,
+            enc,
             "sample_errors",
             "Files that could not be read, summed over samples",
             self.sample_errors as f64,
         )?;
         gauge(
-            &mut enc,
+            enc,
             "last_sample_timestamp_seconds",
             "Wall-clock time of the last sample, s since the Unix epoch",
             self.last_sample_unix_s,
         )?;
         gauge(
-            &mut enc,
+            enc,
             "sample_duration_seconds",
             "How long the last sample took to read",
             self.last_sample_duration_s,
         )?;
         gauge(
-            &mut enc,
+            enc,
             "trace_active",
             "1 while block-request tracing runs (root), else 0",
             f64::from(u8::from(self.trace_active)),
         )?;
         counter(
-            &mut enc,
+            enc,
             "trace_lost_events",
             "Trace events the kernel lost (ring buffer overruns)",
             self.trace_lost_events as f64,
         )?;
         counter(
-            &mut enc,
+            enc,
             "trace_unmatched_requests",
             "Traced requests that could not be matched (completion without issue, expired)",
             self.trace_unmatched as f64,
         )?;
         counter_family(
-            &mut enc,
+            enc,
             "scrapes",
             "Scrapes of /metrics served, by format (as of the last sample)",
             &[
@@ -518,18 +540,18 @@ impl Collector for Exported {
             ],
         )?;
         counter(
-            &mut enc,
+            enc,
             "http_errors",
             "Requests answered with an error: other paths (404), other methods (405), before the first sample (503)",
             self.http_errors as f64,
         )?;
         counter(
-            &mut enc,
+            enc,
             "exit_record_overflows",
             "Times the kernel dropped taskstats exit records (their threads' I/O is missing)",
             self.exit_record_overflows as f64,
         )?;
-        super::probes::encode(&self.probes, &mut enc)
+        Ok(())
     }
 }
 

@@ -193,9 +193,34 @@ fn stop_text(s: Stop) -> &'static str {
 
 /// The plain-text report.
 pub fn report(r: &ProbeResult) -> String {
+    let mut s = String::new();
+    target_report(&mut s, r);
+    if let Some(rr) = &r.random {
+        random_report(&mut s, rr);
+    }
+    if let Some(sw) = &r.sweep {
+        sweep_report(&mut s, sw);
+    }
+    if let Some(q) = &r.queue_depth_sweep {
+        qd_report(&mut s, q);
+    }
+    if let Some(a) = &r.alignment {
+        super::align::report(&mut s, a);
+    }
+    if let Some(z) = &r.size_sweep {
+        super::size::report(&mut s, z);
+    }
+    if let Some(k) = &r.seek {
+        super::seek::report(&mut s, k);
+    }
+    verdict_report(&mut s, r);
+    s
+}
+
+/// The target, its device and file layout, and the method used.
+fn target_report(s: &mut String, r: &ProbeResult) {
     use std::fmt::Write as _;
     let m = &r.method;
-    let mut s = String::new();
     let kind = match m.target_kind {
         super::target::TargetKind::BlockDevice => "block device",
         super::target::TargetKind::RegularFile => "regular file",
@@ -256,125 +281,124 @@ pub fn report(r: &ProbeResult) -> String {
             ""
         }
     );
-    if let Some(rr) = &r.random {
-        let l = &rr.latency;
+}
+
+/// The random-read section: rates, latency percentiles, histogram.
+fn random_report(s: &mut String, rr: &super::RandomResult) {
+    use std::fmt::Write as _;
+    let l = &rr.latency;
+    let _ = writeln!(
+        s,
+        "\nrandom read: {} × {} reads in {:.1} s ({}; {} warm-up reads discarded)",
+        format::binary(rr.bs as f64),
+        l.count,
+        rr.duration_s,
+        stop_text(rr.stopped),
+        rr.warmup_reads
+    );
+    let _ = writeln!(
+        s,
+        "  IOPS {}   {}",
+        rr.iops.map_or_else(|| format::NA.into(), |v| format!("{v:.0}")),
+        rr.mb_per_s.map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6))
+    );
+    let _ = writeln!(
+        s,
+        "  latency: min {}  mean {}  stddev {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        lat(l.min_ms),
+        lat(l.mean_ms),
+        lat(l.stddev_ms),
+        lat(l.p50_ms),
+        lat(l.p90_ms),
+        lat(l.p99_ms),
+        lat(l.p99_9_ms),
+        lat(l.max_ms)
+    );
+    if let Some(c) = rr.seek_correlation {
+        let _ = writeln!(s, "  latency vs seek distance: r = {c:.2}");
+    }
+    let coarse = coarse_histogram(&rr.histogram);
+    let most = coarse.iter().map(|c| c.2).max().unwrap_or(1).max(1);
+    for (lo, hi, n) in coarse {
+        let bar = "#".repeat(((n * 40).div_ceil(most)) as usize);
         let _ = writeln!(
             s,
-            "\nrandom read: {} × {} reads in {:.1} s ({}; {} warm-up reads discarded)",
-            format::binary(rr.bs as f64),
-            l.count,
-            rr.duration_s,
-            stop_text(rr.stopped),
-            rr.warmup_reads
+            "  {:>9} – {:<9} {n:>7} {bar}",
+            lat(Some(lo as f64 / 1e6)),
+            lat(Some((hi + 1) as f64 / 1e6))
         );
+    }
+    if let Some(c) = &rr.disk_check {
+        let _ = writeln!(s, "  {}", c.describe());
+    }
+}
+
+/// The zone-sweep section: sequential rate across the target.
+fn sweep_report(s: &mut String, sw: &super::SweepResult) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        s,
+        "\nzone sweep: {} of {} zones × {} in {} requests, {:.1} s ({}{})",
+        sw.zones.len(),
+        sw.zones_planned,
+        format::binary(sw.chunk_bytes as f64),
+        format::binary(sw.request_bytes as f64),
+        sw.duration_s,
+        stop_text(sw.stopped),
+        if sw.zones_shortened > 0 {
+            format!(", {} zones shortened by the time cap", sw.zones_shortened)
+        } else {
+            String::new()
+        }
+    );
+    let pt = |p: Option<super::sweep::ZonePoint>| {
+        p.map_or_else(
+            || format::NA.to_string(),
+            |p| {
+                format!(
+                    "{} at {}",
+                    format::rate(p.mb_per_s * 1e6),
+                    format::decimal(p.offset as f64)
+                )
+            },
+        )
+    };
+    let _ = writeln!(
+        s,
+        "  min {}  median {}  max {}",
+        pt(sw.min),
+        sw.median_mb_per_s
+            .map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6)),
+        pt(sw.max)
+    );
+    let _ = writeln!(
+        s,
+        "  first/last 10% of zones: {}   overall {}",
+        sw.first_last_ratio
+            .map_or_else(|| format::NA.into(), |v| format!("{v:.2}")),
+        sw.overall_mb_per_s
+            .map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6))
+    );
+    for z in &sw.zones {
         let _ = writeln!(
             s,
-            "  IOPS {}   {}",
-            rr.iops.map_or_else(|| format::NA.into(), |v| format!("{v:.0}")),
-            rr.mb_per_s.map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6))
+            "  zone {:>3} at {:>9}: {:>10}",
+            z.index,
+            format::decimal(z.offset as f64),
+            format::rate(z.mb_per_s * 1e6)
         );
-        let _ = writeln!(
-            s,
-            "  latency: min {}  mean {}  stddev {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
-            lat(l.min_ms),
-            lat(l.mean_ms),
-            lat(l.stddev_ms),
-            lat(l.p50_ms),
-            lat(l.p90_ms),
-            lat(l.p99_ms),
-            lat(l.p99_9_ms),
-            lat(l.max_ms)
-        );
-        if let Some(c) = rr.seek_correlation {
-            let _ = writeln!(s, "  latency vs seek distance: r = {c:.2}");
-        }
-        let coarse = coarse_histogram(&rr.histogram);
-        let most = coarse.iter().map(|c| c.2).max().unwrap_or(1).max(1);
-        for (lo, hi, n) in coarse {
-            let bar = "#".repeat(((n * 40).div_ceil(most)) as usize);
-            let _ = writeln!(
-                s,
-                "  {:>9} – {:<9} {n:>7} {bar}",
-                lat(Some(lo as f64 / 1e6)),
-                lat(Some((hi + 1) as f64 / 1e6))
-            );
-        }
-        if let Some(c) = &rr.disk_check {
-            let _ = writeln!(s, "  {}", c.describe());
-        }
     }
-    if let Some(sw) = &r.sweep {
-        let _ = writeln!(
-            s,
-            "\nzone sweep: {} of {} zones × {} in {} requests, {:.1} s ({}{})",
-            sw.zones.len(),
-            sw.zones_planned,
-            format::binary(sw.chunk_bytes as f64),
-            format::binary(sw.request_bytes as f64),
-            sw.duration_s,
-            stop_text(sw.stopped),
-            if sw.zones_shortened > 0 {
-                format!(", {} zones shortened by the time cap", sw.zones_shortened)
-            } else {
-                String::new()
-            }
-        );
-        let pt = |p: Option<super::sweep::ZonePoint>| {
-            p.map_or_else(
-                || format::NA.to_string(),
-                |p| {
-                    format!(
-                        "{} at {}",
-                        format::rate(p.mb_per_s * 1e6),
-                        format::decimal(p.offset as f64)
-                    )
-                },
-            )
-        };
-        let _ = writeln!(
-            s,
-            "  min {}  median {}  max {}",
-            pt(sw.min),
-            sw.median_mb_per_s
-                .map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6)),
-            pt(sw.max)
-        );
-        let _ = writeln!(
-            s,
-            "  first/last 10% of zones: {}   overall {}",
-            sw.first_last_ratio
-                .map_or_else(|| format::NA.into(), |v| format!("{v:.2}")),
-            sw.overall_mb_per_s
-                .map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6))
-        );
-        for z in &sw.zones {
-            let _ = writeln!(
-                s,
-                "  zone {:>3} at {:>9}: {:>10}",
-                z.index,
-                format::decimal(z.offset as f64),
-                format::rate(z.mb_per_s * 1e6)
-            );
-        }
-        if let Some(p) = &sw.positions {
-            let _ = writeln!(s, "  {p}");
-        }
-        if let Some(c) = &sw.disk_check {
-            let _ = writeln!(s, "  {}", c.describe());
-        }
+    if let Some(p) = &sw.positions {
+        let _ = writeln!(s, "  {p}");
     }
-    if let Some(q) = &r.queue_depth_sweep {
-        qd_report(&mut s, q);
+    if let Some(c) = &sw.disk_check {
+        let _ = writeln!(s, "  {}", c.describe());
     }
-    if let Some(a) = &r.alignment {
-        super::align::report(&mut s, a);
-    }
-    if let Some(z) = &r.size_sweep {
-        super::size::report(&mut s, z);
-    }
-    if let Some(k) = &r.seek {
-        super::seek::report(&mut s, k);
-    }
+}
+
+/// The verdict with its impossible results and evidence, then the notes.
+fn verdict_report(s: &mut String, r: &ProbeResult) {
+    use std::fmt::Write as _;
     let _ = writeln!(s, "\nverdict: {}", r.verdict.class.label());
     for e in &r.verdict.impossible {
         let _ = writeln!(s, "  ! {e}");
@@ -385,7 +409,6 @@ pub fn report(r: &ProbeResult) -> String {
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }
-    s
 }
 
 fn qd_report(s: &mut String, q: &super::QdResult) {

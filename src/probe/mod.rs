@@ -37,6 +37,7 @@ pub mod align;
 pub mod check;
 pub mod cmd;
 pub mod engine;
+mod evidence;
 #[doc(hidden)]
 pub mod example;
 #[doc(hidden)]
@@ -62,9 +63,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::sys::ioprio::IdleGuard;
 use serde::Serialize;
-use setup::{block_size, drop_global_cache, idle_label, time_cap};
+use setup::{block_size, drop_global_cache, enter_idle, place_zones, read_layout, time_cap};
 
 pub use check::DiskCheck;
 pub use qd::{QdConfig, QdPoint, QdResult};
@@ -269,6 +269,39 @@ pub struct Method {
     pub idle_note: Option<String>,
 }
 
+impl Method {
+    /// The method of a probe of `t` run with `cfg`; `queue_depth` is the
+    /// deepest the queue-depth sweep reached, else 1.
+    fn new(
+        cfg: &ProbeConfig,
+        t: &Target,
+        qd_res: Option<&QdResult>,
+        backing: layout::Backing,
+        file_layout: Option<layout::FileLayout>,
+        impact_limited: bool,
+        idle_note: Option<String>,
+    ) -> Self {
+        Method {
+            target: t.display.clone(),
+            target_kind: t.kind,
+            size_bytes: t.size,
+            tests: cfg.tests,
+            depth: cfg.depth,
+            queue_depth: qd_res.and_then(|q| q.points.last().map(|p| p.queue_depth)).unwrap_or(1),
+            cache: t.cache,
+            cache_note: t.cache.describe().to_string(),
+            global_cache_dropped: cfg.drop_caches,
+            align_bytes: Some(t.align),
+            align_source: t.align_source.clone(),
+            allocated_bytes: t.allocated_bytes,
+            backing,
+            file_layout,
+            impact_limited,
+            idle_note,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -384,40 +417,14 @@ pub fn run(
         drop_global_cache(&cfg.root)?;
         notes.push("the global page cache was dropped before the probe (affects the whole machine)".into());
     }
-    let mut idle_guard = None;
-    let mut impact_limited = false;
-    let idle_note = if cfg.idle {
-        Some(match IdleGuard::enter() {
-            Ok(g) => {
-                idle_guard = Some(g);
-                let sched = t.device.as_ref().and_then(|d| d.scheduler.as_deref());
-                let (limited, note) = idle_label(sched);
-                impact_limited = limited;
-                note
-            }
-            Err(e) => format!("idle I/O class could not be set: {e}"),
-        })
-    } else {
-        None
-    };
+    let (idle_guard, impact_limited, idle_note) = enter_idle(cfg, &t);
     notes.extend(idle_note.clone());
     if t.cache == CacheMode::BufferedFadvise {
         notes.push(format!("{}: {}", t.display, CacheMode::BufferedFadvise.describe()));
     }
 
     let backing = layout::backing(&t.file, t.device.is_some());
-    let file_layout = match t.kind {
-        target::TargetKind::RegularFile if !matches!(backing, layout::Backing::NoDevice { .. }) => {
-            match layout::FileLayout::read(&t.file, t.size, t.device.as_ref(), &cfg.root) {
-                Ok(l) => Some(l),
-                Err(e) => {
-                    notes.push(format!("file extents unknown: {e}"));
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
+    let file_layout = read_layout(cfg, &t, &backing, &mut notes);
     let dev_name = t.device.as_ref().map(|d| d.name.clone());
     let snap = || dev_name.as_deref().and_then(|n| check::snapshot(&cfg.root, n));
 
@@ -439,18 +446,10 @@ pub fn run(
         }
         sweep_res = Some(s);
     }
-    let mut zones_note = None;
-    if let (Some(s), target::TargetKind::RegularFile) = (sweep_res.as_mut(), t.kind) {
-        let disk_bytes = t.device.as_ref().and_then(|d| {
-            crate::collect::Reader::new(&cfg.root)
-                .read_u64(format!("/sys/block/{}/size", d.disk))
-                .map(|n| n * 512)
-        });
-        let (ratio, note) = layout::place_zones(&mut s.zones, file_layout.as_ref(), disk_bytes);
-        s.first_last_ratio = ratio;
-        s.positions = Some(note.clone());
-        zones_note = Some(note);
-    }
+    let zones_note = match (sweep_res.as_mut(), t.kind) {
+        (Some(s), target::TargetKind::RegularFile) => Some(place_zones(cfg, &t, s, file_layout.as_ref())),
+        _ => None,
+    };
     let mut qd_res = None;
     if cfg.tests == Tests::QueueDepth && !cancel.is_cancelled() {
         let before = snap();
@@ -482,63 +481,13 @@ pub fn run(
         size_res = Some(s);
     }
 
-    let checks: Vec<&DiskCheck> = random
-        .iter()
-        .filter_map(|r| r.disk_check.as_ref())
-        .chain(sweep_res.iter().filter_map(|s| s.disk_check.as_ref()))
-        .chain(qd_res.iter().filter_map(|q| q.disk_check.as_ref()))
-        .chain(size_res.iter().filter_map(|s| s.disk_check.as_ref()))
-        .collect();
-    for c in &checks {
-        notes.extend(c.disturbance.clone());
-        if c.reach == check::Reach::Partial {
-            notes.push(c.describe());
-        }
-    }
-    let not_reached = checks.iter().find(|c| c.reach == check::Reach::NotReached);
-    // Latency class: the QD1 random reads, from the random test or the
-    // first depth of the queue-depth sweep.
-    let qd1 = qd_res
-        .as_ref()
-        .and_then(|q| q.points.first())
-        .filter(|p| p.queue_depth == 1)
-        .map(|p| &p.latency);
-    let smallest = size_res.as_ref().and_then(|s| s.points.first());
-    // The same figure whichever test gave it: the p50 of random reads at QD1.
-    let (lat, lat_bs, lat_from) = match (random.as_ref(), qd1, smallest) {
-        (Some(r), _, _) => (Some(&r.latency), bs, Some("random read test")),
-        (None, Some(l), _) => (Some(l), bs, Some("queue-depth sweep")),
-        (None, None, Some(p)) => (Some(&p.latency), p.bytes, Some("request-size sweep")),
-        _ => (None, bs, None),
+    let runs = evidence::Runs {
+        random: random.as_ref(),
+        sweep: sweep_res.as_ref(),
+        qd: qd_res.as_ref(),
+        size: size_res.as_ref(),
     };
-    let evidence = verdict::Evidence {
-        bs: lat_bs,
-        rand_count: lat.map_or(0, |l| l.count),
-        p50_ms: lat.and_then(|l| l.p50_ms),
-        p90_ms: lat.and_then(|l| l.p90_ms),
-        lat_from,
-        qd_speedup: qd_res.as_ref().and_then(|q| {
-            let deepest = q.points.iter().rfind(|p| p.iops.is_some())?;
-            Some((q.speedup?, q.knee?, deepest.queue_depth))
-        }),
-        seek_correlation: random.as_ref().and_then(|r| r.seek_correlation),
-        sweep_zones: sweep_res.as_ref().map_or(0, |s| s.zones.len()),
-        sweep_median_mbps: sweep_res.as_ref().and_then(|s| s.median_mb_per_s),
-        sweep_first_last_ratio: sweep_res.as_ref().and_then(|s| s.first_last_ratio),
-        reached_device: (!checks.is_empty()).then_some(not_reached.is_none()),
-        reach_note: not_reached.map(|c| c.describe()),
-        allocated_fraction: t.allocated_bytes.map(|a| (a as f64 / t.size as f64).min(1.0)),
-        has_device: t.device.is_some(),
-        backing: (backing != layout::Backing::Device).then(|| backing.clone()),
-        unwritten_fraction: file_layout.as_ref().map(|l| l.fractions(t.size).0),
-        hole_fraction: file_layout
-            .as_ref()
-            .filter(|l| !l.truncated)
-            .map(|l| l.fractions(t.size).1),
-        zones_note,
-        hints: t.device.clone(),
-        buffered: t.cache == CacheMode::BufferedFadvise,
-    };
+    let evidence = evidence::gather(&t, bs, &runs, &backing, file_layout.as_ref(), zones_note, &mut notes);
     let verdict = match (&alignment, &seek_res) {
         (Some(a), _) => align::verdict(a),
         (_, Some(s)) => seek::verdict(s),
@@ -553,27 +502,15 @@ pub fn run(
         } else {
             Status::Completed
         },
-        method: Method {
-            target: t.display.clone(),
-            target_kind: t.kind,
-            size_bytes: t.size,
-            tests: cfg.tests,
-            depth: cfg.depth,
-            queue_depth: qd_res
-                .as_ref()
-                .and_then(|q| q.points.last().map(|p| p.queue_depth))
-                .unwrap_or(1),
-            cache: t.cache,
-            cache_note: t.cache.describe().to_string(),
-            global_cache_dropped: cfg.drop_caches,
-            align_bytes: Some(t.align),
-            align_source: t.align_source.clone(),
-            allocated_bytes: t.allocated_bytes,
+        method: Method::new(
+            cfg,
+            &t,
+            qd_res.as_ref(),
             backing,
             file_layout,
-            impact_limited: impact_limited && idle_guard.is_some(),
+            impact_limited && idle_guard.is_some(),
             idle_note,
-        },
+        ),
         device: t.device.clone(),
         random,
         sweep: sweep_res,

@@ -4,7 +4,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Depth, Phase, ProbeConfig, Target};
+use super::layout::{Backing, FileLayout};
+use super::target::TargetKind;
+use super::{Depth, Phase, ProbeConfig, SweepResult, Target};
+use crate::sys::ioprio::IdleGuard;
 use crate::sys::is_root;
 
 /// Default time caps per test.
@@ -84,6 +87,65 @@ pub(super) fn drop_global_cache(root: &Path) -> anyhow::Result<()> {
     );
     let p = root.join("proc/sys/vm/drop_caches");
     std::fs::write(&p, "1").map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))
+}
+
+/// Enter the idle I/O class when asked: the guard that leaves it again,
+/// whether the device's scheduler makes the class limit the probe's
+/// impact, and the note saying so (or why the class could not be set).
+pub(super) fn enter_idle(cfg: &ProbeConfig, t: &Target) -> (Option<IdleGuard>, bool, Option<String>) {
+    if !cfg.idle {
+        return (None, false, None);
+    }
+    match IdleGuard::enter() {
+        Ok(g) => {
+            let sched = t.device.as_ref().and_then(|d| d.scheduler.as_deref());
+            let (limited, note) = idle_label(sched);
+            (Some(g), limited, Some(note))
+        }
+        Err(e) => (None, false, Some(format!("idle I/O class could not be set: {e}"))),
+    }
+}
+
+/// The extents of a regular file on a block device (FIEMAP); `None`, with a
+/// note where they cannot be read, and for other targets.
+pub(super) fn read_layout(
+    cfg: &ProbeConfig,
+    t: &Target,
+    backing: &Backing,
+    notes: &mut Vec<String>,
+) -> Option<FileLayout> {
+    match t.kind {
+        TargetKind::RegularFile if !matches!(backing, Backing::NoDevice { .. }) => {
+            match FileLayout::read(&t.file, t.size, t.device.as_ref(), &cfg.root) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    notes.push(format!("file extents unknown: {e}"));
+                    None
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Place a file's sweep zones on the disk (from its extents and the disk's
+/// size), setting the sweep's first/last ratio and positions; returns the
+/// positions note.
+pub(super) fn place_zones(
+    cfg: &ProbeConfig,
+    t: &Target,
+    s: &mut SweepResult,
+    file_layout: Option<&FileLayout>,
+) -> String {
+    let disk_bytes = t.device.as_ref().and_then(|d| {
+        crate::collect::Reader::new(&cfg.root)
+            .read_u64(format!("/sys/block/{}/size", d.disk))
+            .map(|n| n * 512)
+    });
+    let (ratio, note) = super::layout::place_zones(&mut s.zones, file_layout, disk_bytes);
+    s.first_last_ratio = ratio;
+    s.positions = Some(note.clone());
+    note
 }
 
 #[cfg(test)]

@@ -250,10 +250,28 @@ pub fn virtual_reason(h: &DeviceHints) -> Option<String> {
 }
 
 pub fn judge(e: &Evidence) -> Verdict {
+    let impossible = impossible_results(e);
     let mut evidence = Vec::new();
-    let mut impossible = Vec::new();
+    let sparse = sparse_evidence(e, &mut evidence);
+    if let Some(class) = not_from_a_device(e, &mut evidence, &impossible, sparse.is_some()) {
+        return Verdict {
+            class,
+            evidence,
+            impossible,
+        };
+    }
+    let measured = measured_class(e, &mut evidence);
+    let class = apply_hints(e, measured, &mut evidence);
+    Verdict {
+        class,
+        evidence,
+        impossible,
+    }
+}
 
-    // 1. Results that cannot come from a device.
+/// Rule 1: results that cannot come from a device.
+fn impossible_results(e: &Evidence) -> Vec<String> {
+    let mut impossible = Vec::new();
     if let Some(p50) = e.p50_ms.filter(|p| *p < IMPOSSIBLE_P50_MS) {
         impossible.push(format!(
             "p50 of {:.1} µs is faster than any storage device: the reads were served without reaching one (sparse or unwritten extents, tmpfs, page cache, a loop device without direct I/O)",
@@ -272,6 +290,12 @@ pub fn judge(e: &Evidence) -> Verdict {
                 .unwrap_or_else(|| "the device's read counter did not grow with the reads issued".into()),
         );
     }
+    impossible
+}
+
+/// Holes and unwritten extents, which read as zeros without touching the
+/// device: their evidence lines, and the fraction last reported.
+fn sparse_evidence(e: &Evidence, evidence: &mut Vec<String>) -> Option<f64> {
     let mut sparse = None;
     if let Some(f) = e.hole_fraction.filter(|f| *f >= 0.1) {
         evidence.push(format!(
@@ -293,6 +317,14 @@ pub fn judge(e: &Evidence) -> Verdict {
         ));
         sparse = Some(f);
     }
+    sparse
+}
+
+/// The class when the reads demonstrably did not measure a block device (no
+/// device under the filesystem, impossible results, fast reads with nothing
+/// behind them); `None` when the measurements are worth judging. Adds the
+/// backing and access-mode lines to `evidence` either way.
+fn not_from_a_device(e: &Evidence, evidence: &mut Vec<String>, impossible: &[String], sparse: bool) -> Option<Class> {
     if let Some(Backing::NoDevice { filesystem }) = &e.backing {
         evidence.insert(
             0,
@@ -304,11 +336,7 @@ pub fn judge(e: &Evidence) -> Verdict {
             evidence
                 .push("O_DIRECT was refused: buffered reads with posix_fadvise eviction, which is best-effort".into());
         }
-        return Verdict {
-            class: Class::NoDevice,
-            evidence,
-            impossible,
-        };
+        return Some(Class::NoDevice);
     }
     if let Some(n) = &e.zones_note {
         evidence.push(n.clone());
@@ -320,77 +348,31 @@ pub fn judge(e: &Evidence) -> Verdict {
         evidence.push("O_DIRECT was refused: buffered reads with posix_fadvise eviction, which is best-effort".into());
     }
     if !impossible.is_empty() {
-        let class = if sparse.is_some() {
+        let class = if sparse {
             evidence.insert(0, "the reads did not reach a device (holes or unwritten extents, listed below), so nothing can be said about it: probe a fully written file or the device itself".into());
             Class::Inconclusive
         } else {
             evidence.insert(0, "the reads were served from memory, not from a disk".into());
             Class::VirtualOrCached
         };
-        return Verdict {
-            class,
-            evidence,
-            impossible,
-        };
+        return Some(class);
     }
     if !e.has_device && e.backing.is_none() && e.p50_ms.is_some_and(|p| p < NVME_P50_MS) {
         evidence.insert(
             0,
             "fast reads with no block device behind them: memory or a remote cache".into(),
         );
-        return Verdict {
-            class: Class::VirtualOrCached,
-            evidence,
-            impossible,
-        };
+        return Some(Class::VirtualOrCached);
     }
+    None
+}
 
-    // 2. Measurements.
-    let mut lat_class = None;
-    if let Some(p50) = e.p50_ms {
-        if e.rand_count < 20 {
-            evidence.push(format!("only {} random reads: too few to judge latency", e.rand_count));
-        } else if e.bs > 64 * 1024 {
-            evidence.push(format!(
-                "random reads of {} KiB: latency classes are defined for 4–64 KiB reads",
-                e.bs / 1024
-            ));
-        } else {
-            let (c, line) = latency_class(e, p50);
-            evidence.push(line);
-            evidence.push(firmness(p50));
-            lat_class = c;
-        }
-    }
-    if let Some(r) = e.seek_correlation {
-        if r > SEEK_CORR {
-            evidence.push(format!("latency grows with seek distance (r = {r:.2}): a moving head"));
-        } else if lat_class == Some(Class::Hdd) {
-            evidence.push(format!("latency barely depends on seek distance (r = {r:.2})"));
-        }
-    }
-    let mut sweep_class = None;
-    let mut sweep_flat = false;
-    if let Some(med) = e.sweep_median_mbps {
-        let ratio = e.sweep_first_last_ratio.filter(|_| e.sweep_zones >= 5);
-        if let Some(r) = ratio.filter(|r| *r >= HDD_ZONE_RATIO) {
-            evidence.push(format!(
-                "sequential rate falls from the outer to the inner zones (first/last 10% = {r:.2}): zoned recording of a spinning disk"
-            ));
-            sweep_class = Some(Class::Hdd);
-        } else if med > SATA_MAX_MBPS {
-            evidence.push(format!(
-                "sequential median {med:.0} MB/s is more than SATA 6 Gb/s can carry"
-            ));
-            sweep_class = Some(Class::Nvme);
-        } else {
-            sweep_flat = ratio.is_some();
-            let shape = ratio
-                .map(|r| format!(", flat across the zones (first/last 10% = {r:.2})"))
-                .unwrap_or_default();
-            evidence.push(format!("sequential median {med:.0} MB/s{shape}"));
-        }
-    }
+/// Rule 2: the class the measurements agree on (latency, seek dependence,
+/// sequential sweep, queue-depth scaling), `None` when they disagree or are
+/// too thin.
+fn measured_class(e: &Evidence, evidence: &mut Vec<String>) -> Option<Class> {
+    let lat_class = latency_evidence(e, evidence);
+    let (sweep_class, sweep_flat) = sweep_evidence(e, evidence);
     if let Some((x, knee, deepest)) = e.qd_speedup {
         evidence.push(format!(
             "IOPS grew {x:.1}× from QD1 (knee QD{knee}, up to QD{deepest}): weak evidence of the device type only (spinning disks with command queueing gain 1.5–2.5×, IOPS-capped cloud volumes stay flat, flash gains more)"
@@ -414,8 +396,68 @@ pub fn judge(e: &Evidence) -> Verdict {
     if measured == Some(Class::Hdd) && sweep_flat {
         evidence.push("a flat sweep is unusual for a spinning disk (small target span?)".into());
     }
+    measured
+}
 
-    // 3. sysfs hints.
+/// The class the random-read latency points to, with the seek-distance line.
+fn latency_evidence(e: &Evidence, evidence: &mut Vec<String>) -> Option<Class> {
+    let mut lat_class = None;
+    if let Some(p50) = e.p50_ms {
+        if e.rand_count < 20 {
+            evidence.push(format!("only {} random reads: too few to judge latency", e.rand_count));
+        } else if e.bs > 64 * 1024 {
+            evidence.push(format!(
+                "random reads of {} KiB: latency classes are defined for 4–64 KiB reads",
+                e.bs / 1024
+            ));
+        } else {
+            let (c, line) = latency_class(e, p50);
+            evidence.push(line);
+            evidence.push(firmness(p50));
+            lat_class = c;
+        }
+    }
+    if let Some(r) = e.seek_correlation {
+        if r > SEEK_CORR {
+            evidence.push(format!("latency grows with seek distance (r = {r:.2}): a moving head"));
+        } else if lat_class == Some(Class::Hdd) {
+            evidence.push(format!("latency barely depends on seek distance (r = {r:.2})"));
+        }
+    }
+    lat_class
+}
+
+/// The class the sequential sweep points to, and whether it was flat across
+/// the zones.
+fn sweep_evidence(e: &Evidence, evidence: &mut Vec<String>) -> (Option<Class>, bool) {
+    let mut sweep_class = None;
+    let mut sweep_flat = false;
+    if let Some(med) = e.sweep_median_mbps {
+        let ratio = e.sweep_first_last_ratio.filter(|_| e.sweep_zones >= 5);
+        if let Some(r) = ratio.filter(|r| *r >= HDD_ZONE_RATIO) {
+            evidence.push(format!(
+                "sequential rate falls from the outer to the inner zones (first/last 10% = {r:.2}): zoned recording of a spinning disk"
+            ));
+            sweep_class = Some(Class::Hdd);
+        } else if med > SATA_MAX_MBPS {
+            evidence.push(format!(
+                "sequential median {med:.0} MB/s is more than SATA 6 Gb/s can carry"
+            ));
+            sweep_class = Some(Class::Nvme);
+        } else {
+            sweep_flat = ratio.is_some();
+            let shape = ratio
+                .map(|r| format!(", flat across the zones (first/last 10% = {r:.2})"))
+                .unwrap_or_default();
+            evidence.push(format!("sequential median {med:.0} MB/s{shape}"));
+        }
+    }
+    (sweep_class, sweep_flat)
+}
+
+/// Rule 3: sysfs hints and the backing filesystem, applied to the measured
+/// class.
+fn apply_hints(e: &Evidence, measured: Option<Class>, evidence: &mut Vec<String>) -> Class {
     let mut class = measured.unwrap_or(Class::Inconclusive);
     if let Some(h) = &e.hints {
         let measured_like = match measured {
@@ -471,11 +513,7 @@ pub fn judge(e: &Evidence) -> Verdict {
     if class == Class::Inconclusive && evidence.is_empty() {
         evidence.push("no measurement was completed".into());
     }
-    Verdict {
-        class,
-        evidence,
-        impossible,
-    }
+    class
 }
 
 #[cfg(test)]
