@@ -23,7 +23,6 @@ use super::engine::{self, DepthRun, Engine};
 use super::stats::{Bucket, LatencySummary};
 use super::target::Target;
 use super::{CancelToken, Phase, ProbeConfig, Progress, Stop};
-use crate::format;
 
 /// The depths of a full sweep.
 pub const DEPTHS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -442,33 +441,6 @@ pub fn run(
         duration_s: began.elapsed().as_secs_f64(),
         disk_check: None,
     })
-}
-
-/// "QD1 → QD8: 4.1× (knee QD8; 41,200 IOPS with p99 ≤ 10 ms at QD16)" for
-/// summaries.
-pub fn headline(r: &QdResult) -> String {
-    let best = r
-        .points
-        .iter()
-        .filter(|p| p.iops.is_some())
-        .max_by(|a, b| a.iops.unwrap_or(0.0).total_cmp(&b.iops.unwrap_or(0.0)));
-    let mut s = match (best, r.speedup) {
-        (Some(b), Some(x)) => format!(
-            "best QD{} {:.0} IOPS, {x:.1}× QD1",
-            b.queue_depth,
-            b.iops.unwrap_or(0.0)
-        ),
-        (Some(b), None) => format!("best QD{} {:.0} IOPS", b.queue_depth, b.iops.unwrap_or(0.0)),
-        _ => "no depth measured".to_string(),
-    };
-    if let Some(k) = r.knee {
-        s.push_str(&format!(", knee QD{k}"));
-    }
-    s.push_str(&match r.latency_bounded {
-        Some(b) => format!(", {:.0} IOPS with p99 ≤ {} ms", b.iops, format::ms(r.p99_target_ms)),
-        None => format!(", no depth with p99 ≤ {} ms", format::ms(r.p99_target_ms)),
-    });
-    s
 }
 
 #[cfg(test)]
