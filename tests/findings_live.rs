@@ -29,6 +29,14 @@ const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 const SLOWFS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/slowfs.py");
 const PY: &str = "/usr/bin/python3";
 
+/// The tests run one at a time: each makes (or must not see) load on the
+/// whole machine, and `cargo test` runs a file's tests in parallel (the
+/// idle control saw the slow-device test's fio).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn unavailable(tools: &[&str]) -> Option<String> {
     if !is_root() {
         return Some("not root (losetup, FUSE)".into());
@@ -131,6 +139,7 @@ fn findings<'a>(v: &'a serde_json::Value, rule: &str) -> Vec<&'a serde_json::Val
 
 #[test]
 fn slow_device_is_found_and_named() {
+    let _serial = serial();
     if let Some(r) = unavailable(&["fio", "losetup", "fusermount3"]) {
         eprintln!("skipped: {r}");
         return;
@@ -175,6 +184,7 @@ fn slow_device_is_found_and_named() {
 
 #[test]
 fn tiny_syscalls_name_dd_bs512_not_bs1m() {
+    let _serial = serial();
     if let Some(r) = unavailable(&["dd"]) {
         eprintln!("skipped: {r}");
         return;
@@ -201,6 +211,7 @@ fn tiny_syscalls_name_dd_bs512_not_bs1m() {
 
 #[test]
 fn idle_control_has_no_findings() {
+    let _serial = serial();
     if !is_root() {
         eprintln!("skipped: not root (tracing)");
         return;

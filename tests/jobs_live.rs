@@ -83,10 +83,18 @@ fn interpolate(s: &[(u64, u64)], t: u64) -> Option<f64> {
     Some(b0 as f64 + (b1 as f64 - b0 as f64) * (t - t0) as f64 / (t1 - t0).max(1) as f64)
 }
 
+/// The tests of this file run one at a time (each writes a 700 MB tree
+/// and measures a rate-limited job; `cargo test` runs them in parallel).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Run `shell` in a fresh directory holding the tree `src` (520 files),
 /// compare iolens's job percent for `tool` at about 25, 50 and 75% with
 /// the bytes at `dest` (relative to that directory).
 fn compare(tool: &str, shell: &str, dest: &str) {
+    let _serial = serial();
     if !is_root() {
         eprintln!("skipped: reading another process's counters and fds needs root");
         return;
