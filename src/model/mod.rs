@@ -31,7 +31,7 @@ use crate::collect::RawSample;
 use crate::collect::diskstats::DiskStat;
 use crate::collect::process::{PidMap, RawProc};
 use crate::collect::sample::HostInfo;
-use crate::collect::sysblock::DeviceInfo;
+pub use crate::collect::sysblock::DeviceInfo;
 use crate::collect::system::{MemDirty, Pressure};
 pub use cpu::{CpuPct, cpu_pct};
 use disk::{DiskRates, Rebaseline};

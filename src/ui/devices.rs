@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn util_is_coloured_as_saturation_only_on_a_disk_known_to_rotate() {
-        use crate::collect::sysblock::DeviceInfo;
+        use crate::model::DeviceInfo;
         use crate::model::disk::{DirRates, DiskRates};
         let model = |name: &str, rot: bool| {
             let mut m = crate::model::Model::default();
