@@ -486,21 +486,27 @@ mod tests {
         let _ = child.wait();
     }
 
+    /// This test process as a scanned process, a reader of the live
+    /// system, and a scanner that watches this process by pid.
+    fn watching_me() -> (ProcKey, Reader, FdScanner) {
+        let me = ProcKey {
+            pid: std::process::id() as i32,
+            start_time: 1,
+        };
+        let sc = FdScanner::new(Watch {
+            pids: vec![me.pid],
+            names: vec![],
+        });
+        (me, Reader::new("/"), sc)
+    }
+
     #[test]
     fn positions_are_read_every_scan_even_for_idle_processes() {
         use std::io::{Seek, SeekFrom, Write};
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(&[1u8; 100]).unwrap();
-        let me = ProcKey {
-            pid: std::process::id() as i32,
-            start_time: 1,
-        };
-        let r = Reader::new("/");
+        let (me, r, mut sc) = watching_me();
         let raw = f.as_raw_fd();
-        let mut sc = FdScanner::new(Watch {
-            pids: vec![me.pid],
-            names: vec![],
-        });
         let scan = |sc: &mut FdScanner| {
             let snap = sc.scan(
                 &r,
@@ -525,15 +531,7 @@ mod tests {
         let fd = rustix::fs::memfd_create("iolens-test", rustix::fs::MemfdFlags::empty()).unwrap();
         let mut f = std::fs::File::from(fd);
         f.write_all(&[1u8; 100]).unwrap();
-        let me = ProcKey {
-            pid: std::process::id() as i32,
-            start_time: 1,
-        };
-        let r = Reader::new("/");
-        let mut sc = FdScanner::new(Watch {
-            pids: vec![me.pid],
-            names: vec![],
-        });
+        let (me, r, mut sc) = watching_me();
         let snap = sc.scan(
             &r,
             &[ScanProc {
@@ -704,15 +702,7 @@ mod tests {
         for f in &mut files {
             f.write_all(b"0123456789").unwrap();
         }
-        let me = ProcKey {
-            pid: std::process::id() as i32,
-            start_time: 1,
-        };
-        let r = Reader::new("/");
-        let mut sc = FdScanner::new(Watch {
-            pids: vec![me.pid],
-            names: vec![],
-        });
+        let (me, r, mut sc) = watching_me();
         sc.budget.fds = 100;
         let scan = |sc: &mut FdScanner| {
             let p = ScanProc {
