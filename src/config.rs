@@ -86,6 +86,8 @@ pub struct Settings {
     pub vim_keys: bool,
     /// Where the traced sequential share of bytes switches SEQ / MIXED / RAND.
     pub pattern: crate::model::trace::Thresholds,
+    /// The findings' thresholds and windows (`[findings]`).
+    pub findings: crate::model::findings::FindingsCfg,
     /// The file the settings came from, if any.
     pub file: Option<PathBuf>,
 }
@@ -244,6 +246,10 @@ pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Resu
         proc_cols: columns(&file.columns.processes, &ProcCol::ALL, ProcCol::from_key, "processes")?,
         vim_keys: file.vim_keys.unwrap_or(false),
         pattern,
+        findings: {
+            file.findings.check().map_err(anyhow::Error::msg)?;
+            file.findings.clone()
+        },
         file: None,
     })
 }

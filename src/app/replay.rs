@@ -93,6 +93,7 @@ impl App {
             };
             let mut m = crate::record::replay::model_for(seg);
             m.thresholds = self.model.thresholds;
+            m.findings = crate::model::findings::Engine::new(self.model.findings.cfg.clone());
             m.progress.known_names = std::mem::take(&mut self.model.progress.known_names);
             self.model = m;
         }
@@ -107,8 +108,7 @@ impl App {
             };
             match r.rec.sample(frame) {
                 Ok(s) => {
-                    self.model.update(s);
-                    self.model.apply_trace(r.rec.trace(seg, mark.idx));
+                    crate::session::fold(&mut self.model, s, r.rec.trace(seg, mark.idx));
                 }
                 Err(e) => bad.push(format!("{e:#}")),
             }

@@ -57,6 +57,7 @@ pub fn run_replay(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let mut model = crate::record::replay::model_for(&replay.rec.segments[0]);
     model.thresholds = settings.pattern;
+    model.findings.cfg = settings.findings.clone();
     model.progress.known_names = crate::batch::progress::KNOWN_COMMANDS
         .iter()
         .map(|s| s.to_string())

@@ -97,6 +97,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let mut guard = terminal::enter(mouse)?;
     let mut events = EventStream::new();
     let mut app = new_app(cli, view, settings.pattern);
+    app.model.findings.cfg = settings.findings.clone();
     if let Some(r) = delayacct::recovered() {
         app.report(r);
     }
@@ -162,6 +163,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
         let cmd = app.update(msg);
         if sample {
             app.model.apply_trace(tracing.take());
+            app.model.judge();
             app.fix_selection();
             // The open process detail follows its files' positions.
             if let ui::Popup::Process(k) = app.view.popup {

@@ -127,6 +127,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let session = Session::new(Plan::full(cli, crate::session::trace_disabled(cli)));
     let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
+    model.findings.cfg = crate::config::load_findings(cli)?;
     if printer.header().is_break() {
         return Ok(ExitCode::SUCCESS);
     }

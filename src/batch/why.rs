@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::cli::{Cli, WhyArgs};
 use crate::format;
 use crate::model::Model;
-use crate::model::findings::{Engine, Finding, Severity};
+use crate::model::findings::{Finding, Severity};
 use crate::session::headless::{self, Report, Schedule};
 use crate::session::{Plan, Session};
 
@@ -26,14 +26,14 @@ pub fn run(cli: &Cli, args: &WhyArgs) -> anyhow::Result<ExitCode> {
         args.duration
     );
     let every = crate::config::load_interval(cli)?;
-    let mut engine = Engine::new(crate::config::load_findings(cli)?);
-    engine.ignore_pid = i32::try_from(std::process::id()).ok();
     let mut samples = 0u32;
+    let mut found = Vec::new();
+    // The session runs the findings engine on every sample.
     let stalled = sample_for(cli, Duration::from_secs_f64(args.duration), every, |m| {
         samples += 1;
-        engine.update(m);
+        found = m.findings.findings().to_vec();
     })?;
-    let found = engine.findings();
+    let found = &found[..];
     let text = if args.json {
         format::escape_json_controls(json_report(found, samples, stalled.as_deref()).to_string()) + "\n"
     } else {
@@ -64,6 +64,7 @@ fn sample_for(
     let session = Session::new(Plan::full(cli, crate::session::trace_disabled(cli)));
     let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
+    model.findings.cfg = crate::config::load_findings(cli)?;
     let reports = (duration.as_secs_f64() / every.as_secs_f64()).ceil().max(1.0) as u64;
     let schedule = Schedule {
         every,

@@ -74,8 +74,7 @@ impl Drop for Publisher {
 impl Publisher {
     fn publish(&mut self, taken: Taken, s: RawSample) -> ControlFlow<()> {
         let exported = &mut self.exported;
-        self.model.update(s);
-        self.model.apply_trace(self.tracing.take());
+        crate::session::fold(&mut self.model, s, self.tracing.take());
         exported.update(&self.model, taken.took.as_secs_f64());
         if let Some(f) = self.probe_results.as_mut() {
             f.refresh();
@@ -104,6 +103,8 @@ impl Publisher {
 
 pub fn run(cli: &Cli, args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let every = crate::session::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
+    let mut model = crate::session::model();
+    model.findings.cfg = crate::config::load_findings(cli)?;
     let listen: Option<SocketAddr> = match (&args.listen, &args.textfile) {
         (Some(a), _) => Some(
             a.parse()
@@ -131,7 +132,7 @@ pub fn run(cli: &Cli, args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let session = Session::new(Plan::full(cli, crate::session::trace_disabled(cli)));
     let (done, done_rx) = std::sync::mpsc::channel::<()>();
     let mut publisher = Publisher {
-        model: crate::session::model(),
+        model,
         tracing: session.tracer.start(),
         exported: metrics::Exported::new(args.top),
         textfile: args.textfile.clone(),

@@ -227,6 +227,9 @@ pub struct Model {
     pub trace: trace::view::TraceView,
     /// Where the traced sequential share of bytes switches labels.
     pub thresholds: trace::Thresholds,
+    /// The findings engine and the findings that hold after the last
+    /// [`Model::judge`].
+    pub findings: findings::Engine,
     /// Exit records behind the exited rows (root).
     pub exits: ExitStatus,
     attribution: attribution::Attribution,
@@ -340,6 +343,14 @@ impl Model {
         self.errors = cur.errors.clone();
         self.errors.extend(jumps);
         self.prev = Some(cur);
+    }
+
+    /// Run the findings engine on the last interval (after
+    /// [`Model::apply_trace`]).
+    pub fn judge(&mut self) {
+        let mut engine = std::mem::take(&mut self.findings);
+        engine.update(self);
+        self.findings = engine;
     }
 
     /// Fold in the tracer's interval (taken right after [`Model::update`]):

@@ -70,6 +70,7 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
     let session = crate::session::Session::new(crate::session::Plan::full(cli, trace_off));
     let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
+    model.findings.cfg = crate::config::load_findings(cli)?;
     headless::run(
         session,
         model,

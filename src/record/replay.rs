@@ -56,6 +56,7 @@ pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let rec = open(&args.file)?;
     // The SEQ/RAND cut-offs are the viewer's settings, as live.
     let thresholds = crate::config::load_pattern(cli)?;
+    let findings = crate::config::load_findings(cli)?;
     let (from, to) = range(args)?;
     let printer = crate::batch::Printer {
         top: args.top,
@@ -81,6 +82,7 @@ pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         });
         let mut model = model_for(seg);
         model.thresholds = thresholds;
+        model.findings.cfg = findings.clone();
         for (i, f) in seg.samples.iter().enumerate().skip(warm.min(first.saturating_sub(1))) {
             if to.is_some_and(|t| f.wall_ns > t) {
                 break;
@@ -93,8 +95,7 @@ pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
                 }
             };
             let baseline = model.last_sample().is_none();
-            model.update(s);
-            model.apply_trace(rec.trace(seg, i));
+            crate::session::fold(&mut model, s, rec.trace(seg, i));
             if baseline || i < first {
                 continue;
             }

@@ -114,10 +114,9 @@ pub fn run(
                     if tap(&s, trace.active.then_some(&trace.interval)).is_break() {
                         break 'reports;
                     }
-                    model.update(s);
                     // The first interval's requests (begun before the
                     // baseline) are taken and dropped with the baseline.
-                    model.apply_trace(trace);
+                    super::fold(&mut model, s, trace);
                     if tick >= k {
                         fresh = true;
                         break;

@@ -26,8 +26,9 @@ use crate::cli::Cli;
 use crate::collect::cgroup::CgroupReader;
 use crate::collect::fdinfo::{FdScanner, ProcLister, Watch};
 use crate::collect::sample::HostInfo;
-use crate::collect::{Collector, Reader};
+use crate::collect::{Collector, RawSample, Reader};
 use crate::model::Model;
+use crate::model::trace::view::TraceView;
 use crate::session::tracing::Tracing;
 
 /// Default seconds between samples (dashboard and batch output).
@@ -68,9 +69,21 @@ pub fn trace_disabled(cli: &Cli) -> Option<&'static str> {
     }
 }
 
-/// An empty model of this host.
+/// An empty model of this host, its findings engine with the default
+/// thresholds (a mode sets the config file's, `[findings]`) and leaving
+/// iolens itself out (its reads of /proc are many small syscalls).
 pub fn model() -> Model {
-    Model::new(HostInfo::read(), clk_tck())
+    let mut m = Model::new(HostInfo::read(), clk_tck());
+    m.findings.ignore_pid = i32::try_from(std::process::id()).ok();
+    m
+}
+
+/// One sample into the model, as every mode folds it: the counters, the
+/// tracer's interval, then the findings engine.
+pub fn fold(model: &mut Model, s: RawSample, trace: TraceView) {
+    model.update(s);
+    model.apply_trace(trace);
+    model.judge();
 }
 
 /// What a mode collects.
