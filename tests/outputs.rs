@@ -255,6 +255,54 @@ fn batch_json_report() {
     insta::assert_snapshot!("batch_json", serde_json::to_string_pretty(&v).unwrap());
 }
 
+/// Findings in the batch text and JSON: the JSON object is the one
+/// `iolens why --json` prints, the text block the one `why` prints.
+#[test]
+fn batch_findings_text_and_json() {
+    use iolens::model::findings::{Finding, Severity, Subject};
+    let mut m = common::model();
+    assert_eq!(iolens::batch::json_report(&m, 0)["findings"], serde_json::json!([]));
+    let plain = iolens::batch::text_report(&m, 0);
+    let found = vec![
+        Finding::example("slow_device", Severity::Warning, Subject::Device { name: "sda".into() }),
+        Finding::example(
+            "tiny_syscalls",
+            Severity::Info,
+            Subject::Process {
+                pid: 4242,
+                comm: common::EVIL_COMM.into(),
+            },
+        ),
+    ];
+    m.findings.set_findings(found.clone());
+    let v = iolens::batch::json_report(&m, 0);
+    let why = iolens::batch::why::json_report(&found, 5, None);
+    assert_eq!(v["findings"], why["findings"]);
+    let f = &v["findings"][0];
+    assert_eq!(f["rule"], "slow_device");
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["subject"], serde_json::json!({"kind": "device", "name": "sda"}));
+    assert_eq!(f["evidence"][0]["value"], 20.4);
+    assert!(f["evidence"][1]["value"].is_null());
+    assert_eq!(f["next"], "press Enter for the device detail");
+    assert_eq!(
+        v["findings"][1]["subject"]["name"],
+        format!("{} (PID 4242)", common::EVIL_COMM)
+    );
+    let text = iolens::batch::text_report(&m, 0);
+    let (head, _) = plain.split_at(plain.find("Device").unwrap_or(plain.len()));
+    let block = iolens::batch::why::text_report(&found, None);
+    assert!(text.starts_with(&format!("{head}{block}")), "{text}");
+    assert!(
+        block.starts_with("WARNING slow_device [device sda]: requests take 20.4 ms"),
+        "{block}"
+    );
+    assert!(block.contains(
+        "    device latency p50: 20.4 ms  (traced requests (issue -> complete))\n    aqu-sz: n/a  (/proc/diskstats)\n"
+    ));
+    assert!(!text.contains('\x1b'), "escaped: {text}");
+}
+
 fn jobs() -> Vec<iolens::model::progress::Job> {
     let mut copy = example_job(
         4242,

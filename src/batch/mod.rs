@@ -247,6 +247,10 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
         );
     }
     out.push('\n');
+    // The findings that hold, first (nothing when none).
+    for f in model.findings.findings() {
+        out.push_str(&crate::present::findings::text_block(f));
+    }
     let cols = devices::columns(style.wide);
     let pat = crate::model::pattern::heading(model.devices.iter().map(|d| d.rates.as_ref()));
     devices::header(&mut out, cols, units, pat);
@@ -400,6 +404,7 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         })),
         "exit_records": model.exits,
         "errors": model.errors,
+        "findings": crate::present::findings::json_list(model.findings.findings()),
         "trace": crate::present::trace_json::counts_json(&model.trace),
         "traced_processes": trace::traced_processes_json(model),
     })

@@ -3,7 +3,6 @@
 //! evidence (or "no findings"). Exit 0: none; 1: a finding of severity
 //! warning or above; 2: an error or a usage mistake.
 
-use std::fmt::Write as _;
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::process::ExitCode;
@@ -87,70 +86,15 @@ fn sample_for(
     Ok(stalled)
 }
 
-fn value_text(v: Option<f64>, unit: &str) -> String {
-    match v {
-        None => format::NA.to_string(),
-        Some(v) if unit.is_empty() => format!("{v:.1}"),
-        Some(v) if unit == "B/s" => format::rate(v),
-        Some(v) => format!("{v:.1} {unit}"),
-    }
-}
-
-/// The findings as text: one block each, escaped for the terminal.
+/// The findings as text, escaped for the terminal (after a note when a
+/// sample came late).
 pub fn text_report(found: &[Finding], stalled: Option<&str>) -> String {
-    let mut s = String::new();
-    if let Some(st) = stalled {
-        let _ = writeln!(s, "note: {}", format::escape(st));
-    }
-    if found.is_empty() {
-        s.push_str("no findings\n");
-        return s;
-    }
-    for f in found {
-        let _ = writeln!(
-            s,
-            "{} {} [{} {}]: {}",
-            f.severity.text().to_uppercase(),
-            f.rule,
-            f.subject.kind(),
-            format::escape(&f.subject.name()),
-            format::escape(&f.text)
-        );
-        for e in &f.evidence {
-            let _ = writeln!(s, "    {}: {}  ({})", e.name, value_text(e.value, e.unit), e.source);
-        }
-        for c in &f.culprits {
-            let _ = writeln!(
-                s,
-                "    culprit: {} (PID {}) {}",
-                format::escape(&c.comm),
-                c.pid,
-                value_text(Some(c.value), c.unit)
-            );
-        }
-        let _ = writeln!(s, "    next: {}", format::escape(&f.next));
-    }
-    s
+    let note = stalled.map(|st| format!("note: {}\n", format::escape(st)));
+    note.unwrap_or_default() + &crate::present::findings::text_report(found)
 }
 
-/// `findings[]` with rule, severity, subject, since, evidence, text.
+/// `findings[]` (each as [`crate::present::findings::json`]), the samples
+/// taken and the last late sample's note.
 pub fn json_report(found: &[Finding], samples: u32, stalled: Option<&str>) -> serde_json::Value {
-    let findings: Vec<serde_json::Value> = found
-        .iter()
-        .map(|f| {
-            json!({
-                "rule": f.rule,
-                "severity": f.severity,
-                "subject": f.subject,
-                "since": format::wall_time(f.since_unix_ns, true),
-                "since_unix_ns": f.since_unix_ns,
-                "evidence": f.evidence,
-                "culprits": f.culprits,
-                "text": f.text,
-                "next": f.next,
-                "holding": f.holding,
-            })
-        })
-        .collect();
-    json!({ "samples": samples, "stalled": stalled, "findings": findings })
+    json!({ "samples": samples, "stalled": stalled, "findings": crate::present::findings::json_list(found) })
 }

@@ -22,6 +22,7 @@ mod io_stall;
 mod misaligned;
 mod queue_bound;
 mod random_rotating;
+mod shown;
 mod slow_device;
 mod tiny_syscalls;
 

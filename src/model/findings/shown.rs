@@ -1,0 +1,43 @@
+//! Findings set from outside the rules: a recording's (replay shows the
+//! findings the recorder saw) and an example for the outputs' tests.
+
+use super::{Culprit, Engine, Evidence, Finding, Severity, Subject};
+
+impl Engine {
+    /// Hold these findings (most severe first) until the next
+    /// [`Engine::update`]: what a recording carried.
+    pub fn set_findings(&mut self, f: Vec<Finding>) {
+        self.findings = f;
+    }
+}
+
+impl Finding {
+    /// A finding with made-up evidence, for the outputs' tests.
+    pub fn example(rule: &'static str, severity: Severity, subject: Subject) -> Finding {
+        Finding {
+            rule,
+            severity,
+            subject,
+            since_mono_ns: 1_000_000_000,
+            since_unix_ns: 1_764_000_000_000_000_000,
+            evidence: vec![
+                Evidence::new(
+                    "device latency p50",
+                    Some(20.4),
+                    "ms",
+                    "traced requests (issue -> complete)",
+                ),
+                Evidence::new("aqu-sz", None, "", "/proc/diskstats"),
+            ],
+            culprits: vec![Culprit {
+                pid: 4242,
+                comm: "fio".into(),
+                value: 48.0,
+                unit: "requests (traced)",
+            }],
+            text: "requests take 20.4 ms in the device with a short queue".into(),
+            next: "press Enter for the device detail".into(),
+            holding: true,
+        }
+    }
+}
