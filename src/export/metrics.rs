@@ -147,6 +147,8 @@ pub struct Exported {
     /// How many commands get their own series.
     /// The last probe result per device (`--probe-results`).
     pub probes: Vec<super::probes::LastProbe>,
+    /// The findings held at the last sample.
+    pub findings: super::findings::Held,
     pub top: usize,
     comms: HashMap<String, Comm>,
     other: [f64; 7],
@@ -367,6 +369,7 @@ impl Collector for Exported {
         self.encode_cgroups(&mut enc)?;
         self.encode_devices(&mut enc)?;
         self.encode_health(&mut enc)?;
+        super::findings::encode(&self.findings, &mut enc)?;
         super::probes::encode(&self.probes, &mut enc)
     }
 }

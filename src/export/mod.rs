@@ -4,6 +4,7 @@
 //! server ([`http`]) only hands out the last rendering, and `--textfile`
 //! writes it atomically for node_exporter's textfile collector.
 
+pub mod findings;
 pub mod http;
 pub mod metrics;
 pub mod probes;
@@ -76,6 +77,7 @@ impl Publisher {
         let exported = &mut self.exported;
         crate::session::fold(&mut self.model, s, self.tracing.take());
         exported.update(&self.model, taken.took.as_secs_f64());
+        exported.findings = findings::held(self.model.findings.findings());
         if let Some(f) = self.probe_results.as_mut() {
             f.refresh();
             exported.probes.clone_from(&f.last);
