@@ -314,3 +314,99 @@ fn bad_requests_get_http_errors_and_sampling_goes_on() {
     );
     drop(idle);
 }
+
+const ALERTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/prometheus/iolens-alerts.yml");
+const ALERTS_TEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/prometheus/iolens-alerts_test.yml");
+
+/// The shipped alert file is valid and its unit tests pass.
+#[test]
+fn promtool_checks_and_tests_the_shipped_alert_rules() {
+    if !need("promtool") {
+        return;
+    }
+    for args in [["check", "rules", ALERTS], ["test", "rules", ALERTS_TEST]] {
+        let out = Command::new("promtool").args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        eprintln!("promtool {}: {text}", args.join(" "));
+        assert!(out.status.success(), "promtool {} failed: {text}", args.join(" "));
+        assert!(text.contains("SUCCESS"), "{text}");
+    }
+}
+
+/// The alert file with every `for:` shortened to 1 s.
+fn quick_alerts() -> String {
+    let text = std::fs::read_to_string(ALERTS).unwrap();
+    let mut n = 0;
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| match l.split_once("for: ") {
+            Some((indent, _)) if indent.trim().is_empty() => {
+                n += 1;
+                format!("{indent}for: 1s")
+            }
+            _ => l.to_string(),
+        })
+        .collect();
+    assert!(n >= 2, "no `for:` in {ALERTS}");
+    out.join("\n") + "\n"
+}
+
+/// End to end: `dd bs=512` makes the tiny_syscalls finding (warning) in
+/// `iolens export`, a real Prometheus loaded with the shipped alert file
+/// (`for:` shortened) scrapes it and shows IolensFindingWarning firing for
+/// dd in `ALERTS`.
+#[test]
+fn a_finding_fires_the_shipped_alert_in_prometheus() {
+    if !need("prometheus") || !need("dd") {
+        return;
+    }
+    let t0 = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let dd = Killed(
+        Command::new("dd")
+            .args(["if=/dev/zero", "of=/dev/null", "bs=512"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (_export, addr) = start_export(&[]);
+    let rules = dir.path().join("iolens-alerts.yml");
+    std::fs::write(&rules, quick_alerts()).unwrap();
+    let port = free_port();
+    let prom = format!("127.0.0.1:{port}");
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: iolens\n    static_configs:\n      - targets: ['{addr}']\n",
+            rules.display()
+        ),
+    )
+    .unwrap();
+    let _server = Killed(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address={prom}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting prometheus"),
+    );
+    // The finding as iolens serves it, subject dd (by command).
+    let series = "iolens_finding{rule=\"tiny_syscalls\",severity=\"warning\",subject_kind=\"process\",subject=\"dd\"}";
+    let served = wait_for(15, || {
+        let (_, _, body) = get(&addr, "/metrics", "text/plain");
+        sample_value(&body, series)
+    });
+    assert_eq!(served, Some(1.0), "iolens never served {series}");
+    eprintln!("iolens served {series} 1 after {:.1} s", t0.elapsed().as_secs_f64());
+    let q = "ALERTS{alertname=\"IolensFindingWarning\",alertstate=\"firing\",rule=\"tiny_syscalls\",subject=\"dd\"}";
+    let firing = wait_for(15, || query(&prom, q).into_iter().next());
+    let (labels, v) = firing.unwrap_or_else(|| panic!("{q} never showed in Prometheus"));
+    eprintln!("ALERTS firing after {:.1} s: {labels}", t0.elapsed().as_secs_f64());
+    assert_eq!(v, 1.0);
+    assert_eq!(labels["severity"], "warning");
+    assert_eq!(labels["subject_kind"], "process");
+    drop(dd);
+}
