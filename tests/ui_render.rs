@@ -186,17 +186,24 @@ fn every_small_size_draws_without_panic() {
             editing_filter: true,
             ..Default::default()
         },
+        ViewState {
+            popup: Popup::Findings(7),
+            ..Default::default()
+        },
     ];
+    let with = model_with_findings();
     for v in &views {
         for w in 0..=40 {
             for h in 0..=15 {
                 draw(&m, v, w, h);
+                draw(&with, v, w, h);
             }
         }
         // And just above the minimum, where the layout is real.
         for w in ui::MIN_WIDTH..ui::MIN_WIDTH + 20 {
             for h in ui::MIN_HEIGHT..ui::MIN_HEIGHT + 10 {
                 draw(&m, v, w, h);
+                draw(&with, v, w, h);
             }
         }
     }
@@ -753,4 +760,65 @@ fn help_scrolls_when_it_does_not_fit() {
     // Tall enough: no scrolling, no hint.
     let tall = text(&draw(&m, &ViewState { help_offset: 0, ..v }, 120, 60));
     assert!(tall.contains(" Keys ") && !tall.contains("scroll)"), "{tall}");
+}
+
+/// The fixture model with three findings (critical on sda, warning on
+/// dd with an escape in its name, info on the system).
+fn model_with_findings() -> Model {
+    use iolens::model::findings::{Finding, Severity, Subject};
+    let mut m = common::model();
+    m.findings.set_findings(vec![
+        Finding::example("io_errors", Severity::Critical, Subject::Device { name: "sda".into() }),
+        Finding::example(
+            "tiny_syscalls",
+            Severity::Warning,
+            Subject::Process {
+                pid: 31337,
+                comm: common::EVIL_COMM.into(),
+            },
+        ),
+        Finding::example("io_stall", Severity::Info, Subject::System),
+    ]);
+    m
+}
+
+#[test]
+fn findings_header_and_pane() {
+    let m = model_with_findings();
+    // The header's first line names the top finding in its severity's colour.
+    let t = draw(&m, &ViewState::default(), 120, 40);
+    insta::assert_snapshot!("findings_header_120x40", t.backend());
+    let s = text(&t);
+    let first = s.lines().next().unwrap();
+    assert!(first.contains("CRITICAL io_errors sda"), "{first}");
+    let x = first.find("CRITICAL").unwrap();
+    let x = first[..x].chars().count() - 1;
+    let cell = &t.backend().buffer()[(x as u16, 0)];
+    assert_eq!(cell.fg, Theme::default().palette.crit, "critical is red");
+    // Without findings it says so.
+    let none = text(&draw(&common::model(), &ViewState::default(), 120, 40));
+    assert!(none.lines().next().unwrap().contains("no findings"), "{none}");
+    // The pane: every finding with its evidence, escaped, the second selected.
+    let v = ViewState {
+        popup: Popup::Findings(1),
+        ..Default::default()
+    };
+    for (w, h) in [(120, 40), (80, 24)] {
+        let t = draw(&m, &v, w, h);
+        insta::assert_snapshot!(format!("findings_pane_{w}x{h}"), t.backend());
+        let s = text(&t);
+        assert!(s.contains("Findings (3)"), "{s}");
+        assert!(
+            s.contains("WARNING tiny_syscalls [process evil\\x1b[31mred\\x07 (PID 31337)]"),
+            "{s}"
+        );
+        assert!(!s.contains('\x1b'), "{s}");
+    }
+    let s = text(&draw(&m, &v, 120, 40));
+    assert!(
+        s.contains("device latency p50: 20.4 ms  (traced requests (issue -> complete))"),
+        "{s}"
+    );
+    assert!(s.contains("aqu-sz: n/a  (/proc/diskstats)"), "{s}");
+    assert!(s.contains("next: press Enter for the device detail"), "{s}");
 }

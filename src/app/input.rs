@@ -88,6 +88,7 @@ impl App {
             Popup::ProbeMenu(m) => return self.on_menu_key(m, key.code),
             Popup::DelayAcct => return self.on_delayacct_key(key.code),
             Popup::Process(k) => return self.on_proc_detail_key(k, key.code),
+            Popup::Findings(i) => return self.on_findings_key(i, key.code),
             Popup::Help | Popup::Detail(_) | Popup::Cgroup(_) => {
                 if self.view.popup == Popup::Help {
                     self.scroll_help(key.code);
@@ -203,6 +204,7 @@ impl App {
                 };
             }
             Action::Accumulated => self.view.accumulated = !self.view.accumulated,
+            Action::Findings => self.view.popup = Popup::Findings(0),
             Action::Cgroups => {
                 self.view.show_cgroups = !self.view.show_cgroups;
                 if self.view.show_cgroups {

@@ -18,6 +18,7 @@
 
 mod actions;
 mod delay;
+mod findings;
 mod input;
 mod mouse;
 mod probe_ctl;

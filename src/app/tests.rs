@@ -1118,3 +1118,62 @@ fn mouse_selects_and_sorts_cgroups_too() {
     // The processes keep their own sort.
     assert_eq!(a.view.sort, ProcCol::DiskRead);
 }
+
+/// `w` opens the findings; ↑↓ select; Enter goes to the subject: a
+/// device's detail, a process's detail, a cgroup's row (the pane shown).
+#[test]
+fn key_sequences_findings_pane_jumps_to_the_subject() {
+    use crate::model::findings::{Finding, Severity, Subject};
+    let mut a = app_with_cgroups();
+    let found = vec![
+        Finding::example("io_errors", Severity::Critical, Subject::Device { name: "sda".into() }),
+        Finding::example(
+            "tiny_syscalls",
+            Severity::Warning,
+            Subject::Process {
+                pid: 20,
+                comm: "tar".into(),
+            },
+        ),
+        Finding::example(
+            "cgroup_limit",
+            Severity::Warning,
+            Subject::Cgroup {
+                path: "/init.scope".into(),
+            },
+        ),
+    ];
+    a.model.findings.set_findings(found);
+    assert_eq!(press(&mut a, "w"), []);
+    assert_eq!(a.view.popup, Popup::Findings(0));
+    press(&mut a, "Up");
+    assert_eq!(a.view.popup, Popup::Findings(0));
+    press(&mut a, "Enter");
+    assert_eq!(a.view.popup, Popup::Detail("sda".into()));
+    assert_eq!(a.view.focus, Pane::Devices);
+    press(&mut a, "Esc w Down");
+    assert_eq!(a.view.popup, Popup::Findings(1));
+    assert_eq!(press(&mut a, "Enter"), [Command::ReadProcInfo(pid(20))]);
+    assert_eq!(a.view.popup, Popup::Process(pid(20)));
+    assert_eq!(a.view.proc_sel, Some(pid(20)));
+    press(&mut a, "Esc w End Down");
+    assert_eq!(a.view.popup, Popup::Findings(2));
+    assert_eq!(press(&mut a, "Enter"), [Command::Cgroups(true)]);
+    assert_eq!(a.view.popup, Popup::None);
+    assert_eq!(a.view.focus, Pane::Cgroups);
+    assert_eq!(a.view.cg_sel.as_deref(), Some("/init.scope"));
+    // Esc closes; a process that is gone says so.
+    press(&mut a, "w Esc");
+    assert_eq!(a.view.popup, Popup::None);
+    a.model.findings.set_findings(vec![Finding::example(
+        "tiny_syscalls",
+        Severity::Warning,
+        Subject::Process {
+            pid: 99,
+            comm: "x".into(),
+        },
+    )]);
+    assert_eq!(press(&mut a, "w Enter"), []);
+    assert_eq!(a.view.popup, Popup::None);
+    assert!(a.view.status.as_ref().is_some_and(|s| s.error && s.text.contains("99")));
+}

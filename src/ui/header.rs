@@ -176,6 +176,8 @@ fn who(model: &Model, view: &ViewState) -> Vec<Part> {
         flags.push(Span::styled(" TOTALS", t.title()));
     }
     v.push(part(9, vec![flags]));
+    // The top finding (or "no findings"): it outranks all but the flags.
+    v.push(part(8, super::findings::top_spans(model, t)));
     v
 }
 

@@ -51,6 +51,8 @@ pub enum Action {
     Accumulated,
     /// Show / hide the cgroups pane.
     Cgroups,
+    /// The findings pane.
+    Findings,
     Ionice,
     Kill,
     /// Follow the process under the cursor as rows re-sort (or stop).

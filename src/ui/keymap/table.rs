@@ -229,6 +229,14 @@ pub const ROWS: &[Row] = &[
         hints: &[(P::Devices, "C cgroups"), (P::Cgroups, "C hide")],
     },
     Row {
+        label: "w",
+        help: "findings: why is it slow? every finding with its evidence; Enter goes to its device, process or cgroup",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('w'), A::Findings)],
+        hints: &[],
+    },
+    Row {
         label: "i",
         help: "set the I/O priority of the process: idle or best-effort 0-7",
         scope: Scope::Panes(PROCESS_PANES),
