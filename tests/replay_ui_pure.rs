@@ -251,3 +251,59 @@ fn the_process_detail_in_replay_sends_nothing_and_reads_nothing_live() {
     assert!(s.contains("replay: signals and ionice are off"), "{s}");
     assert!(!s.contains("t SIGTERM"), "{s}");
 }
+
+/// A recording carries the findings the recorder saw after each sample
+/// (frame kind 4): replay shows those. A recording made before findings
+/// (no such frames, as [`recording`] writes) still replays, with the
+/// findings engine run on its samples.
+#[test]
+fn a_recording_carries_its_findings_and_an_old_one_replays_with_the_engines() {
+    use iolens::model::findings::{Finding, Severity, Subject};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("findings.iolens");
+    let h = common::host();
+    let header = Header {
+        iolens: "test".into(),
+        host: h.hostname,
+        kernel: h.kernel,
+        clk_tck: 100.0,
+        boot_id: None,
+        is_root: h.is_root,
+        interval_s: 1.0,
+    };
+    let recorded = Finding::example(
+        "slow_device",
+        Severity::Critical,
+        Subject::Device { name: "loop0".into() },
+    );
+    let mut w = Writer::open(&path, &header, None).unwrap();
+    for (i, s) in common::samples(40).into_iter().enumerate() {
+        w.append(&s, None).unwrap();
+        let found = if i >= 20 { vec![recorded.clone()] } else { Vec::new() };
+        w.append_findings(s.wall_ns, &found).unwrap();
+    }
+    drop(w);
+    let rec = Recording::open(&path).unwrap();
+    assert_eq!(rec.unknown_frames, 0);
+    assert_eq!(rec.segments[0].findings.len(), 41);
+    let mut app = App::new(
+        iolens::record::replay::model_for(&rec.segments[0]),
+        ViewState {
+            paused: true,
+            ..Default::default()
+        },
+    );
+    app.replay = Some(Box::new(Replay::new(rec, TimeZone::UTC)));
+    app.replay_go(40);
+    assert_eq!(app.model.findings.findings(), std::slice::from_ref(&recorded));
+    let s = screen(&app.model, &app.view, 120, 40);
+    assert!(s.lines().next().unwrap().contains("CRITICAL slow_device loop0"), "{s}");
+    // Before sample 20 the recorder saw none: none, not the engine's.
+    app.replay_go(10);
+    assert_eq!(app.model.findings.findings(), []);
+    // The old recording: the engine's findings (the fixture's misaligned
+    // partition with I/O on it).
+    let old = app_at(40);
+    let rules: Vec<&str> = old.model.findings.findings().iter().map(|f| f.rule).collect();
+    assert_eq!(rules, ["misaligned"], "{:?}", old.model.findings.findings());
+}

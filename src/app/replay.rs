@@ -108,7 +108,7 @@ impl App {
             };
             match r.rec.sample(frame) {
                 Ok(s) => {
-                    crate::session::fold(&mut self.model, s, r.rec.trace(seg, mark.idx));
+                    crate::record::replay::fold(&mut self.model, &r.rec, seg, mark.idx, s);
                 }
                 Err(e) => bad.push(format!("{e:#}")),
             }

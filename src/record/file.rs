@@ -197,6 +197,12 @@ impl Writer {
         std::ops::ControlFlow::Continue(())
     }
 
+    /// The findings that hold after the sample of `wall_ns` (appended
+    /// right after it).
+    pub fn append_findings(&mut self, wall_ns: u64, found: &[crate::model::findings::Finding]) -> anyhow::Result<()> {
+        self.append_payload(kind::FINDINGS, wall_ns, &sample_payload(&found)?)
+    }
+
     fn append_payload(&mut self, kind: u8, wall_ns: u64, payload: &[u8]) -> anyhow::Result<()> {
         anyhow::ensure!(
             payload.len() <= frame::MAX_PAYLOAD as usize,
@@ -327,6 +333,8 @@ pub struct Segment {
     pub samples: Vec<FrameRef>,
     /// The trace frame after sample `i`, if any (`iolens record --trace`).
     pub traces: std::collections::HashMap<usize, FrameRef>,
+    /// The findings frame after sample `i`, if any.
+    pub findings: std::collections::HashMap<usize, FrameRef>,
 }
 
 /// A recording read into memory, indexed.
@@ -380,13 +388,18 @@ impl Recording {
                         why: "sample before any host frame",
                     }),
                 },
-                // A trace frame belongs to the sample just before it.
-                kind::TRACE => {
+                // Trace and findings frames belong to the sample just before.
+                kind::TRACE | kind::FINDINGS => {
                     if let Some(seg) = segments.last_mut()
                         && let Some(i) = seg.samples.len().checked_sub(1)
                         && seg.samples[i].wall_ns == f.wall_ns
                     {
-                        seg.traces.insert(i, f);
+                        let at = if f.kind == kind::TRACE {
+                            &mut seg.traces
+                        } else {
+                            &mut seg.findings
+                        };
+                        at.insert(i, f);
                     }
                 }
                 _ => unknown_frames += 1,
@@ -415,6 +428,15 @@ impl Recording {
             },
             Err(e) => TraceView::off(format!("recorded trace unreadable: {e:#}")),
         }
+    }
+
+    /// The findings recorded after sample `idx` of `seg`; `None` without
+    /// a findings frame (a recording made before findings) or when it
+    /// does not decode.
+    pub fn findings(&self, seg: &Segment, idx: usize) -> Option<Vec<crate::model::findings::Finding>> {
+        let f = seg.findings.get(&idx)?;
+        let rec: Vec<super::findings::Recorded> = self.decode(f).ok()?;
+        Some(rec.into_iter().map(super::findings::Recorded::into_finding).collect())
     }
 
     /// Decode one sample frame.

@@ -31,6 +31,10 @@ pub mod kind {
     /// The tracer's interval ending at the sample before it (zstd JSON,
     /// `model::trace::TraceInterval`), with `iolens record --trace`.
     pub const TRACE: u8 = 3;
+    /// The findings that hold after the sample before it (zstd JSON,
+    /// `[model::findings::Finding]`); recordings made before findings
+    /// have none (replay then runs the findings engine on the samples).
+    pub const FINDINGS: u8 = 4;
 }
 
 /// Flag: the payload is zstd-compressed.

@@ -11,6 +11,7 @@
 
 mod crc;
 pub mod file;
+pub mod findings;
 pub mod frame;
 pub mod player;
 pub mod replay;
@@ -45,7 +46,7 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
     use crate::session::headless::{self, Schedule};
     use std::ops::ControlFlow;
     let every = crate::session::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
-    let mut writer = file::Writer::open(&args.file, &header(every.as_secs_f64()), args.max_size)?;
+    let writer = file::Writer::open(&args.file, &header(every.as_secs_f64()), args.max_size)?;
     let schedule = Schedule {
         every,
         count: args.count,
@@ -71,13 +72,25 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
     let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
     model.findings.cfg = crate::config::load_findings(cli)?;
+    // The findings after each sample follow it in the file.
+    let writer = std::cell::RefCell::new(writer);
     headless::run(
         session,
         model,
         schedule,
-        |s, trace| writer.record(s, trace),
-        |r| printer.as_ref().map_or(ControlFlow::Continue(()), |p| p.print(r)),
+        |s, trace| writer.borrow_mut().record(s, trace),
+        |r| {
+            if let headless::Report::Fresh { model, .. } = &r
+                && let Err(e) = writer
+                    .borrow_mut()
+                    .append_findings(model.wall_ns, model.findings.findings())
+            {
+                eprintln!("iolens: {e:#}: findings not recorded");
+            }
+            printer.as_ref().map_or(ControlFlow::Continue(()), |p| p.print(r))
+        },
     )?;
+    let writer = writer.into_inner();
     if writer.lost > 0 {
         eprintln!(
             "iolens: {} of {} samples could not be written to {}",

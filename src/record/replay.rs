@@ -10,6 +10,16 @@ use crate::model::Model;
 
 use super::file::{Recording, Segment};
 
+/// Recorded sample `i` of `seg` into the model as live ([`crate::session::fold`]),
+/// then the findings the recorder saw after it, where the recording
+/// carries them (one made before findings: the engine's, from the samples).
+pub fn fold(model: &mut Model, rec: &Recording, seg: &Segment, i: usize, s: crate::collect::RawSample) {
+    crate::session::fold(model, s, rec.trace(seg, i));
+    if let Some(found) = rec.findings(seg, i) {
+        model.findings.set_findings(found);
+    }
+}
+
 /// How far before `--from` the model starts taking samples, ns.
 const WARM_UP_NS: u64 = 60_000_000_000;
 
@@ -95,7 +105,7 @@ pub fn run(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
                 }
             };
             let baseline = model.last_sample().is_none();
-            crate::session::fold(&mut model, s, rec.trace(seg, i));
+            fold(&mut model, &rec, seg, i, s);
             if baseline || i < first {
                 continue;
             }

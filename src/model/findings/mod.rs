@@ -38,7 +38,7 @@ pub use baseline::{SaturationBasis, rotates, saturation_basis};
 pub use cfg::FindingsCfg;
 
 /// How much a finding matters. `why` exits 1 at [`Severity::Warning`] or above.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -57,7 +57,7 @@ impl Severity {
 }
 
 /// What a finding is about.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Subject {
     Device {
