@@ -539,6 +539,20 @@ mod tests {
         assert_eq!((r.tgid, r.ppid), (pid, std::process::id() as i32));
         assert_eq!(r.io.wchar, 5 * 1024);
         assert!(r.start_boot_ns() <= boot_ns());
+        assert_eq!(r.exit_status, Some(0));
+        // A failing child: its exit code in the wait status's second byte.
+        let child = std::process::Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+        let pid = child.id() as i32;
+        child.wait_with_output().unwrap();
+        let mut status = None;
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(20));
+            if let Some(r) = l.drain().records.into_iter().find(|r| r.pid == pid) {
+                status = r.exit_status;
+                break;
+            }
+        }
+        assert_eq!(status, Some(3 << 8));
     }
 
     #[test]
