@@ -147,6 +147,8 @@ pub struct Exported {
     /// How many commands get their own series.
     /// The last probe result per device (`--probe-results`).
     pub probes: Vec<super::probes::LastProbe>,
+    /// The jobs of the last sample.
+    pub jobs: Vec<super::jobs::JobSeries>,
     pub top: usize,
     comms: HashMap<String, Comm>,
     other: [f64; 7],
@@ -367,7 +369,8 @@ impl Collector for Exported {
         self.encode_cgroups(&mut enc)?;
         self.encode_devices(&mut enc)?;
         self.encode_health(&mut enc)?;
-        super::probes::encode(&self.probes, &mut enc)
+        super::probes::encode(&self.probes, &mut enc)?;
+        super::jobs::encode(&self.jobs, &mut enc)
     }
 }
 

@@ -5,6 +5,7 @@
 //! writes it atomically for node_exporter's textfile collector.
 
 pub mod http;
+pub mod jobs;
 pub mod metrics;
 pub mod probes;
 
@@ -77,6 +78,7 @@ impl Publisher {
         self.model.update(s);
         self.model.apply_trace(self.tracing.take());
         exported.update(&self.model, taken.took.as_secs_f64());
+        exported.jobs = jobs::series(&self.model);
         if let Some(f) = self.probe_results.as_mut() {
             f.refresh();
             exported.probes.clone_from(&f.last);

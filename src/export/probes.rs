@@ -156,9 +156,9 @@ fn read_tail(path: &Path, cap: u64) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-type Labels = Vec<(&'static str, String)>;
+pub(super) type Labels = Vec<(&'static str, String)>;
 
-fn gauge_family(
+pub(super) fn gauge_family(
     enc: &mut DescriptorEncoder,
     name: &str,
     help: &str,
