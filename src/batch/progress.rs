@@ -18,7 +18,7 @@ use crate::cli::{Cli, ProgressArgs};
 use crate::collect::fdinfo::{FdScanner, FdSnapshot, ProcLister, Watch};
 use crate::collect::{Reader, monotonic_ns, process_cpu_ns};
 use crate::format::{self, escape, escape_bytes};
-use crate::model::jobs::track::{JobTracker, Seen, current_file};
+use crate::model::jobs::track::{JobTracker, Seen};
 use crate::model::progress::{Job, Label, Tracker, Transfer};
 use crate::session::{Clock, FdSources, First, interval};
 
@@ -135,10 +135,11 @@ impl Pass {
         let now = monotonic_ns();
         self.tracker.update(&snap, now);
         if self.reader.is_live() {
-            let files = &self.tracker.jobs;
-            let current = |pid: i32| current_file(files, pid);
             let inputs = self.jobs.read(&tools);
-            self.job_tracker.update(inputs, &Seen { current: &current }, now);
+            let seen = Seen {
+                files: &self.tracker.jobs,
+            };
+            self.job_tracker.update(inputs, &seen, now);
         }
         let cost = PassCost {
             list_ns: t1 - t0,

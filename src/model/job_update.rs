@@ -3,7 +3,7 @@
 //! under the job they belong to.
 
 use super::Model;
-use super::jobs::track::{Seen, current_file};
+use super::jobs::track::Seen;
 use super::progress::Label;
 use crate::collect::RawSample;
 
@@ -33,10 +33,10 @@ impl Model {
                 }
             }
         }
-        let files = &self.progress.jobs;
-        let current = |pid: i32| current_file(files, pid);
-        self.jobs
-            .update(std::mem::take(&mut cur.jobs), &Seen { current: &current }, cur.mono_ns);
+        let seen = Seen {
+            files: &self.progress.jobs,
+        };
+        self.jobs.update(std::mem::take(&mut cur.jobs), &seen, cur.mono_ns);
         // The transfers of a job follow it, in the jobs' order; the others
         // keep theirs after them.
         let views = &self.jobs.views;

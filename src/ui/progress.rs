@@ -424,8 +424,7 @@ mod tests {
             ]
         };
         let files = model.progress.jobs.clone();
-        let current = move |pid: i32| crate::model::jobs::track::current_file(&files, pid);
-        let seen = Seen { current: &current };
+        let seen = Seen { files: &files };
         model.jobs.update(inputs(0), &seen, 0);
         model.jobs.update(inputs(1), &seen, S);
         let mut last = inputs(2);

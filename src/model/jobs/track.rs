@@ -5,7 +5,8 @@
 //! - **position** = the bytes of its sources read so far: the read counters
 //!   (`rchar`) of the job's processes that read sources — its root, not the
 //!   compressor or `pv` reading its pipe — and for `cp`/`mv` (which copy
-//!   with `copy_file_range`) the larger of its read and write counters;
+//!   with `copy_file_range`) the larger of its read and write counters
+//!   (they move when a call returns: once per file);
 //! - **percent** = position / total, only once the walk has finished;
 //! - **rate** over the last [`RATE_WINDOW`](crate::model::progress::RATE_WINDOW)
 //!   samples, **ETA** = (total − position) / rate;
@@ -75,10 +76,10 @@ pub struct JobTracker {
     exits: HashMap<i32, (u32, u64)>,
 }
 
-/// What the tracker asks of the rest of the sample.
+/// What the tracker takes of the rest of the sample.
 pub struct Seen<'a> {
-    /// A process's current file: path (unescaped), position, size.
-    pub current: &'a dyn Fn(i32) -> Option<(String, u64, Option<u64>)>,
+    /// The transfers (the jobs' current files).
+    pub files: &'a [crate::model::progress::Job],
 }
 
 /// The file a process is reading as the transfers show it (path, position,
@@ -117,7 +118,7 @@ impl JobTracker {
         let mut views = Vec::new();
         for mut inp in inputs {
             if inp.current.is_none() {
-                inp.current = (seen.current)(inp.key.0);
+                inp.current = current_file(seen.files, inp.key.0);
             }
             let st = self.jobs.entry(inp.key).or_default();
             if let Some(p) = inp.position {
@@ -270,7 +271,7 @@ mod tests {
     }
 
     const S: u64 = 1_000_000_000;
-    const NONE: Seen = Seen { current: &|_| None };
+    const NONE: Seen = Seen { files: &[] };
 
     #[test]
     fn percent_rate_eta_and_end() {
