@@ -84,6 +84,19 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// A count with thousands separated: "41,000".
+pub fn thousands(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Percent with one decimal, or "n/a".
 pub fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| NA.to_string(), |p| format!("{p:.1}%"))
@@ -193,6 +206,13 @@ pub fn wall_time_in(unix_ns: u64, tz: &jiff::tz::TimeZone, seconds: bool) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thousands_are_separated() {
+        assert_eq!(thousands(41000), "41,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
 
     #[test]
     fn json_escapes_del_and_c1_controls_once() {

@@ -187,3 +187,70 @@ fn parse_sample(line: &str) -> Option<(String, Vec<(String, String)>)> {
     value.split(' ').next()?.parse::<f64>().ok()?;
     Some((name, labels))
 }
+
+/// Jobs carried by the samples reach the exporter as a progress ratio and
+/// an ETA per job; a job without a total has neither (no made-up 0); at
+/// most `MAX_JOBS` jobs are exported.
+#[test]
+fn jobs_export_their_progress_ratio_and_eta_bounded() {
+    use iolens::export::jobs::{MAX_JOBS, series};
+    use iolens::model::jobs::Tool;
+    use iolens::model::jobs::track::{JobInput, Total};
+    let mut m = iolens::model::Model::new(common::host(), 100.0);
+    let job = |pid: i32, pos: u64, total: Total| JobInput {
+        key: (pid, 1),
+        tool: Tool::Tar,
+        command: "tar cf - /srv".into(),
+        pids: vec![pid],
+        position: Some(pos),
+        total,
+        notes: vec![],
+        current: None,
+    };
+    let known = Total::Known {
+        files: 10,
+        bytes: 1_000_000_000,
+    };
+    let unknown = Total::Unknown {
+        why: "the file list is read from standard input".into(),
+    };
+    let samples = common::samples(3);
+    let n = samples.len() as u64;
+    for (i, mut s) in samples.into_iter().enumerate() {
+        let pos = i as u64 * 100_000_000;
+        s.jobs = vec![job(700, pos, known.clone()), job(800, pos, unknown.clone())];
+        s.jobs.extend((0..40).map(|k| job(1000 + k, pos, known.clone())));
+        m.update(s);
+    }
+    let mut e = Exported::new(1);
+    e.update(&m, 0.001);
+    e.jobs = series(&m);
+    assert_eq!(e.jobs.len(), MAX_JOBS);
+    let text = text_format(&e.openmetrics());
+    // (n - 1) × 100 MB of 1 GB, 100 MB per sample interval.
+    let dt = m.interval_s.unwrap();
+    let ratio = (n - 1) as f64 / 10.0;
+    assert_eq!(
+        value(&text, "iolens_job_progress_ratio{pid=\"700\",tool=\"tar\"}"),
+        Some(ratio),
+        "{text}"
+    );
+    let eta = value(&text, "iolens_job_eta_seconds{pid=\"700\",tool=\"tar\"}").unwrap();
+    let want = (1.0 - ratio) * 10.0 * dt;
+    assert!((eta - want).abs() < 1e-6, "{eta} vs {want}");
+    // The job without a total has no ETA either: it sorts after the 41
+    // others, beyond the bound.
+    assert!(!text.contains("pid=\"800\""), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("iolens_job_progress_ratio{"))
+            .count(),
+        MAX_JOBS
+    );
+    assert!(
+        m.jobs
+            .views
+            .iter()
+            .any(|v| v.pid == 800 && v.percent.is_none() && v.eta_s.is_none())
+    );
+}

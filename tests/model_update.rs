@@ -627,6 +627,7 @@ fn exit_record(pid: i32, tgid: i32, uid: u32, start_s: u64, recv_s: u64, rchar: 
         uid,
         comm: format!("short{tgid}"),
         etime_us: (recv_s - start_s) * 1_000_000,
+        exit_status: Some(0),
         recv_boot_ns: recv_s * SEC,
         io: ProcIo {
             rchar,
@@ -744,5 +745,74 @@ fn a_trace_interval_without_bytes_keeps_the_estimate() {
     assert_eq!(
         (r.pattern, r.pattern_basis, r.seq_share, r.seq_byte_share),
         (before.pattern, Basis::Estimate, None, None)
+    );
+}
+
+/// A tar (pid 600) reading a 1 GiB file, its job at 30 % of 1 GB, then
+/// gone with its exit record: exit 0 reads done, at 100 %, for the job and
+/// for the file it was reading (not "ended at 30%"); another status failed.
+#[test]
+fn a_job_and_its_transfer_that_exited_0_are_done() {
+    use iolens::model::jobs::Tool;
+    use iolens::model::jobs::track::{JobInput, Total};
+    use iolens::model::progress::Label;
+    let run = |status: u32| {
+        let mut m = model();
+        let key = ProcKey {
+            pid: 600,
+            start_time: 1000,
+        };
+        let job = |pos: u64| JobInput {
+            key: (600, 1000),
+            tool: Tool::Tar,
+            command: "tar cf /backup/x.tar /srv".into(),
+            pids: vec![600],
+            position: Some(pos),
+            total: Total::Known {
+                files: 10,
+                bytes: 1_000_000_000,
+            },
+            notes: vec![],
+            current: None,
+        };
+        for (t, pos) in [(1, 300_000_000u64), (2, 322_000_000)] {
+            let p = proc(600, 1000, pos, pos, 10);
+            let mut f = fd(FdTarget::File, 0, (8 << 8) | 1);
+            f.pos = pos;
+            f.path = Some(std::sync::Arc::from(&b"/srv/a.bin"[..]));
+            let mut s = sample_with_files(t, vec![p], vec![(key, vec![f])]);
+            s.jobs = vec![job(pos)];
+            m.update(s);
+        }
+        assert_eq!(m.jobs.views[0].percent, Some(32.2));
+        assert_eq!(m.progress.jobs[0].main.label, Label::Progress);
+        let mut rec = exit_record(600, 600, 0, 0, 3, 0);
+        rec.exit_status = Some(status);
+        let mut s = exits_sample(3, vec![], vec![rec]);
+        s.fds.exited.push(key);
+        m.update(s);
+        let v = &m.jobs.views[0];
+        let t = &m.progress.jobs[0].main;
+        (v.phase, v.percent, v.exit.clone(), t.label, t.shown_percent().0)
+    };
+    assert_eq!(
+        run(0),
+        (
+            "done",
+            Some(100.0),
+            Some("exit 0".into()),
+            Label::Done { complete: true },
+            Some(100.0)
+        )
+    );
+    let (phase, pct, exit, label, _) = run(2 << 8);
+    assert_eq!(
+        (phase, pct, exit, label),
+        (
+            "failed",
+            Some(32.2),
+            Some("exit 2".into()),
+            Label::Done { complete: false }
+        )
     );
 }

@@ -467,3 +467,65 @@ fn why_io_percent_is_unknown_stays_in_the_header() {
     let at120 = l4(&m, &v, 120);
     assert!(!at120.contains("delay") && at120.contains("wrote 6.55 MB"), "{at120}");
 }
+
+/// The long-names model with a dd job (pid 4242, 40 % of 2 GB at 40 MB/s)
+/// whose processes include one of the transfers (5004).
+fn job_model() -> Model {
+    use iolens::model::jobs::Tool;
+    use iolens::model::jobs::track::{JobInput, Seen, Total};
+    let mut m = long_model();
+    let key = m.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap().raw.key;
+    let input = |pos: u64| JobInput {
+        key: (key.pid, key.start_time),
+        tool: Tool::Dd,
+        command: LONG_CMD.into(),
+        pids: vec![4242, 5004],
+        position: Some(pos),
+        total: Total::Known {
+            files: 1,
+            bytes: 2_000_000_000,
+        },
+        notes: vec![],
+        current: None,
+    };
+    let seen = Seen { files: &[] };
+    m.jobs.update(vec![input(760_000_000)], &seen, 1_000_000_000);
+    m.jobs.update(vec![input(800_000_000)], &seen, 2_000_000_000);
+    m
+}
+
+#[test]
+fn a_job_leads_the_transfers_and_the_process_detail_shows_it() {
+    let m = job_model();
+    let key = m.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap().raw.key;
+    for (w, h) in SIZES {
+        let s = draw(&m, &ViewState::default(), w, h);
+        insta::assert_snapshot!(format!("job_transfers_{w}x{h}"), s);
+        // The job's row first, under the heading, with its own numbers;
+        // its transfer folded under it; the others hidden and counted.
+        let lines: Vec<&str> = s.lines().collect();
+        let head = lines.iter().position(|l| l.contains("PROGRESS")).unwrap();
+        let job = lines[head + 1];
+        assert!(
+            job.contains("dd job") && job.contains("40.0%") && job.contains("40.0 MB/s") && job.contains("30s"),
+            "{w}x{h}: {job}"
+        );
+        if h >= 40 {
+            assert!(lines[head + 2].contains("└ "), "{w}x{h}: {}", lines[head + 2]);
+        }
+        assert!(
+            s.contains("Jobs (1) Transfers (11)") && s.contains("more: ↓ or z"),
+            "{w}x{h}:\n{s}"
+        );
+        let v = ViewState {
+            popup: Popup::Process(key),
+            focus: Pane::Processes,
+            ..Default::default()
+        };
+        let s = draw(&m, &v, w, h);
+        assert!(
+            s.contains("job: dd job of PID 4242: 40.0% (800 MB / 2.00 GB) 40.0 MB/s"),
+            "{w}x{h}:\n{s}"
+        );
+    }
+}

@@ -88,14 +88,8 @@ impl App {
                 }
             }
             Pane::Progress => {
-                let jobs = &self.model.progress.jobs;
-                let sel = self
-                    .view
-                    .xfer_sel
-                    .and_then(|k| jobs.iter().position(|j| j.proc == k))
-                    .unwrap_or(0);
-                if let Some(j) = jobs.get(row + offset(sel)) {
-                    self.view.xfer_sel = Some(j.proc);
+                if let Some(k) = ui::progress::clicked(&self.model, self.view.xfer_sel, was_focused, page, row) {
+                    self.view.xfer_sel = Some(k);
                 }
             }
             Pane::Cgroups => {

@@ -96,9 +96,9 @@ impl App {
                 self.view.cg_sel = path_at(self.cg_idx);
             }
         }
-        let jobs = &self.model.progress.jobs;
-        if !self.view.xfer_sel.is_some_and(|k| jobs.iter().any(|j| j.proc == k)) {
-            self.view.xfer_sel = jobs.first().map(|j| j.proc);
+        let order = crate::ui::progress::order(&self.model);
+        if !self.view.xfer_sel.is_some_and(|k| order.contains(&k)) {
+            self.view.xfer_sel = order.first().copied();
         }
         // A pane that went away (no transfers left) gives the focus back.
         if !self.view.panes(&self.model).contains(&self.view.focus) {
@@ -132,13 +132,13 @@ impl App {
                     .map(|p| p.raw.key);
             }
             Pane::Progress => {
-                let jobs = &self.model.progress.jobs;
+                let order = crate::ui::progress::order(&self.model);
                 let idx = self
                     .view
                     .xfer_sel
-                    .and_then(|k| jobs.iter().position(|j| j.proc == k))
+                    .and_then(|k| order.iter().position(|p| *p == k))
                     .unwrap_or(0);
-                self.view.xfer_sel = jobs.get(step(idx, jobs.len())).map(|j| j.proc);
+                self.view.xfer_sel = order.get(step(idx, order.len())).copied();
             }
             Pane::Cgroups => {
                 self.cg_idx = step(self.cg_idx, self.rows.cgroups.len());

@@ -18,6 +18,7 @@ use crate::cli::{Cli, ProgressArgs};
 use crate::collect::fdinfo::{FdScanner, FdSnapshot, ProcLister, Watch};
 use crate::collect::{Reader, monotonic_ns, process_cpu_ns};
 use crate::format::{self, escape, escape_bytes};
+use crate::model::jobs::track::{JobTracker, Seen};
 use crate::model::progress::{Job, Label, Tracker, Transfer};
 use crate::session::{Clock, FdSources, First, interval};
 
@@ -78,6 +79,7 @@ struct Pass {
     /// List every process, not only the watched ones (to see who did I/O).
     all: bool,
     jobs: crate::session::jobs::Engine,
+    job_tracker: JobTracker,
 }
 
 /// CPU cost of one pass, in ns, and what it covered.
@@ -112,6 +114,7 @@ impl Pass {
             tracker,
             all: unfiltered,
             jobs: crate::session::jobs::Engine::new(args.walk_network),
+            job_tracker: JobTracker::default(),
         }
     }
 
@@ -132,13 +135,11 @@ impl Pass {
         let now = monotonic_ns();
         self.tracker.update(&snap, now);
         if self.reader.is_live() {
-            let files = &self.tracker.jobs;
-            let current = |pid: i32| {
-                let j = files.iter().find(|j| j.proc.pid == pid && !j.is_done())?;
-                let m = &j.main;
-                Some((String::from_utf8_lossy(&m.path).into_owned(), m.pos, m.size))
+            let inputs = self.jobs.read(&tools);
+            let seen = Seen {
+                files: &self.tracker.jobs,
             };
-            self.jobs.sample(&tools, &current, now);
+            self.job_tracker.update(inputs, &seen, now);
         }
         let cost = PassCost {
             list_ns: t1 - t0,
@@ -195,7 +196,7 @@ pub fn run(cli: &Cli, args: &ProgressArgs) -> anyhow::Result<ExitCode> {
         let (snap, _) = pass.run()?;
         clock.advance(Instant::now());
         let jobs = &pass.tracker.jobs;
-        let views = &pass.jobs.tracker.views;
+        let views = &pass.job_tracker.views;
         shown |= !jobs.is_empty() || !views.is_empty();
         let text = if args.json {
             // Each record carries the wall-clock time of its pass.

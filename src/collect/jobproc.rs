@@ -5,7 +5,81 @@
 
 use std::io::Read;
 
+use serde::{Deserialize, Serialize};
+
 use super::process::{ProcIo, parse_io, parse_stat};
+
+/// A tool whose job iolens understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tool {
+    /// GNU tar or bsdtar creating an archive.
+    Tar,
+    Rsync,
+    Cp,
+    Mv,
+    Zip,
+    SevenZip,
+    Borg,
+    Restic,
+    Cpio,
+    Dd,
+}
+
+impl Tool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Tar => "tar",
+            Tool::Rsync => "rsync",
+            Tool::Cp => "cp",
+            Tool::Mv => "mv",
+            Tool::Zip => "zip",
+            Tool::SevenZip => "7z",
+            Tool::Borg => "borg",
+            Tool::Restic => "restic",
+            Tool::Cpio => "cpio",
+            Tool::Dd => "dd",
+        }
+    }
+}
+
+/// The job's total as far as it is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Total {
+    /// The walk runs: what it found so far.
+    Counting {
+        files: u64,
+        bytes: u64,
+    },
+    Known {
+        files: u64,
+        bytes: u64,
+    },
+    /// Why it cannot be known.
+    Unknown {
+        why: String,
+    },
+}
+
+/// One sample of a job (what the session read of it; carried by the
+/// sample, so recordings replay it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobInput {
+    /// The root process (pid, start time).
+    pub key: (i32, u64),
+    pub tool: Tool,
+    /// The command line, joined with spaces (unescaped).
+    pub command: String,
+    pub pids: Vec<i32>,
+    /// Bytes of its sources read so far; `None` when unreadable.
+    pub position: Option<u64>,
+    pub total: Total,
+    /// Why the total or the position is only an estimate.
+    pub notes: Vec<String>,
+    /// The file being read (unescaped link text), its position and size.
+    pub current: Option<(String, u64, Option<u64>)>,
+}
 
 /// The longest command line read.
 const CMDLINE_CAP: u64 = 256 * 1024;

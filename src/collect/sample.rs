@@ -10,6 +10,7 @@ use super::cgroup::{CgroupReader, CgroupSnapshot};
 use super::delayacct::{self, ThreadDelays};
 use super::diskstats::{self, DiskStat};
 use super::fdinfo::{FdScanner, FdSnapshot, ScanProc};
+use super::jobproc::JobInput;
 use super::mountinfo::{self, AnonMount};
 use super::mounts::{self, MountMap};
 use super::process::{ProcReader, ProcSnapshot};
@@ -50,6 +51,9 @@ pub struct RawSample {
     pub fds: FdSnapshot,
     /// Per-cgroup I/O, when the collector reads it (see [`Collector::cgroups`]).
     pub cgroups: Option<CgroupSnapshot>,
+    /// Copy and backup jobs as the session read them (live system only;
+    /// absent from recordings made before jobs were tracked).
+    pub jobs: Vec<JobInput>,
     /// What could not be read, each saying what was being read.
     pub errors: Vec<String>,
 }
@@ -278,6 +282,7 @@ impl Collector {
             delayacct,
             fds,
             cgroups,
+            jobs: Vec::new(),
             errors,
         }
     }

@@ -48,6 +48,8 @@ mod off {
     pub const VERSION: usize = 0;
     pub const COMM: usize = 80;
     pub const COMM_LEN: usize = 32;
+    /// `ac_exitcode`, after `version` and its padding.
+    pub const EXITCODE: usize = 4;
     pub const UID: usize = 120;
     pub const PID: usize = 128;
     pub const PPID: usize = 132;
@@ -71,6 +73,10 @@ pub struct ExitRecord {
     pub comm: String,
     /// Microseconds from the thread's start to its exit.
     pub etime_us: u64,
+    /// `ac_exitcode`: the thread's wait status (exit code << 8, or the
+    /// signal that killed it); `None` in recordings made before it was read.
+    #[serde(default)]
+    pub exit_status: Option<u32>,
     /// CLOCK_BOOTTIME when iolens received the record, ns.
     pub recv_boot_ns: u64,
     /// The thread's own counters. rchar/wchar and the byte counts are
@@ -111,6 +117,7 @@ pub fn parse_stats(b: &[u8], recv_boot_ns: u64) -> Option<ExitRecord> {
         uid: u32_at(b, off::UID)?,
         comm: String::from_utf8_lossy(comm).into_owned(),
         etime_us: u64_at(b, off::ETIME)?,
+        exit_status: u32_at(b, off::EXITCODE),
         recv_boot_ns,
         io: ProcIo {
             rchar: q(0)?,
@@ -520,6 +527,8 @@ mod tests {
         assert!(r.io.rchar >= 3072, "{:?}", r.io);
         assert_eq!(r.io.read_bytes, 0);
         assert_eq!(r.start_boot_ns(), 5_000_000_000 - r.etime_us * 1000);
+        // It exited 0 (ac_exitcode).
+        assert_eq!(r.exit_status, Some(0));
     }
 
     #[test]
@@ -605,6 +614,20 @@ mod tests {
         assert_eq!((r.tgid, r.ppid), (pid, std::process::id() as i32));
         assert_eq!(r.io.wchar, 5 * 1024);
         assert!(r.start_boot_ns() <= boot_ns());
+        assert_eq!(r.exit_status, Some(0));
+        // A failing child: its exit code in the wait status's second byte.
+        let child = std::process::Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+        let pid = child.id() as i32;
+        child.wait_with_output().unwrap();
+        let mut status = None;
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(20));
+            if let Some(r) = l.drain().records.into_iter().find(|r| r.pid == pid) {
+                status = r.exit_status;
+                break;
+            }
+        }
+        assert_eq!(status, Some(3 << 8));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use prometheus_client::registry::Registry;
 use crate::collect::trace::block::Dev;
 use crate::model::Model;
 use crate::model::process::ProcRates;
+use super::hist::Hist;
 
 /// The per-command counters, in this order.
 const PROC_COUNTERS: [(&str, &str); 7] = [
@@ -80,41 +81,6 @@ struct Comm {
     out_for: u32,
 }
 
-/// A cumulative histogram in power-of-two ns buckets.
-#[derive(Debug, Clone, Default)]
-pub struct Hist {
-    /// Upper bound (exclusive, ns, a power of two) → count.
-    buckets: BTreeMap<u64, u64>,
-    sum_ns: u64,
-    count: u64,
-}
-
-impl Hist {
-    fn add(&mut self, h: &crate::model::trace::hist::LatHist) {
-        for (lt, n) in h.log2_buckets() {
-            *self.buckets.entry(lt).or_default() += n;
-        }
-        self.sum_ns = self.sum_ns.saturating_add(h.sum);
-        self.count += h.n;
-    }
-
-    /// Buckets as (le seconds, count in the bucket): values are whole ns,
-    /// so `< 2^k` ns is `<= 2^k - 1` ns. Every bound from 1 µs to 32 s is
-    /// listed (Prometheus needs the same bounds on every scrape).
-    fn prometheus_buckets(&self) -> Vec<(f64, u64)> {
-        let mut out: Vec<(f64, u64)> = (10..=35).map(|k| (((1u64 << k) - 1) as f64 / 1e9, 0)).collect();
-        let mut over = 0;
-        for (&lt, &n) in &self.buckets {
-            match (10..=35u32).position(|k| lt <= 1u64 << k) {
-                Some(i) => out[i].1 += n,
-                None => over += n,
-            }
-        }
-        out.push((f64::MAX, over));
-        out
-    }
-}
-
 /// One device's traced counters.
 #[derive(Debug, Clone, Default)]
 struct DevTrace {
@@ -144,11 +110,13 @@ struct Cgroup {
 /// Everything exported, accumulated since iolens started.
 #[derive(Debug, Clone, Default)]
 pub struct Exported {
-    /// How many commands get their own series.
     /// The last probe result per device (`--probe-results`).
     pub probes: Vec<super::probes::LastProbe>,
     /// The findings held at the last sample.
     pub findings: super::findings::Held,
+    /// The jobs of the last sample.
+    pub jobs: Vec<super::jobs::JobSeries>,
+    /// How many commands get their own series.
     pub top: usize,
     comms: HashMap<String, Comm>,
     other: [f64; 7],
@@ -370,7 +338,8 @@ impl Collector for Exported {
         self.encode_devices(&mut enc)?;
         self.encode_health(&mut enc)?;
         super::findings::encode(&self.findings, &mut enc)?;
-        super::probes::encode(&self.probes, &mut enc)
+        super::probes::encode(&self.probes, &mut enc)?;
+        super::jobs::encode(&self.jobs, &mut enc)
     }
 }
 

@@ -5,7 +5,9 @@
 //! writes it atomically for node_exporter's textfile collector.
 
 pub mod findings;
+pub mod hist;
 pub mod http;
+pub mod jobs;
 pub mod metrics;
 pub mod probes;
 
@@ -78,6 +80,7 @@ impl Publisher {
         crate::session::fold(&mut self.model, s, self.tracing.take());
         exported.update(&self.model, taken.took.as_secs_f64());
         exported.findings = findings::held(self.model.findings.findings());
+        exported.jobs = jobs::series(&self.model);
         if let Some(f) = self.probe_results.as_mut() {
             f.refresh();
             exported.probes.clone_from(&f.last);

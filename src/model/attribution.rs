@@ -388,6 +388,7 @@ mod tests {
             uid: 0,
             comm: format!("t{pid}"),
             etime_us: (recv_ticks - start_ticks) * TICK / 1000,
+            exit_status: Some(0),
             recv_boot_ns: recv_ticks * TICK,
             io,
         }

@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod disk;
 pub mod findings;
 pub mod history;
+mod job_update;
 pub mod jobs;
 pub mod pattern;
 mod proc_update;
@@ -220,6 +221,8 @@ pub struct Model {
     pub errors: Vec<String>,
     /// Tracked transfers (progress, rate, ETA), from the fd part of samples.
     pub progress: progress::Tracker,
+    /// Copy and backup jobs (one row each, their transfers under them).
+    pub jobs: jobs::track::JobTracker,
     /// Per-cgroup rows, when the samples carry cgroups.
     pub cgroups: Option<cgroup::CgroupView>,
     cgroup_tracker: cgroup::CgroupTracker,
@@ -325,6 +328,7 @@ impl Model {
         self.update_totals(dt_s);
         self.delayacct = cur.delayacct;
         self.progress.update(&cur.fds, cur.mono_ns);
+        self.update_jobs(&mut cur);
         // The open files are in the transfers now: the baseline needs none
         // (a full scan's are most of a sample's memory).
         cur.fds = Default::default();

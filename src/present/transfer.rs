@@ -4,6 +4,7 @@
 use super::column_table;
 use super::text::truncate;
 use crate::format::{self, escape, escape_bytes};
+use crate::model::jobs::track::{JobView, Total};
 use crate::model::progress::{Job, Label};
 
 /// Width of the text progress bar, in cells.
@@ -27,6 +28,8 @@ pub struct Fit {
     pub bar_w: usize,
     pub file_w: usize,
     pub state_w: usize,
+    /// A transfer listed under its job (the file indented).
+    pub folded: bool,
 }
 
 /// One column of the transfers pane.
@@ -40,28 +43,44 @@ pub struct TransferColumn {
     pub narrow: bool,
     /// The cell's text.
     pub text: fn(&Job, &Fit) -> String,
+    /// The cell's text on a job's row.
+    pub job: fn(&JobView, &Fit) -> String,
 }
 
 column_table! {
     /// A column of the transfers pane.
     enum TransferCol, static TRANSFER_COLUMNS: TransferColumn = [
-        Pid { key: "pid", head: "PID", width: Width::Cells(7), narrow: false, text: |j, _| j.proc.pid.to_string() },
+        Pid {
+            key: "pid", head: "PID", width: Width::Cells(7), narrow: false,
+            text: |j, _| j.proc.pid.to_string(), job: |v, _| v.pid.to_string(),
+        },
         Command {
             key: "command", head: "COMMAND", width: Width::Cells(10), narrow: true,
             text: |j, _| truncate(&escape(&j.comm), 10),
+            job: |v, _| truncate(&format!("{} job", v.tool.name()), 10),
         },
         File {
             key: "file", head: "FILE", width: Width::Fill, narrow: true,
-            text: |j, f| path_tail(&escape_bytes(&j.main.path), f.file_w),
+            text: |j, f| file_cell(&j.main.path, f), job: |v, f| truncate(&escape(&v.command), f.file_w),
         },
-        Progress { key: "progress", head: "PROGRESS", width: Width::Bar, narrow: true, text: bar_text },
-        Percent { key: "percent", head: "%", width: Width::Cells(6), narrow: true, text: |j, _| percent(j) },
+        Progress { key: "progress", head: "PROGRESS", width: Width::Bar, narrow: true, text: bar_text, job: job_bar },
+        Percent {
+            key: "percent", head: "%", width: Width::Cells(6), narrow: true,
+            text: |j, _| percent(j), job: |v, _| format::pct(v.percent),
+        },
         Rate {
             key: "rate", head: "RATE", width: Width::Cells(10), narrow: true,
             text: |j, _| j.main.rate_bps.map_or_else(|| format::NA.to_string(), format::rate),
+            job: |v, _| v.rate_bps.map_or_else(|| format::NA.to_string(), format::rate),
         },
-        Eta { key: "eta", head: "ETA", width: Width::Cells(6), narrow: true, text: |j, _| format::duration(j.main.eta_s) },
-        State { key: "state", head: "STATE", width: Width::State, narrow: true, text: |j, f| truncate(&state(j), f.state_w) },
+        Eta {
+            key: "eta", head: "ETA", width: Width::Cells(6), narrow: true,
+            text: |j, _| format::duration(j.main.eta_s), job: |v, _| format::duration(v.eta_s),
+        },
+        State {
+            key: "state", head: "STATE", width: Width::State, narrow: true,
+            text: |j, f| truncate(&state(j), f.state_w), job: |v, f| truncate(&job_state(v), f.state_w),
+        },
     ];
 }
 
@@ -113,6 +132,79 @@ pub fn state(j: &Job) -> String {
         s.push_str(&format!("{} files done", j.files_done));
     }
     s
+}
+
+/// The FILE cell of a transfer: its path's end, indented under its job.
+fn file_cell(path: &[u8], f: &Fit) -> String {
+    if f.folded {
+        format!("└ {}", path_tail(&escape_bytes(path), f.file_w.saturating_sub(2)))
+    } else {
+        path_tail(&escape_bytes(path), f.file_w)
+    }
+}
+
+/// A job's bar; while the walk counts, what it found so far.
+fn job_bar(v: &JobView, f: &Fit) -> String {
+    let w = f.bar_w;
+    match (&v.total, v.percent) {
+        (Total::Counting { .. }, _) => format!("{:<w$}", truncate("counting", w)),
+        (_, p) => bar(p, w),
+    }
+}
+
+/// A job's state: its phase, how it ended, its files (done ones
+/// estimated: "~"), or why there is no percent.
+pub fn job_state(v: &JobView) -> String {
+    let mut s = v.phase.to_string();
+    if let Some(e) = &v.exit {
+        s.push_str(&format!(" ({e})"));
+    } else if v.ended_ns.is_some() {
+        s.push_str(" (exit status unknown)");
+    }
+    match &v.total {
+        Total::Counting { files, bytes } => s.push_str(&format!(
+            ": {} files, {} so far",
+            format::thousands(*files),
+            format::decimal(*bytes as f64)
+        )),
+        Total::Known { files, .. } => {
+            let done = v
+                .files_done_estimate
+                .map_or_else(|| format::NA.to_string(), format::thousands);
+            let mark = if v.phase == "done" { "" } else { "~" };
+            s.push_str(&format!(", files {mark}{done}/{}", format::thousands(*files)));
+        }
+        Total::Unknown { .. } => {}
+    }
+    if let Some(why) = v
+        .percent_na
+        .as_deref()
+        .filter(|_| !matches!(v.total, Total::Counting { .. }))
+    {
+        s.push_str(&format!(": {}", escape(why)));
+    }
+    s
+}
+
+/// A job on one line (the process detail): "tar job of PID 41: 45.2%
+/// (300 MB / 664 MB) 30.0 MB/s, eta 12s; copying, files ~12/600; tar cf …".
+pub fn job_summary(v: &JobView) -> String {
+    let total = match &v.total {
+        Total::Known { bytes, .. } => format::decimal(*bytes as f64),
+        _ => format::NA.to_string(),
+    };
+    format!(
+        "{} job of PID {}: {} ({} / {total}) {}, eta {}; {}; {}",
+        v.tool.name(),
+        v.pid,
+        format::pct(v.percent),
+        v.bytes_done
+            .map_or_else(|| format::NA.to_string(), |b| format::decimal(b as f64)),
+        v.rate_bps.map_or_else(|| format::NA.to_string(), format::rate),
+        format::duration(v.eta_s),
+        job_state(v),
+        escape(&v.command)
+    )
 }
 
 /// A path in `w` cells: its end (the file's name) kept, "…" for the rest.

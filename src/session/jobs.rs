@@ -17,7 +17,7 @@ use crate::collect::mountinfo::{self, Mount};
 use crate::collect::walk::{Request, Walk, WalkState};
 use crate::format::{self, escape};
 use crate::model::jobs::args::{self, Sources};
-use crate::model::jobs::track::{JobInput, JobTracker, JobView, Total};
+use crate::model::jobs::track::{JobInput, JobView, Total};
 use crate::model::jobs::{ProcFacts, Tool, group};
 
 /// How long a walk may run.
@@ -51,9 +51,14 @@ pub struct Engine {
     known: HashMap<(i32, u64), Known>,
     argv: HashMap<(i32, u64), Vec<Vec<u8>>>,
     pwd: HashMap<(i32, u64), Vec<u8>>,
-    pub tracker: JobTracker,
     /// Walk into FUSE, network and automount filesystems (`--walk-network`).
     pub network: bool,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("jobs", &self.known.len()).finish()
+    }
 }
 
 impl Engine {
@@ -62,19 +67,17 @@ impl Engine {
             known: HashMap::new(),
             argv: HashMap::new(),
             pwd: HashMap::new(),
-            tracker: JobTracker::default(),
             network,
         }
     }
 
-    /// One pass: `candidates` are the listed pids whose comm is a tool's;
-    /// `current` gives a pid's current file (path, pos, size).
-    pub fn sample(
-        &mut self,
-        candidates: &[i32],
-        current: &dyn Fn(i32) -> Option<(String, u64, Option<u64>)>,
-        now_ns: u64,
-    ) {
+    /// One pass: `candidates` are the listed pids whose comm is a tool's.
+    /// The jobs' current files are left to the tracker (from the open-file
+    /// scan).
+    pub fn read(&mut self, candidates: &[i32]) -> Vec<JobInput> {
+        if candidates.is_empty() && self.known.is_empty() {
+            return Vec::new();
+        }
         let procs = self.family(candidates);
         let facts: Vec<ProcFacts> = procs
             .values()
@@ -102,7 +105,7 @@ impl Engine {
             let Some(k) = self.known.get_mut(&key) else { continue };
             let total = poll_total(k, &busy);
             // The root's reads; cp/mv copy with copy_file_range, whose bytes
-            // count on both sides.
+            // count on both sides once a call returns (a whole file).
             let position = root.io.map(|io| match k.tool {
                 Tool::Cp | Tool::Mv => io.rchar.max(io.wchar),
                 _ => io.rchar,
@@ -119,13 +122,15 @@ impl Engine {
                 position,
                 total,
                 notes,
-                current: current(root.pid),
+                current: None,
             });
         }
         self.known.retain(|k, _| live.contains(k));
         self.argv
             .retain(|k, _| procs.values().any(|p| (p.pid, p.start_time) == *k));
-        self.tracker.update(inputs, now_ns);
+        self.pwd
+            .retain(|k, _| procs.values().any(|p| (p.pid, p.start_time) == *k));
+        inputs
     }
 
     fn walking_mounts(&self) -> Vec<u64> {
@@ -328,15 +333,16 @@ pub fn report(views: &[JobView]) -> String {
         let line = match (&v.total, v.percent) {
             (Total::Counting { files, bytes }, _) => format!(
                 "counting: {} files, {} so far; read {done}, {rate}",
-                group_thousands(*files),
+                format::thousands(*files),
                 format::decimal(*bytes as f64)
             ),
             (Total::Known { bytes, files }, Some(p)) => format!(
                 "{p:.1}% ({done} / {}) {rate}, eta {}, files ~{} / {} (estimate)",
                 format::decimal(*bytes as f64),
                 format::duration(v.eta_s),
-                v.files_done_estimate.map_or_else(|| format::NA.into(), group_thousands),
-                group_thousands(*files)
+                v.files_done_estimate
+                    .map_or_else(|| format::NA.into(), format::thousands),
+                format::thousands(*files)
             ),
             _ => format!(
                 "n/a% ({}); read {done}, {rate}",
@@ -352,28 +358,4 @@ pub fn report(views: &[JobView]) -> String {
         }
     }
     s
-}
-
-fn group_thousands(n: u64) -> String {
-    let d = n.to_string();
-    let mut out = String::new();
-    for (i, c) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands() {
-        assert_eq!(group_thousands(41000), "41,000");
-        assert_eq!(group_thousands(999), "999");
-        assert_eq!(group_thousands(1234567), "1,234,567");
-    }
 }

@@ -135,6 +135,7 @@ pub struct Session {
 
 impl Session {
     pub fn new(plan: Plan) -> Session {
+        let live = plan.root == Path::new("/");
         let mut collector = Collector::new(plan.root);
         if plan.cgroups {
             collector.cgroups = Some(CgroupReader::new());
@@ -144,7 +145,7 @@ impl Session {
         }
         collector.fds.watch = plan.watch;
         Session {
-            sampler: Sampler::new(collector),
+            sampler: Sampler::new(collector, live.then(|| jobs::Engine::new(false))),
             tracer: TraceSetup(plan.trace_off),
         }
     }

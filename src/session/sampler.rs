@@ -33,11 +33,29 @@ pub struct Taken {
 #[derive(Debug)]
 pub struct Sampler {
     collector: Collector,
+    /// Copy and backup jobs, on a live system.
+    jobs: Option<super::jobs::Engine>,
 }
 
 impl Sampler {
-    pub(super) fn new(collector: Collector) -> Sampler {
-        Sampler { collector }
+    pub(super) fn new(collector: Collector, jobs: Option<super::jobs::Engine>) -> Sampler {
+        Sampler { collector, jobs }
+    }
+
+    /// A sample, with the jobs among its processes.
+    fn take(&mut self) -> RawSample {
+        let mut s = self.collector.sample();
+        if let Some(e) = self.jobs.as_mut() {
+            let tools: Vec<i32> = s
+                .procs
+                .procs
+                .iter()
+                .filter(|p| super::jobs::tool_comm(&p.comm))
+                .map(|p| p.key.pid)
+                .collect();
+            s.jobs = e.read(&tools);
+        }
+        s
     }
 
     /// The step being taken, for a watchdog on another thread.
@@ -79,7 +97,7 @@ impl Sampler {
             let now = Instant::now();
             if !paused && now >= clock.due() {
                 last = now;
-                let s = self.collector.sample();
+                let s = self.take();
                 let taken = Taken {
                     tick: clock.tick(),
                     took: now.elapsed(),

@@ -296,7 +296,7 @@ impl ViewState {
     /// cgroups and the request log while toggled on.
     pub fn panes(&self, model: &Model) -> Vec<Pane> {
         let mut v = vec![Pane::Devices];
-        if self.show_transfers && !model.progress.jobs.is_empty() {
+        if self.show_transfers && progress::row_count(model) > 0 {
             v.push(Pane::Progress);
         }
         if self.show_results && self.has_results() {
@@ -403,7 +403,7 @@ fn body_areas(area: Rect, model: &Model, view: &ViewState, vm: &ViewModel) -> Ve
         constraints.push(match p {
             _ if panes.len() == 1 => Constraint::Fill(1),
             Pane::Devices => Constraint::Length(dev_h),
-            Pane::Progress => Constraint::Length(rows(model.progress.jobs.len()).min(pct(25)).max(4)),
+            Pane::Progress => Constraint::Length(rows(progress::row_count(model)).min(pct(25)).max(4)),
             Pane::Results => Constraint::Length(26.min(pct(55)).max(5)),
             Pane::Cgroups => Constraint::Length(cgroups::height(model, vm).min(pct(30)).max(5)),
             Pane::Requests => Constraint::Length(14.min(pct(35)).max(4)),

@@ -17,6 +17,7 @@ use super::{ViewState, pane_block};
 use crate::format;
 use crate::model::prochist::PROC_HISTORY_LEN;
 use crate::model::{Access, FdTarget, Model, ProcInfo, ProcKey, RawFd};
+use crate::present::transfer::job_summary;
 
 /// The keys of the detail, shown at its bottom.
 pub const KEYS: &str = "t SIGTERM · K SIGKILL · s SIGSTOP · c SIGCONT · i ionice (each asks first) · Esc close";
@@ -83,6 +84,9 @@ pub fn head_lines(model: &Model, info: Option<&ProcInfo>, key: ProcKey) -> Vec<L
             .map_or(format::NA.to_string(), format::escape)
     )));
     v.push(Line::raw(format!("devices: {}", super::processes::devices_text(p))));
+    if let Some(j) = model.jobs.views.iter().find(|j| j.pids.contains(&key.pid)) {
+        v.push(Line::raw(format!("job: {}", job_summary(j))));
+    }
     for (label, acc) in [("now (per second)", false), ("since iolens started", true)] {
         let line = match nums(p, acc) {
             Some(n) => format!(

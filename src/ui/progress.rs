@@ -1,6 +1,8 @@
-//! Progress pane: the tracked transfers — command, file (escaped), a bar,
-//! percent, rate, ETA — sorted by ETA, done ones last (kept a while).
-//! Where progress cannot be known the bar gives way to the reason.
+//! Progress pane: the copy and backup jobs — one row each (bar, percent,
+//! rate, ETA, files) with their transfers folded under them — then the
+//! other tracked transfers — command, file (escaped), a bar, percent, rate,
+//! ETA — sorted by ETA, done ones last (kept a while). Where progress
+//! cannot be known the bar gives way to the reason.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -8,36 +10,120 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
+use crate::model::jobs::track::JobView;
 use crate::model::progress::Job;
 use crate::model::{Model, ProcKey};
 pub use crate::present::transfer::{BAR_WIDTH, bar};
-use crate::present::transfer::{Fit, TransferCol, Width, state};
+use crate::present::transfer::{Fit, TransferCol, Width, job_state, state};
 use crate::ui::{Pane, ViewState, pane_block};
 
-/// The process of the `row`-th transfer as listed (to jump to it in the
-/// processes pane).
+/// A row of the pane: a job, or a transfer (under its job when folded).
+#[derive(Clone, Copy)]
+enum Item<'a> {
+    Job(&'a JobView),
+    File(&'a Job, bool),
+}
+
+impl Item<'_> {
+    fn proc(&self) -> Option<ProcKey> {
+        match self {
+            Item::Job(_) => None,
+            Item::File(j, _) => Some(j.proc),
+        }
+    }
+
+    fn state(&self) -> String {
+        match self {
+            Item::Job(v) => job_state(v),
+            Item::File(j, _) => state(j),
+        }
+    }
+}
+
+/// The rows in order: each job, the transfers of its processes under it,
+/// then the transfers of no job.
+fn items(model: &Model) -> Vec<Item<'_>> {
+    let files = &model.progress.jobs;
+    let mut used = vec![false; files.len()];
+    let mut out = Vec::with_capacity(files.len() + model.jobs.views.len());
+    for v in &model.jobs.views {
+        out.push(Item::Job(v));
+        for (i, j) in files.iter().enumerate() {
+            if !used[i] && v.pids.contains(&j.proc.pid) {
+                used[i] = true;
+                out.push(Item::File(j, true));
+            }
+        }
+    }
+    out.extend(
+        files
+            .iter()
+            .zip(used)
+            .filter(|(_, u)| !u)
+            .map(|(j, _)| Item::File(j, false)),
+    );
+    out
+}
+
+/// Rows the pane lists (jobs and transfers).
+pub fn row_count(model: &Model) -> usize {
+    model.progress.jobs.len() + model.jobs.views.len()
+}
+
+/// The process of the `row`-th row as listed (to jump to it in the
+/// processes pane); `None` on a job's row.
 pub fn row_proc(model: &Model, row: usize) -> Option<ProcKey> {
-    model.progress.jobs.get(row).map(|j| j.proc)
+    items(model).get(row).and_then(Item::proc)
+}
+
+/// The transfer at `row` of a pane `page` rows high whose selection was
+/// `sel` (the rows scroll so that the selection is on the page), or the
+/// first transfer under a job's row.
+pub fn clicked(model: &Model, sel: Option<ProcKey>, focused: bool, page: usize, row: usize) -> Option<ProcKey> {
+    let items = items(model);
+    let sel_at = sel
+        .and_then(|k| items.iter().position(|i| i.proc() == Some(k)))
+        .unwrap_or(0);
+    let offset = if focused { (sel_at + 1).saturating_sub(page) } else { 0 };
+    items.get(row + offset..)?.iter().find_map(Item::proc)
+}
+
+/// The transfers' processes in the order listed (up/down follow it).
+pub fn order(model: &Model) -> Vec<ProcKey> {
+    items(model).iter().filter_map(Item::proc).collect()
 }
 
 /// Below this inner width the pane drops the PID column and narrows the
 /// bar and the state so the file keeps room.
 const NARROW: u16 = 110;
 
-/// One transfer's row: the command cut to its column, the path to
-/// `file_w` cells from its start, the state to `state_w` ("…"; none at 0).
-fn row(j: &Job, narrow: bool, file_w: usize, state_w: usize) -> Row<'static> {
-    let style = if j.is_done() {
-        Style::default().add_modifier(Modifier::DIM)
-    } else {
-        Style::default()
+/// One row: the command cut to its column, the path to `file_w` cells
+/// from its start, the state to `state_w` ("…"; none at 0). A job's row is
+/// bold, ended rows dim.
+fn row(item: Item, narrow: bool, file_w: usize, state_w: usize) -> Row<'static> {
+    let (done, folded) = match item {
+        Item::Job(v) => (v.ended_ns.is_some(), false),
+        Item::File(j, f) => (j.is_done(), f),
     };
+    let mut style = Style::default();
+    if done {
+        style = style.add_modifier(Modifier::DIM);
+    }
+    if matches!(item, Item::Job(_)) {
+        style = style.add_modifier(Modifier::BOLD);
+    }
     let fit = Fit {
         bar_w: if narrow { BAR_WIDTH / 2 } else { BAR_WIDTH },
         file_w,
         state_w,
+        folded,
     };
-    let cells = shown_cols(narrow, state_w).map(|c| Cell::from((c.def().text)(j, &fit)));
+    let cells = shown_cols(narrow, state_w).map(|c| {
+        Cell::from(match item {
+            Item::Job(v) => (c.def().job)(v, &fit),
+            Item::File(j, _) => (c.def().text)(j, &fit),
+        })
+    });
     Row::new(cells).style(style)
 }
 
@@ -69,7 +155,7 @@ pub fn render_pane(frame: &mut Frame, area: Rect, model: &Model, view: &ViewStat
     let block = pane_block(Line::from(title), focused, t);
     let sel = if focused {
         view.xfer_sel
-            .and_then(|k| model.progress.jobs.iter().position(|j| j.proc == k))
+            .and_then(|k| items(model).iter().position(|i| i.proc() == Some(k)))
             .map(|i| (i, t.selected()))
     } else {
         None
@@ -77,26 +163,32 @@ pub fn render_pane(frame: &mut Frame, area: Rect, model: &Model, view: &ViewStat
     draw(frame, area, model, block, sel);
 }
 
-/// Transfers that do not fit in `area` (borders and heading take 3 rows).
+/// Rows that do not fit in `area` (borders and heading take 3 rows).
 fn hidden_rows(model: &Model, area: Rect) -> usize {
     let fit = usize::from(area.height.saturating_sub(3));
-    model.progress.jobs.len().saturating_sub(fit)
+    row_count(model).saturating_sub(fit)
 }
 
+/// " Jobs (1) Transfers (3) ": running ones.
 fn title(model: &Model, hidden: usize) -> String {
     let running = model.progress.jobs.iter().filter(|j| !j.is_done()).count();
-    if hidden > 0 {
-        format!(" Transfers ({running}) {hidden} more ")
-    } else {
-        format!(" Transfers ({running}) ")
+    let jobs = model.jobs.views.iter().filter(|v| v.ended_ns.is_none()).count();
+    let mut s = String::from(" ");
+    if !model.jobs.views.is_empty() {
+        s.push_str(&format!("Jobs ({jobs}) "));
     }
+    s.push_str(&format!("Transfers ({running}) "));
+    if hidden > 0 {
+        s.push_str(&format!("{hidden} more "));
+    }
+    s
 }
 
 /// The FILE column keeps at least this much before STATE gets room.
 const FILE_MIN: u16 = 24;
 
 fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<(usize, Style)>) {
-    let jobs = &model.progress.jobs;
+    let jobs = items(model);
     if jobs.is_empty() {
         let p = Paragraph::new(Line::from(
             "no transfers: open files whose position moves show here (or watch with --pid/--name)",
@@ -124,7 +216,7 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
             Width::Fill | Width::State => 1,
         })
         .sum();
-    let longest = shown.iter().map(|j| state(j).chars().count()).max().unwrap_or(0);
+    let longest = shown.iter().map(|j| j.state().chars().count()).max().unwrap_or(0);
     let room = inner.saturating_sub(fixed + FILE_MIN);
     let state_w = if longest == 0 {
         0
@@ -145,7 +237,7 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
     let header = Row::new(names).style(Style::default().add_modifier(Modifier::BOLD));
     let state_cells = if state_w > 0 { state_w + 1 } else { 0 };
     let file_w = usize::from(inner.saturating_sub(fixed - 1 + state_cells));
-    let rows = shown.iter().map(|j| row(j, narrow, file_w, usize::from(state_w)));
+    let rows = shown.iter().map(|j| row(*j, narrow, file_w, usize::from(state_w)));
     let mut table = Table::new(rows, widths).header(header).block(block).column_spacing(1);
     let mut state = TableState::default();
     if let Some((i, style)) = sel {
@@ -251,6 +343,121 @@ mod tests {
                 start_time: 1
             })
         );
+    }
+
+    /// A model with three jobs (tar at 45 % with its gzip, rsync counting,
+    /// a cp that exited 0) and four transfers, one of no job.
+    pub(crate) fn jobs_model() -> Model {
+        use crate::model::jobs::Tool;
+        use crate::model::jobs::track::{JobInput, Seen, Total};
+        const S: u64 = 1_000_000_000;
+        let mut model = Model::default();
+        model.progress.jobs = vec![
+            job(
+                5100,
+                "tar",
+                b"/srv/tree/d3/f0042.bin",
+                3_000_000,
+                4_000_000,
+                30e6,
+                Label::Progress,
+            ),
+            job(
+                5101,
+                "gzip",
+                b"/backup/tree.tgz",
+                90_000_000,
+                90_000_000,
+                28e6,
+                Label::Growing,
+            ),
+            job(4242, "dd", b"/srv/db.img", 6_000_000, 10_000_000, 1e6, Label::Progress),
+            job(5300, "rsync", b"/home/a/x\x1b[2J.bin", 100, 1000, 1e3, Label::Progress),
+        ];
+        let input = |pid: i32, tool, cmd: &str, pids: Vec<i32>, pos: u64, total: Total| JobInput {
+            key: (pid, 1),
+            tool,
+            command: cmd.into(),
+            pids,
+            position: Some(pos),
+            total,
+            notes: vec![],
+            current: None,
+        };
+        let known = Total::Known {
+            files: 600,
+            bytes: 1_000_000_000,
+        };
+        let counting = Total::Counting {
+            files: 41_000,
+            bytes: 38_000_000_000,
+        };
+        let inputs = |t: u64| {
+            vec![
+                input(
+                    5100,
+                    Tool::Tar,
+                    "tar czf /backup/tree.tgz /srv/tree",
+                    vec![5100, 5101],
+                    300_000_000 + t * 150_000_000,
+                    known.clone(),
+                ),
+                input(
+                    5300,
+                    Tool::Rsync,
+                    "rsync -a /home/ /mnt/b/",
+                    vec![5300],
+                    t * 1000,
+                    counting.clone(),
+                ),
+                input(
+                    5400,
+                    Tool::Cp,
+                    "cp -r /srv/a /srv/b",
+                    vec![5400],
+                    200_000_000 + t * 100_000_000,
+                    Total::Known {
+                        files: 7,
+                        bytes: 900_000_000,
+                    },
+                ),
+            ]
+        };
+        let files = model.progress.jobs.clone();
+        let seen = Seen { files: &files };
+        model.jobs.update(inputs(0), &seen, 0);
+        model.jobs.update(inputs(1), &seen, S);
+        let mut last = inputs(2);
+        last.pop();
+        model.jobs.note_exit(5400, 0, 2 * S);
+        model.jobs.update(last, &seen, 2 * S);
+        model
+    }
+
+    #[test]
+    fn jobs_fold_their_transfers() {
+        let model = jobs_model();
+        let mut term = Terminal::new(TestBackend::new(130, 12)).unwrap();
+        term.draw(|f| render(f, f.area(), &model)).unwrap();
+        insta::with_settings!({ prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!("progress_pane_jobs", term.backend());
+        });
+        let text = format!("{}", term.backend());
+        // The job's percent (600 MB of 1 GB at 150 MB/s: 2.7 s left), not
+        // its current file's (75 %).
+        assert!(
+            text.contains("tar job") && text.contains("60.0%") && text.contains("3s"),
+            "{text}"
+        );
+        // Jobs first, their transfers under them, the transfer of no job last.
+        assert_eq!(row_proc(&model, 0), None);
+        let order: Vec<i32> = order(&model).iter().map(|k| k.pid).collect();
+        assert_eq!(order, [5100, 5101, 5300, 4242]);
+        // Narrow: a 7-row pane shows 4 of the 7 rows, and says so.
+        let mut small = Terminal::new(TestBackend::new(80, 7)).unwrap();
+        small.draw(|f| render(f, f.area(), &model)).unwrap();
+        let text = format!("{}", small.backend());
+        assert!(text.contains("Jobs (2) Transfers (4) 3 more"), "{text}");
     }
 
     #[test]

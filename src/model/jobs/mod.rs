@@ -18,41 +18,7 @@
 pub mod args;
 pub mod track;
 
-use serde::Serialize;
-
-/// A tool whose job iolens understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Tool {
-    /// GNU tar or bsdtar creating an archive.
-    Tar,
-    Rsync,
-    Cp,
-    Mv,
-    Zip,
-    SevenZip,
-    Borg,
-    Restic,
-    Cpio,
-    Dd,
-}
-
-impl Tool {
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::Tar => "tar",
-            Tool::Rsync => "rsync",
-            Tool::Cp => "cp",
-            Tool::Mv => "mv",
-            Tool::Zip => "zip",
-            Tool::SevenZip => "7z",
-            Tool::Borg => "borg",
-            Tool::Restic => "restic",
-            Tool::Cpio => "cpio",
-            Tool::Dd => "dd",
-        }
-    }
-}
+pub use crate::collect::jobproc::Tool;
 
 /// The last path component of `argv[0]` (or of the comm when the command
 /// line is empty: a kernel thread or a process that cleared it).

@@ -5,7 +5,8 @@
 //! - **position** = the bytes of its sources read so far: the read counters
 //!   (`rchar`) of the job's processes that read sources — its root, not the
 //!   compressor or `pv` reading its pipe — and for `cp`/`mv` (which copy
-//!   with `copy_file_range`) the larger of its read and write counters;
+//!   with `copy_file_range`) the larger of its read and write counters
+//!   (they move when a call returns: once per file);
 //! - **percent** = position / total, only once the walk has finished;
 //! - **rate** over the last [`RATE_WINDOW`](crate::model::progress::RATE_WINDOW)
 //!   samples, **ETA** = (total − position) / rate;
@@ -21,49 +22,15 @@ use std::collections::{HashMap, VecDeque};
 use serde::Serialize;
 
 use super::Tool;
+pub use crate::collect::jobproc::{JobInput, Total};
 use crate::model::progress::{DONE_KEEP_NS, RATE_WINDOW};
-
-/// The job's total as far as it is known.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum Total {
-    /// The walk runs: what it found so far.
-    Counting {
-        files: u64,
-        bytes: u64,
-    },
-    Known {
-        files: u64,
-        bytes: u64,
-    },
-    /// Why it cannot be known.
-    Unknown {
-        why: String,
-    },
-}
-
-/// One sample of a job.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobInput {
-    /// The root process (pid, start time).
-    pub key: (i32, u64),
-    pub tool: Tool,
-    /// The command line, joined with spaces (unescaped).
-    pub command: String,
-    pub pids: Vec<i32>,
-    /// Bytes of its sources read so far; `None` when unreadable.
-    pub position: Option<u64>,
-    pub total: Total,
-    /// Why the total or the position is only an estimate.
-    pub notes: Vec<String>,
-    /// The file being read (unescaped link text), its position and size.
-    pub current: Option<(String, u64, Option<u64>)>,
-}
 
 /// What is shown of a job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobView {
     pub pid: i32,
+    /// The root's start time (clock ticks after boot): with `pid`, its key.
+    pub start_time: u64,
     pub tool: Tool,
     pub command: String,
     pub pids: Vec<i32>,
@@ -85,6 +52,10 @@ pub struct JobView {
     pub current_size: Option<u64>,
     /// Monotonic ns when it was seen gone.
     pub ended_ns: Option<u64>,
+    /// How its root process ended ("exit 0", "exit 2", "signal 9"), from
+    /// its exit record; `None` while it runs or where that is not known
+    /// (no exit records: not root, or `iolens progress`).
+    pub exit: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -95,11 +66,36 @@ struct State {
 }
 
 /// Jobs across samples.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct JobTracker {
     jobs: HashMap<(i32, u64), State>,
     /// Current views: running jobs by ETA, then ended ones.
     pub views: Vec<JobView>,
+    /// Exit statuses of processes that ended lately (pid -> wait status,
+    /// when it was noted), for jobs found gone; bounded.
+    exits: HashMap<i32, (u32, u64)>,
+}
+
+/// What the tracker takes of the rest of the sample.
+pub struct Seen<'a> {
+    /// The transfers (the jobs' current files).
+    pub files: &'a [crate::model::progress::Job],
+}
+
+/// The file a process is reading as the transfers show it (path, position,
+/// size): a job's current file.
+pub fn current_file(files: &[crate::model::progress::Job], pid: i32) -> Option<(String, u64, Option<u64>)> {
+    let j = files.iter().find(|j| j.proc.pid == pid && !j.is_done())?;
+    let m = &j.main;
+    Some((String::from_utf8_lossy(&m.path).into_owned(), m.pos, m.size))
+}
+
+/// A wait status as text: "exit 0", "signal 9".
+pub fn exit_text(status: u32) -> String {
+    match status & 0x7f {
+        0 => format!("exit {}", (status >> 8) & 0xff),
+        sig => format!("signal {sig}"),
+    }
 }
 
 fn rate(w: &VecDeque<(u64, u64)>) -> Option<f64> {
@@ -108,9 +104,22 @@ fn rate(w: &VecDeque<(u64, u64)>) -> Option<f64> {
 }
 
 impl JobTracker {
-    pub fn update(&mut self, inputs: Vec<JobInput>, now_ns: u64) {
+    /// A process ended with wait status `status` (its exit record).
+    pub fn note_exit(&mut self, pid: i32, status: u32, now_ns: u64) {
+        if self.exits.len() >= 4096 {
+            self.exits.retain(|_, (_, t)| now_ns.saturating_sub(*t) < DONE_KEEP_NS);
+        }
+        if self.exits.len() < 4096 {
+            self.exits.insert(pid, (status, now_ns));
+        }
+    }
+
+    pub fn update(&mut self, inputs: Vec<JobInput>, seen: &Seen, now_ns: u64) {
         let mut views = Vec::new();
-        for inp in inputs {
+        for mut inp in inputs {
+            if inp.current.is_none() {
+                inp.current = current_file(seen.files, inp.key.0);
+            }
             let st = self.jobs.entry(inp.key).or_default();
             if let Some(p) = inp.position {
                 if st.window.back().is_some_and(|&(_, last)| p < last) {
@@ -127,6 +136,7 @@ impl JobTracker {
             views.push(v);
         }
         // Jobs not seen now: their root is gone.
+        let exits = &self.exits;
         self.jobs.retain(|_, st| {
             if st.seen_ns == now_ns {
                 return true;
@@ -135,7 +145,7 @@ impl JobTracker {
                 return false;
             };
             if v.ended_ns.is_none() {
-                end(v, st.seen_ns, now_ns);
+                end(v, st.seen_ns, now_ns, exits.get(&v.pid).map(|e| e.0));
             }
             let keep = v.ended_ns.is_some_and(|e| now_ns.saturating_sub(e) < DONE_KEEP_NS);
             if keep {
@@ -152,13 +162,18 @@ impl JobTracker {
                 .then(ka.3.cmp(&kb.3))
         });
         self.views = views;
+        self.exits.retain(|_, (_, t)| now_ns.saturating_sub(*t) < DONE_KEEP_NS);
     }
 }
 
-/// A job found gone at `now_ns`, last seen at `seen_ns`.
-fn end(v: &mut JobView, seen_ns: u64, now_ns: u64) {
+/// A job found gone at `now_ns`, last seen at `seen_ns`; `status`: its
+/// root's wait status where known. Exit 0 is done (the tool finished what
+/// it meant to); another status failed; unknown: done when its position
+/// reached the total (or its rate took it there before it was seen gone).
+fn end(v: &mut JobView, seen_ns: u64, now_ns: u64, status: Option<u32>) {
     v.ended_ns = Some(now_ns);
     v.eta_s = None;
+    v.exit = status.map(exit_text);
     let reached = match (&v.total, v.bytes_done, v.rate_bps) {
         (Total::Known { bytes, .. }, Some(d), r) => {
             let extra = r.unwrap_or(0.0) * now_ns.saturating_sub(seen_ns) as f64 / 1e9;
@@ -166,7 +181,17 @@ fn end(v: &mut JobView, seen_ns: u64, now_ns: u64) {
         }
         _ => false,
     };
-    v.phase = if reached { "done" } else { "ended" };
+    let reached = match status {
+        Some(0) => matches!(v.total, Total::Known { .. }),
+        Some(_) => false,
+        None => reached,
+    };
+    v.phase = match status {
+        Some(0) => "done",
+        Some(_) => "failed",
+        None if reached => "done",
+        None => "ended",
+    };
     if reached {
         v.percent = Some(100.0);
         if let Total::Known { files, .. } = v.total {
@@ -206,6 +231,7 @@ fn view(inp: &JobInput, rate: Option<f64>) -> JobView {
     };
     JobView {
         pid: inp.key.0,
+        start_time: inp.key.1,
         tool: inp.tool,
         command: inp.command.clone(),
         pids: inp.pids.clone(),
@@ -223,6 +249,7 @@ fn view(inp: &JobInput, rate: Option<f64>) -> JobView {
         current_pos: inp.current.as_ref().map(|c| c.1),
         current_size: inp.current.as_ref().and_then(|c| c.2),
         ended_ns: None,
+        exit: None,
     }
 }
 
@@ -244,6 +271,7 @@ mod tests {
     }
 
     const S: u64 = 1_000_000_000;
+    const NONE: Seen = Seen { files: &[] };
 
     #[test]
     fn percent_rate_eta_and_end() {
@@ -252,12 +280,12 @@ mod tests {
             files: 100,
             bytes: 1000,
         };
-        t.update(vec![input(0, Total::Counting { files: 3, bytes: 30 })], 0);
+        t.update(vec![input(0, Total::Counting { files: 3, bytes: 30 })], &NONE, 0);
         assert_eq!(t.views[0].phase, "counting");
         assert_eq!(t.views[0].percent, None);
         assert_eq!(t.views[0].percent_na.as_deref(), Some("counting the sources"));
-        t.update(vec![input(100, known.clone())], S);
-        t.update(vec![input(250, known.clone())], 2 * S);
+        t.update(vec![input(100, known.clone())], &NONE, S);
+        t.update(vec![input(250, known.clone())], &NONE, 2 * S);
         let v = &t.views[0];
         assert_eq!(v.percent, Some(25.0));
         assert_eq!(v.rate_bps, Some(125.0));
@@ -265,11 +293,11 @@ mod tests {
         assert_eq!(v.files_done_estimate, Some(25));
         assert_eq!(v.phase, "copying");
         // Gone 1 s later: its rate (125/s) did not take it to 1000.
-        t.update(vec![], 3 * S);
+        t.update(vec![], &NONE, 3 * S);
         assert_eq!(t.views[0].phase, "ended");
         assert_eq!(t.views[0].percent, Some(25.0));
         // Kept a while, then forgotten.
-        t.update(vec![], 3 * S + DONE_KEEP_NS);
+        t.update(vec![], &NONE, 3 * S + DONE_KEEP_NS);
         assert!(t.views.is_empty());
     }
 
@@ -277,12 +305,38 @@ mod tests {
     fn finishing_then_done() {
         let mut t = JobTracker::default();
         let known = Total::Known { files: 2, bytes: 1000 };
-        t.update(vec![input(900, known.clone())], 0);
-        t.update(vec![input(1000, known.clone())], S);
+        t.update(vec![input(900, known.clone())], &NONE, 0);
+        t.update(vec![input(1000, known.clone())], &NONE, S);
         assert_eq!(t.views[0].phase, "finishing");
         assert_eq!(t.views[0].eta_s, Some(0.0));
-        t.update(vec![], 2 * S);
+        t.update(vec![], &NONE, 2 * S);
         assert_eq!((t.views[0].phase, t.views[0].percent), ("done", Some(100.0)));
+    }
+
+    #[test]
+    fn the_exit_status_says_done_or_failed() {
+        let known = Total::Known { files: 4, bytes: 1000 };
+        // Last seen at 30 % and slow: without its status it ended short;
+        // exit 0 says it finished (a tar that wrote a complete archive).
+        let run = |status: Option<u32>| {
+            let mut t = JobTracker::default();
+            t.update(vec![input(200, known.clone())], &NONE, 0);
+            t.update(vec![input(300, known.clone())], &NONE, S);
+            if let Some(s) = status {
+                t.note_exit(7, s, 2 * S);
+                t.note_exit(99, 0, 2 * S);
+            }
+            t.update(vec![], &NONE, 2 * S);
+            let v = t.views[0].clone();
+            (v.phase, v.percent, v.files_done_estimate, v.exit)
+        };
+        assert_eq!(run(None), ("ended", Some(30.0), Some(1), None));
+        assert_eq!(run(Some(0)), ("done", Some(100.0), Some(4), Some("exit 0".into())));
+        assert_eq!(
+            run(Some(2 << 8)),
+            ("failed", Some(30.0), Some(1), Some("exit 2".into()))
+        );
+        assert_eq!(run(Some(9)), ("failed", Some(30.0), Some(1), Some("signal 9".into())));
     }
 
     #[test]
@@ -291,8 +345,8 @@ mod tests {
         let u = Total::Unknown {
             why: "the file list is read from standard input".into(),
         };
-        t.update(vec![input(5, u.clone())], 0);
-        t.update(vec![input(15, u)], S);
+        t.update(vec![input(5, u.clone())], &NONE, 0);
+        t.update(vec![input(15, u)], &NONE, S);
         let v = &t.views[0];
         assert_eq!((v.percent, v.eta_s), (None, None));
         assert_eq!(v.rate_bps, Some(10.0));
