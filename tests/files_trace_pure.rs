@@ -138,3 +138,35 @@ fn the_write_and_the_reads_of_the_file() {
     idx.sort_unstable();
     assert_eq!(idx, (0..16).collect::<Vec<_>>());
 }
+
+/// The captured events through the model: dd's write created and dirtied
+/// the 16 folios of `w` and read none; cat's cold read read 64 KiB; the
+/// warm re-read added nothing.
+#[test]
+fn captured_events_through_the_model() {
+    use iolens::model::files::{FileKey, FileTracker};
+    let (events, _) = decode_fixture();
+    let facts = std::fs::read_to_string(format!("{DIR}/inode")).unwrap();
+    let ino: u64 = facts.split_whitespace().next().unwrap().parse().unwrap();
+    let mut t = FileTracker::default();
+    t.feed(&events);
+    let i = t.take_interval();
+    let key = FileKey {
+        dev: Dev { major: 7, minor: 0 },
+        ino,
+    };
+    let (_, w) = i.files.iter().find(|(k, _)| *k == key).unwrap();
+    assert_eq!((w.io.read, w.io.created, w.io.dirtied), (65_536, 65_536, 16));
+    let dd = events
+        .iter()
+        .find(|e| e.ino == ino && e.kind == FileKind::Dirtied)
+        .unwrap()
+        .pid;
+    let cat = events.iter().rfind(|e| e.ino == ino).unwrap().pid;
+    assert_eq!(w.procs.len(), 2);
+    assert_eq!(
+        (w.procs[&dd].read, w.procs[&dd].dirtied, w.procs[&dd].created),
+        (0, 16, 65_536)
+    );
+    assert_eq!((w.procs[&cat].read, w.procs[&cat].dirtied), (65_536, 0));
+}

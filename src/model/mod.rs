@@ -9,6 +9,7 @@ mod cgroup_update;
 pub mod counters;
 pub mod cpu;
 pub mod disk;
+pub mod files;
 pub mod findings;
 pub mod history;
 pub mod jobs;
