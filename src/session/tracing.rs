@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::collect::trace::block::BlockEvent;
-use crate::collect::trace::reader::{self, Counters, Handle, Tracer};
+use crate::collect::trace::file::FileEvent;
+use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
+use crate::model::files::{FileTracker, FilesView};
 use crate::model::trace::Tracker;
 use crate::model::trace::view::TraceView;
 
@@ -15,6 +17,9 @@ pub const VIEW_LOG: usize = 500;
 /// A running tracer (or the reason there is none).
 pub struct Tracing {
     tracker: Arc<Mutex<Tracker>>,
+    files: Arc<Mutex<FileTracker>>,
+    /// Why the page-cache events are not traced while tracing runs.
+    files_off: Option<String>,
     handle: Option<Handle>,
     reason: Option<String>,
 }
@@ -24,30 +29,44 @@ impl Tracing {
     /// reason it is off is kept.
     pub fn start(disabled: Option<&str>) -> Tracing {
         let tracker = Arc::new(Mutex::new(Tracker::default()));
+        let files = Arc::new(Mutex::new(FileTracker::default()));
         if let Some(why) = disabled {
             return Tracing {
                 tracker,
+                files,
+                files_off: None,
                 handle: None,
                 reason: Some(why.to_string()),
             };
         }
         let started = Tracer::start().and_then(|t| {
-            let sink_tracker = tracker.clone();
-            let sink = move |events: &[BlockEvent], c: &Counters| {
-                let mut t = sink_tracker.lock().unwrap_or_else(PoisonError::into_inner);
-                t.feed(events);
-                t.set_counters(c);
+            let sink = Feed {
+                tracker: tracker.clone(),
+                files: files.clone(),
             };
             reader::spawn(t, sink).map_err(|e| format!("starting the tracer thread: {e}"))
         });
         match started {
-            Ok(h) => Tracing {
-                tracker,
-                handle: Some(h),
-                reason: None,
-            },
+            Ok(h) => {
+                let missing: Vec<&str> = crate::collect::trace::file::EVENTS
+                    .iter()
+                    .map(|(_, n)| *n)
+                    .filter(|n| !h.events.iter().any(|e| e == n))
+                    .collect();
+                let files_off =
+                    (!missing.is_empty()).then(|| format!("this kernel lacks the tracepoint {}", missing.join(", ")));
+                Tracing {
+                    tracker,
+                    files,
+                    files_off,
+                    handle: Some(h),
+                    reason: None,
+                }
+            }
             Err(e) => Tracing {
                 tracker,
+                files,
+                files_off: None,
                 handle: None,
                 reason: Some(e),
             },
@@ -69,11 +88,25 @@ impl Tracing {
         let interval = t.take_interval();
         let log: Vec<_> = t.log().copied().collect();
         let skip = log.len().saturating_sub(VIEW_LOG);
+        let files = match &self.files_off {
+            Some(why) => FilesView::off(why.clone()),
+            None => FilesView {
+                active: true,
+                reason: None,
+                interval: self
+                    .files
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take_interval(),
+                names: Vec::new(),
+            },
+        };
         TraceView {
             active: true,
             reason: None,
             interval,
             log: log[skip..].to_vec(),
+            files,
         }
     }
 
@@ -82,6 +115,25 @@ impl Tracing {
         if let Some(mut h) = self.handle.take() {
             h.stop();
         }
+    }
+}
+
+/// The tracer thread's sink: block events to the request tracker,
+/// page-cache events to the file tracker.
+struct Feed {
+    tracker: Arc<Mutex<Tracker>>,
+    files: Arc<Mutex<FileTracker>>,
+}
+
+impl Sink for Feed {
+    fn events(&mut self, events: &[BlockEvent], c: &Counters) {
+        let mut t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+        t.feed(events);
+        t.set_counters(c);
+    }
+
+    fn files(&mut self, events: &[FileEvent]) {
+        self.files.lock().unwrap_or_else(PoisonError::into_inner).feed(events);
     }
 }
 

@@ -24,10 +24,12 @@
 //!   the backing device (bdi), which is the whole disk for a partition: a
 //!   [`BdiMap`] (from mountinfo) turns a bdi name into the filesystems on it.
 
+pub mod names;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
@@ -339,4 +341,40 @@ impl FileTracker {
 pub fn busiest(mut v: Vec<(FileKey, FileRow)>) -> Vec<(FileKey, FileRow)> {
     v.sort_by(|a, b| b.1.io.busy().cmp(&a.1.io.busy()).then(a.0.cmp(&b.0)));
     v
+}
+
+/// What the views show of the page-cache events.
+#[derive(Debug, Clone, Default)]
+pub struct FilesView {
+    /// The events are traced; otherwise `reason` says why not.
+    pub active: bool,
+    pub reason: Option<String>,
+    /// The last interval (empty before the first, or when off).
+    pub interval: FilesInterval,
+    /// The names of `interval.files`, in their order (`None`: not open in
+    /// any scanned process, and not seen before).
+    pub names: Vec<Option<Arc<[u8]>>>,
+}
+
+impl FilesView {
+    pub fn off(reason: impl Into<String>) -> FilesView {
+        FilesView {
+            active: false,
+            reason: Some(reason.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Give the interval's files their names.
+    pub fn name_with(&mut self, names: &mut names::Names) {
+        self.names = self
+            .interval
+            .files
+            .iter()
+            .map(|(k, r)| {
+                let pids: Vec<i32> = r.procs.keys().copied().collect();
+                names.name(*k, &pids)
+            })
+            .collect();
+    }
 }
