@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::collect::fdinfo::AlsoScan;
 use crate::collect::trace::block::BlockEvent;
 use crate::collect::trace::file::FileEvent;
 use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
@@ -27,7 +28,7 @@ pub struct Tracing {
 impl Tracing {
     /// Start tracing unless `disabled` says why not; never fails: the
     /// reason it is off is kept.
-    pub fn start(disabled: Option<&str>) -> Tracing {
+    pub fn start(disabled: Option<&str>, also: Arc<AlsoScan>) -> Tracing {
         let tracker = Arc::new(Mutex::new(Tracker::default()));
         let files = Arc::new(Mutex::new(FileTracker::default()));
         if let Some(why) = disabled {
@@ -43,8 +44,13 @@ impl Tracing {
             let sink = Feed {
                 tracker: tracker.clone(),
                 files: files.clone(),
+                also: also.clone(),
             };
-            reader::spawn(t, sink).map_err(|e| format!("starting the tracer thread: {e}"))
+            let h = reader::spawn(t, sink).map_err(|e| format!("starting the tracer thread: {e}"))?;
+            // The fd scan of a sample first takes the events up to then,
+            // so that it reads the processes that just read or wrote files.
+            also.set_flusher(h.flusher());
+            Ok(h)
         });
         match started {
             Ok(h) => {
@@ -123,6 +129,8 @@ impl Tracing {
 struct Feed {
     tracker: Arc<Mutex<Tracker>>,
     files: Arc<Mutex<FileTracker>>,
+    /// The fd scan reads the processes the page-cache events came from.
+    also: Arc<AlsoScan>,
 }
 
 impl Sink for Feed {
@@ -134,6 +142,13 @@ impl Sink for Feed {
 
     fn files(&mut self, events: &[FileEvent]) {
         self.files.lock().unwrap_or_else(PoisonError::into_inner).feed(events);
+        let mut last = 0;
+        let pids = events.iter().filter(|e| !e.kernel && e.tgid > 0).filter_map(|e| {
+            let new = e.tgid != last;
+            last = e.tgid;
+            new.then_some(e.tgid)
+        });
+        self.also.add(pids);
     }
 }
 

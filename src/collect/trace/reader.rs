@@ -476,6 +476,17 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
 }
 
 impl Handle {
+    /// A function that reads the buffers now and hands the events to the
+    /// sink, as [`Handle::flush`], callable from another thread.
+    pub fn flusher(&self) -> Box<dyn Fn() + Send + Sync> {
+        let shared = self.shared.clone();
+        Box::new(move || {
+            if let Some(r) = shared.lock().as_mut() {
+                r.poll();
+            }
+        })
+    }
+
     /// Read the buffers now and hand what was read to the sink: an
     /// interval taken after this ends at the call, less the merge's
     /// hold-back of 2 ms, instead of at the last read.
