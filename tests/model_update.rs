@@ -512,6 +512,7 @@ fn trace_interval_applied_to_the_model() {
         reason: None,
         interval: t.take_interval(),
         log: Vec::new(),
+        files: Default::default(),
     };
     let sda_before = row(&m, "sda").rates.clone().unwrap();
     m.apply_trace(view);
@@ -740,6 +741,7 @@ fn a_trace_interval_without_bytes_keeps_the_estimate() {
         reason: None,
         interval,
         log: Vec::new(),
+        files: Default::default(),
     });
     let r = row(&m, "loop0").rates.clone().unwrap();
     assert_eq!(

@@ -137,6 +137,7 @@ fn long_model() -> Model {
         reason: None,
         interval: t.take_interval(),
         log: t.log().copied().collect(),
+        files: Default::default(),
     });
     m
 }

@@ -9,6 +9,7 @@
 mod bench;
 pub mod csv;
 pub mod devices;
+mod files;
 mod processes;
 pub mod progress;
 mod trace;
@@ -282,6 +283,7 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
     }
     if top > 0 {
         processes::lines(&mut out, model, top, style);
+        files::lines(&mut out, model, top);
     }
     if let Some(cg) = &model.cgroups {
         crate::present::cgroup_text::text(&mut out, cg, top, units);
@@ -407,5 +409,7 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         "findings": crate::present::findings::json_list(model.findings.findings()),
         "trace": crate::present::trace_json::counts_json(&model.trace),
         "traced_processes": trace::traced_processes_json(model),
+        "files": crate::present::files::files_json(model, top),
+        "files_info": crate::present::files::files_info_json(model),
     })
 }

@@ -9,6 +9,7 @@ mod cgroup_update;
 pub mod counters;
 pub mod cpu;
 pub mod disk;
+pub mod files;
 pub mod findings;
 pub mod history;
 mod job_update;
@@ -266,6 +267,8 @@ pub struct Model {
     histories: HashMap<String, DevHistory>,
     /// Read/write rates over time of the processes that did I/O.
     pub proc_history: prochist::ProcHistory,
+    /// Names of files, from the open files of the scanned processes.
+    file_names: files::names::Names,
 }
 
 impl Model {
@@ -303,6 +306,7 @@ impl Model {
             self.mono_ns = cur.mono_ns;
             self.wall_ns = cur.wall_ns;
             self.progress.update(&cur.fds, cur.mono_ns);
+            self.file_names.learn(&cur.fds);
             cur.fds = Default::default();
             let mut old = std::mem::take(&mut self.baselines);
             self.baselines = process::baselines(&cur.procs.procs, &old, std::mem::take(&mut self.spare_baselines));
@@ -328,6 +332,7 @@ impl Model {
         self.update_totals(dt_s);
         self.delayacct = cur.delayacct;
         self.progress.update(&cur.fds, cur.mono_ns);
+        self.file_names.learn(&cur.fds);
         self.update_jobs(&mut cur);
         // The open files are in the transfers now: the baseline needs none
         // (a full scan's are most of a sample's memory).
@@ -364,7 +369,8 @@ impl Model {
     /// (device-mapper and md devices issue no requests of their own,
     /// partitions' requests are their disk's), as do devices of a
     /// recording made before the bytes were kept.
-    pub fn apply_trace(&mut self, view: trace::view::TraceView) {
+    pub fn apply_trace(&mut self, mut view: trace::view::TraceView) {
+        view.files.name_with(&mut self.file_names);
         for row in &mut self.devices {
             let Some(r) = row.rates.as_mut() else { continue };
             let Some(d) = view.device(row.major, row.minor) else {

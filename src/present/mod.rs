@@ -13,6 +13,7 @@
 pub mod cgroup;
 pub mod cgroup_text;
 pub mod device;
+pub mod files;
 pub mod findings;
 pub mod process;
 pub mod text;

@@ -425,6 +425,7 @@ impl Recording {
                 reason: None,
                 interval,
                 log: Vec::new(),
+                files: crate::model::files::FilesView::off(FILES_NOT_RECORDED),
             },
             Err(e) => TraceView::off(format!("recorded trace unreadable: {e:#}")),
         }
@@ -472,6 +473,9 @@ pub fn boot_id() -> Option<String> {
         .ok()
         .map(|s| s.trim().chars().take(64).collect())
 }
+
+/// Why a replay shows no per-file numbers.
+pub const FILES_NOT_RECORDED: &str = "per-file numbers are not recorded";
 
 #[cfg(test)]
 mod tests {

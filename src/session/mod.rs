@@ -17,6 +17,7 @@ pub mod sampler;
 pub mod tracing;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use clock::{Clock, FIRST_INTERVAL, First, tick_offset};
@@ -24,7 +25,7 @@ pub use sampler::{Sampler, SamplerCtl, Taken};
 
 use crate::cli::Cli;
 use crate::collect::cgroup::CgroupReader;
-use crate::collect::fdinfo::{FdScanner, ProcLister, Watch};
+use crate::collect::fdinfo::{AlsoScan, FdScanner, ProcLister, Watch};
 use crate::collect::sample::HostInfo;
 use crate::collect::{Collector, RawSample, Reader};
 use crate::model::Model;
@@ -116,13 +117,14 @@ impl Plan {
 }
 
 /// Starts the block tracer where the session's plan allows it.
-#[derive(Debug, Clone, Copy)]
-pub struct TraceSetup(Option<&'static str>);
+#[derive(Debug, Clone)]
+pub struct TraceSetup(Option<&'static str>, Arc<AlsoScan>);
 
 impl TraceSetup {
-    /// Start tracing (or keep why it is off); removed when dropped.
+    /// Start tracing (or keep why it is off); removed when dropped. The
+    /// processes of the page-cache events are read by the next fd scan.
     pub fn start(self) -> Tracing {
-        Tracing::start(self.0)
+        Tracing::start(self.0, self.1)
     }
 }
 
@@ -144,9 +146,11 @@ impl Session {
             collector.listen_for_exits();
         }
         collector.fds.watch = plan.watch;
+        let also = Arc::new(AlsoScan::default());
+        collector.fds.also = Some(also.clone());
         Session {
             sampler: Sampler::new(collector, live.then(|| jobs::Engine::new(false))),
-            tracer: TraceSetup(plan.trace_off),
+            tracer: TraceSetup(plan.trace_off, also),
         }
     }
 }

@@ -4,8 +4,11 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::collect::fdinfo::AlsoScan;
 use crate::collect::trace::block::BlockEvent;
-use crate::collect::trace::reader::{self, Counters, Handle, Tracer};
+use crate::collect::trace::file::FileEvent;
+use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
+use crate::model::files::{FileTracker, FilesView};
 use crate::model::trace::Tracker;
 use crate::model::trace::view::TraceView;
 
@@ -15,6 +18,9 @@ pub const VIEW_LOG: usize = 500;
 /// A running tracer (or the reason there is none).
 pub struct Tracing {
     tracker: Arc<Mutex<Tracker>>,
+    files: Arc<Mutex<FileTracker>>,
+    /// Why the page-cache events are not traced while tracing runs.
+    files_off: Option<String>,
     handle: Option<Handle>,
     reason: Option<String>,
 }
@@ -22,32 +28,51 @@ pub struct Tracing {
 impl Tracing {
     /// Start tracing unless `disabled` says why not; never fails: the
     /// reason it is off is kept.
-    pub fn start(disabled: Option<&str>) -> Tracing {
+    pub fn start(disabled: Option<&str>, also: Arc<AlsoScan>) -> Tracing {
         let tracker = Arc::new(Mutex::new(Tracker::default()));
+        let files = Arc::new(Mutex::new(FileTracker::default()));
         if let Some(why) = disabled {
             return Tracing {
                 tracker,
+                files,
+                files_off: None,
                 handle: None,
                 reason: Some(why.to_string()),
             };
         }
         let started = Tracer::start().and_then(|t| {
-            let sink_tracker = tracker.clone();
-            let sink = move |events: &[BlockEvent], c: &Counters| {
-                let mut t = sink_tracker.lock().unwrap_or_else(PoisonError::into_inner);
-                t.feed(events);
-                t.set_counters(c);
+            let sink = Feed {
+                tracker: tracker.clone(),
+                files: files.clone(),
+                also: also.clone(),
             };
-            reader::spawn(t, sink).map_err(|e| format!("starting the tracer thread: {e}"))
+            let h = reader::spawn(t, sink).map_err(|e| format!("starting the tracer thread: {e}"))?;
+            // The fd scan of a sample first takes the events up to then,
+            // so that it reads the processes that just read or wrote files.
+            also.set_flusher(h.flusher());
+            Ok(h)
         });
         match started {
-            Ok(h) => Tracing {
-                tracker,
-                handle: Some(h),
-                reason: None,
-            },
+            Ok(h) => {
+                let missing: Vec<&str> = crate::collect::trace::file::EVENTS
+                    .iter()
+                    .map(|(_, n)| *n)
+                    .filter(|n| !h.events.iter().any(|e| e == n))
+                    .collect();
+                let files_off =
+                    (!missing.is_empty()).then(|| format!("this kernel lacks the tracepoint {}", missing.join(", ")));
+                Tracing {
+                    tracker,
+                    files,
+                    files_off,
+                    handle: Some(h),
+                    reason: None,
+                }
+            }
             Err(e) => Tracing {
                 tracker,
+                files,
+                files_off: None,
                 handle: None,
                 reason: Some(e),
             },
@@ -69,11 +94,25 @@ impl Tracing {
         let interval = t.take_interval();
         let log: Vec<_> = t.log().copied().collect();
         let skip = log.len().saturating_sub(VIEW_LOG);
+        let files = match &self.files_off {
+            Some(why) => FilesView::off(why.clone()),
+            None => FilesView {
+                active: true,
+                reason: None,
+                interval: self
+                    .files
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take_interval(),
+                names: Vec::new(),
+            },
+        };
         TraceView {
             active: true,
             reason: None,
             interval,
             log: log[skip..].to_vec(),
+            files,
         }
     }
 
@@ -82,6 +121,34 @@ impl Tracing {
         if let Some(mut h) = self.handle.take() {
             h.stop();
         }
+    }
+}
+
+/// The tracer thread's sink: block events to the request tracker,
+/// page-cache events to the file tracker.
+struct Feed {
+    tracker: Arc<Mutex<Tracker>>,
+    files: Arc<Mutex<FileTracker>>,
+    /// The fd scan reads the processes the page-cache events came from.
+    also: Arc<AlsoScan>,
+}
+
+impl Sink for Feed {
+    fn events(&mut self, events: &[BlockEvent], c: &Counters) {
+        let mut t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+        t.feed(events);
+        t.set_counters(c);
+    }
+
+    fn files(&mut self, events: &[FileEvent]) {
+        self.files.lock().unwrap_or_else(PoisonError::into_inner).feed(events);
+        let mut last = 0;
+        let pids = events.iter().filter(|e| !e.kernel && e.tgid > 0).filter_map(|e| {
+            let new = e.tgid != last;
+            last = e.tgid;
+            new.then_some(e.tgid)
+        });
+        self.also.add(pids);
     }
 }
 

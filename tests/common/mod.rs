@@ -209,5 +209,6 @@ pub fn trace_loop0_mixed(m: &mut Model) {
         reason: None,
         interval,
         log: Vec::new(),
+        files: Default::default(),
     });
 }

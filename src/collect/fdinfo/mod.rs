@@ -142,12 +142,56 @@ struct Todo {
     table: u32,
 }
 
+/// Processes another part of iolens wants read at the next scan (at most
+/// [`AlsoScan::MAX`]); each scan takes them.
+#[derive(Default)]
+pub struct AlsoScan(std::sync::Mutex<foldhash::HashSet<i32>>, std::sync::OnceLock<Flusher>);
+
+/// Brings the pids up to date before a scan (the tracer's buffers read).
+pub type Flusher = Box<dyn Fn() + Send + Sync>;
+
+impl std::fmt::Debug for AlsoScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AlsoScan")
+    }
+}
+
+impl AlsoScan {
+    pub const MAX: usize = 64;
+
+    /// Set what brings the pids up to date before each scan (once).
+    pub fn set_flusher(&self, f: Flusher) {
+        let _ = self.1.set(f);
+    }
+
+    pub fn add(&self, pids: impl IntoIterator<Item = i32>) {
+        let mut set = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for p in pids {
+            if set.len() >= Self::MAX {
+                break;
+            }
+            set.insert(p);
+        }
+    }
+
+    fn take(&self) -> foldhash::HashSet<i32> {
+        if let Some(f) = self.1.get() {
+            f();
+        }
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
 /// Decides which processes to scan and reads their fds within a [`Budget`];
 /// keeps what it needs from the previous sample (I/O counters, positions,
 /// link texts).
 #[derive(Debug, Default)]
 pub struct FdScanner {
     pub watch: Watch,
+    /// Processes to read at the next scan as if watched (the processes
+    /// the page-cache events came from: their files need names).
+    pub also: Option<Arc<AlsoScan>>,
+    also_now: foldhash::HashSet<i32>,
     /// When set, the next scan reads every listed process (then clears).
     pub full_next: bool,
     pub budget: Budget,
@@ -234,6 +278,7 @@ impl FdScanner {
     /// in this sample.
     pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
         let full = std::mem::take(&mut self.full_next);
+        self.also_now = self.also.as_ref().map(|a| a.take()).unwrap_or_default();
         self.mounts.clear();
         self.unlisted.clear();
         let mut snap = FdSnapshot {
@@ -292,7 +337,7 @@ impl FdScanner {
     ) -> Option<(ScanReason, Option<bool>, u32)> {
         let scan = self.scans;
         let io = p.io.as_ref().map(ProcIo::syscalls_mark);
-        let watched = self.watch.matches(p.key.pid, &p.comm);
+        let watched = self.watch.matches(p.key.pid, &p.comm) || self.also_now.contains(&p.key.pid);
         // Most processes: known, not tracked, no read or write since the
         // last sample, nothing to scan; updated in place.
         if let Some(s) = self.state.get_mut(p.key.pid)

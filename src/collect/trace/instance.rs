@@ -9,7 +9,8 @@
 //! up with CLOCK_MONOTONIC samples), `options/record-tgid` on, a poll
 //! watermark ([`WATERMARK_PERCENT`]), and only the
 //! block events of [`super::block::EVENTS`] the model uses enabled (all but
-//! `block_rq_insert`).
+//! `block_rq_insert`), with the page-cache events of
+//! [`super::file::EVENTS`] where the kernel has them.
 
 use std::fs;
 use std::io::{self, Write};
@@ -380,6 +381,14 @@ impl Instance {
                     self.enabled.push(n.to_string());
                     break;
                 }
+            }
+        }
+        // The page-cache events (per-file reads and dirtying) where this
+        // kernel has them; tracing runs without them otherwise.
+        for (sys, name) in super::file::EVENTS {
+            let enable = d.join("events").join(sys).join(name).join("enable");
+            if enable.exists() && write_file(&enable, "1").is_ok() {
+                self.enabled.push(name.to_string());
             }
         }
         write_file(&d.join("tracing_on"), "1")

@@ -10,6 +10,7 @@
 //! model code: `model::trace`.
 
 pub mod block;
+pub mod file;
 pub mod format;
 pub mod instance;
 pub mod merge;
@@ -19,6 +20,7 @@ pub mod reader;
 use std::path::Path;
 
 use block::{BlockDecoder, BlockEvent, EVENTS, Kind};
+use file::{FileDecoder, FileEvent};
 use format::{parse_event_format, parse_header_event, parse_header_page};
 use page::{Layout, Page};
 
@@ -42,6 +44,8 @@ pub struct Decoder {
     pub block: BlockDecoder,
     /// The events found, `(kind, tracepoint name)`.
     pub events: Vec<(Kind, String)>,
+    /// The page-cache events ([`file`]) this kernel has.
+    pub file: FileDecoder,
 }
 
 pub(crate) fn read_small(path: &Path) -> Result<String, String> {
@@ -69,6 +73,21 @@ impl Decoder {
     /// fixture with the same files). Each wanted tracepoint that exists is
     /// added; the start event falls back to `block_bio_queue`.
     pub fn load(events: &Path) -> Result<Decoder, String> {
+        let d = Self::load_any(events)?;
+        for need in [Kind::Start, Kind::Issue, Kind::Complete] {
+            if !d.events.iter().any(|(k, _)| *k == need) {
+                return Err(format!(
+                    "{} lacks the block tracepoints needed ({need:?} event)",
+                    events.display()
+                ));
+            }
+        }
+        Ok(d)
+    }
+
+    /// As [`Decoder::load`], without requiring any block event (a capture
+    /// of page-cache events only).
+    pub fn load_any(events: &Path) -> Result<Decoder, String> {
         let hp = read_small(&events.join("header_page"))?;
         let he = read_small(&events.join("header_event"))?;
         let layout = Layout {
@@ -89,23 +108,37 @@ impl Decoder {
                 break;
             }
         }
-        for need in [Kind::Start, Kind::Issue, Kind::Complete] {
-            if !found.iter().any(|(k, _)| *k == need) {
-                return Err(format!(
-                    "{} lacks the block tracepoints needed ({need:?} event)",
-                    events.display()
-                ));
+        let mut file = FileDecoder::default();
+        for (sys, name) in file::EVENTS {
+            let p = events.join(sys).join(name).join("format");
+            if p.exists() {
+                let f = parse_event_format(&read_small(&p)?).map_err(|e| format!("{}: {e}", p.display()))?;
+                file.add(&f).map_err(|e| format!("{}: {e}", p.display()))?;
             }
         }
         Ok(Decoder {
             layout,
             block,
             events: found,
+            file,
         })
     }
 
-    /// Decode one page into `out` (appended in page order).
+    /// Decode one page into `out` (appended in page order); page-cache
+    /// events are left out.
     pub fn decode_page(&self, buf: &[u8], out: &mut Vec<BlockEvent>, stats: &mut DecodeStats) {
+        self.decode_page_into(buf, out, &mut Vec::new(), stats);
+    }
+
+    /// Decode one page: block events into `out`, page-cache events into
+    /// `files` (each appended in page order).
+    pub fn decode_page_into(
+        &self,
+        buf: &[u8],
+        out: &mut Vec<BlockEvent>,
+        files: &mut Vec<FileEvent>,
+        stats: &mut DecodeStats,
+    ) {
         let page = match Page::parse(buf, &self.layout) {
             Ok(p) => p,
             Err(_) => {
@@ -124,6 +157,9 @@ impl Decoder {
                     if let Some(b) = self.block.decode(&raw) {
                         stats.events += 1;
                         out.push(b);
+                    } else if let Some(f) = self.file.decode(&raw) {
+                        stats.events += 1;
+                        files.push(f);
                     }
                 }
                 Err(_) => stats.errors += 1,
@@ -133,8 +169,19 @@ impl Decoder {
 
     /// Decode a buffer of whole pages (as read from `trace_pipe_raw`).
     pub fn decode_pages(&self, buf: &[u8], out: &mut Vec<BlockEvent>, stats: &mut DecodeStats) {
+        self.decode_pages_into(buf, out, &mut Vec::new(), stats);
+    }
+
+    /// [`Decoder::decode_pages`] keeping the page-cache events too.
+    pub fn decode_pages_into(
+        &self,
+        buf: &[u8],
+        out: &mut Vec<BlockEvent>,
+        files: &mut Vec<FileEvent>,
+        stats: &mut DecodeStats,
+    ) {
         for p in buf.chunks(self.layout.page.page_size()) {
-            self.decode_page(p, out, stats);
+            self.decode_page_into(p, out, files, stats);
         }
     }
 }

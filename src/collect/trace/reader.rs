@@ -21,6 +21,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::block::{BlockEvent, Kind};
+use super::file::FileEvent;
 use super::instance::{CpuStats, Instance, Mount, remove_stale};
 use super::merge::Merger;
 use super::{DecodeStats, Decoder, read_small};
@@ -69,6 +70,9 @@ pub struct Tracer {
     merger: Merger,
     buf: Vec<u8>,
     batch: Vec<BlockEvent>,
+    /// Page-cache events of the last poll, in time order (not held back:
+    /// their model pairs events of one task, which one CPU orders).
+    files: Vec<FileEvent>,
     tasks: foldhash::HashMap<i32, (i32, bool)>,
     stats_read_ns: u64,
     pub counters: Counters,
@@ -144,12 +148,18 @@ impl Tracer {
             merger: Merger::default(),
             buf: vec![0; page],
             batch: Vec::new(),
+            files: Vec::new(),
             tasks: Default::default(),
             stats_read_ns: 0,
             counters: Counters::default(),
             instance,
             mount,
         })
+    }
+
+    /// The page-cache events of the last poll (cleared by the next).
+    pub fn take_files(&mut self, out: &mut Vec<FileEvent>) {
+        out.append(&mut self.files);
     }
 
     pub fn instance_dir(&self) -> PathBuf {
@@ -168,14 +178,19 @@ impl Tracer {
         let start = monotonic_ns();
         let max = self.max_pages();
         let mut pages = 0;
+        self.files.clear();
         for p in &mut self.pipes {
             for _ in 0..max {
                 match p.file.read(&mut self.buf) {
                     Ok(0) => break,
                     Ok(n) => {
                         pages += 1;
-                        self.decoder
-                            .decode_page(&self.buf[..n], &mut self.batch, &mut self.counters.decode)
+                        self.decoder.decode_page_into(
+                            &self.buf[..n],
+                            &mut self.batch,
+                            &mut self.files,
+                            &mut self.counters.decode,
+                        )
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -187,6 +202,7 @@ impl Tracer {
             }
         }
         self.resolve_tasks();
+        self.files.sort_by_key(|e| e.ts);
         self.merger.push(&mut self.batch, start, out);
         if start.saturating_sub(self.stats_read_ns) >= STATS_EVERY.as_nanos() as u64 {
             self.read_stats();
@@ -229,15 +245,21 @@ impl Tracer {
             self.tasks.clear();
         }
         let mut gone = HashSet::new();
-        for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
-            let info = *self.tasks.entry(e.pid).or_insert_with(|| {
-                let i = task_info(e.pid);
-                if i.0 == 0 && e.pid > 0 {
-                    gone.insert(e.pid);
+        let tasks = &mut self.tasks;
+        let mut info_of = |pid: i32| {
+            *tasks.entry(pid).or_insert_with(|| {
+                let i = task_info(pid);
+                if i.0 == 0 && pid > 0 {
+                    gone.insert(pid);
                 }
                 i
-            });
-            (e.tgid, e.kernel) = info;
+            })
+        };
+        for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
+            (e.tgid, e.kernel) = info_of(e.pid);
+        }
+        for e in &mut self.files {
+            (e.tgid, e.kernel) = info_of(e.pid);
         }
         if gone.is_empty() {
             return;
@@ -256,6 +278,11 @@ impl Tracer {
             .iter_mut()
             .filter(|e| e.kind == Kind::Start && gone.contains(&e.pid))
         {
+            if let Some(&info) = self.tasks.get(&e.pid) {
+                (e.tgid, e.kernel) = info;
+            }
+        }
+        for e in self.files.iter_mut().filter(|e| gone.contains(&e.pid)) {
             if let Some(&info) = self.tasks.get(&e.pid) {
                 (e.tgid, e.kernel) = info;
             }
@@ -327,6 +354,8 @@ pub fn parse_status(text: &str) -> (i32, bool) {
 /// What the tracer thread hands over after each poll.
 pub trait Sink: Send + 'static {
     fn events(&mut self, events: &[BlockEvent], counters: &Counters);
+    /// Page-cache events, in time order (after `events` of the same poll).
+    fn files(&mut self, _events: &[FileEvent]) {}
 }
 
 impl<F: FnMut(&[BlockEvent], &Counters) + Send + 'static> Sink for F {
@@ -342,6 +371,7 @@ struct Running {
     tracer: Tracer,
     sink: Box<dyn Sink>,
     out: Vec<BlockEvent>,
+    files: Vec<FileEvent>,
 }
 
 impl Running {
@@ -351,7 +381,16 @@ impl Running {
         let pages = self.tracer.poll(&mut self.out);
         self.sink.events(&self.out, &self.tracer.counters);
         self.out.clear();
+        self.deliver_files();
         pages
+    }
+
+    fn deliver_files(&mut self) {
+        self.tracer.take_files(&mut self.files);
+        if !self.files.is_empty() {
+            self.sink.files(&self.files);
+            self.files.clear();
+        }
     }
 }
 
@@ -393,6 +432,7 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
             tracer,
             sink: Box::new(sink),
             out: Vec::new(),
+            files: Vec::new(),
         })),
         stop: AtomicBool::new(false),
         waker: Waker::new()?,
@@ -422,6 +462,7 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
             r.tracer.poll(&mut r.out);
             r.tracer.merger.flush(&mut r.out);
             r.sink.events(&r.out, &r.tracer.counters);
+            r.deliver_files();
             // `r` dropped here: instance removed, tracefs unmounted.
         }
     })?;
@@ -435,6 +476,17 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
 }
 
 impl Handle {
+    /// A function that reads the buffers now and hands the events to the
+    /// sink, as [`Handle::flush`], callable from another thread.
+    pub fn flusher(&self) -> Box<dyn Fn() + Send + Sync> {
+        let shared = self.shared.clone();
+        Box::new(move || {
+            if let Some(r) = shared.lock().as_mut() {
+                r.poll();
+            }
+        })
+    }
+
     /// Read the buffers now and hand what was read to the sink: an
     /// interval taken after this ends at the call, less the merge's
     /// hold-back of 2 ms, instead of at the last read.

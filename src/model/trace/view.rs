@@ -15,13 +15,17 @@ pub struct TraceView {
     pub interval: TraceInterval,
     /// Recent requests, oldest first (capped).
     pub log: Vec<Request>,
+    /// Per-file reads and dirtying (page-cache events).
+    pub files: crate::model::files::FilesView,
 }
 
 impl TraceView {
     pub fn off(reason: impl Into<String>) -> TraceView {
+        let reason = reason.into();
         TraceView {
             active: false,
-            reason: Some(reason.into()),
+            files: crate::model::files::FilesView::off(reason.clone()),
+            reason: Some(reason),
             ..Default::default()
         }
     }

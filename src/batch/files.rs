@@ -1,0 +1,103 @@
+//! The files section of the batch text: the interval's busiest files (read
+//! from disk into the page cache, folios dirtied), columns from
+//! [`crate::present::files::FILE_COLUMNS`].
+
+use std::fmt::Write as _;
+
+use crate::format;
+use crate::model::Model;
+use crate::present::files::{FILE_COLUMNS, FILES_HEADING, FileColumn, NOT_TRACED, cell};
+
+fn pad(out: &mut String, c: &FileColumn, text: &str) {
+    let w = c.width;
+    let _ = match (w, c.right) {
+        (0, _) => write!(out, "{text}"),
+        (_, true) => write!(out, "{text:>w$} "),
+        (_, false) => write!(out, "{text:<w$} "),
+    };
+}
+
+/// The section, or one line saying why there is none.
+pub(super) fn lines(out: &mut String, model: &Model, top: usize) {
+    let f = &model.trace.files;
+    if !f.active {
+        let why = f.reason.as_deref().unwrap_or(NOT_TRACED);
+        let _ = writeln!(out, "\nfiles: off ({})", format::escape(why));
+        return;
+    }
+    let _ = writeln!(out, "\n{FILES_HEADING}");
+    for c in &FILE_COLUMNS {
+        pad(out, c, c.head);
+    }
+    out.push('\n');
+    for i in 0..f.interval.files.len().min(top) {
+        for c in &FILE_COLUMNS {
+            pad(out, c, &cell(c.id, model, i));
+        }
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::collect::trace::block::Dev;
+    use crate::collect::trace::file::{FileEvent, FileKind, Where};
+    use crate::model::files::{FileTracker, FilesView};
+
+    fn ev(kind: FileKind, place: Where, ino: u64, index: u64, pid: i32, kernel: bool) -> FileEvent {
+        FileEvent {
+            ts: 0,
+            kind,
+            place,
+            ino,
+            index,
+            pid,
+            tgid: pid,
+            kernel,
+        }
+    }
+
+    /// A model state: a 64 MiB cold read of a named file by pid 300, a
+    /// 32 MiB buffered write (1 MiB folios) by pid 400 of a file deleted
+    /// since, kernel readahead of an unnamed file, over a 2 s interval.
+    #[test]
+    fn files_section() {
+        let loop0 = Where::Sb(Dev { major: 7, minor: 0 });
+        let mut bdi = [0u8; 32];
+        bdi[..3].copy_from_slice(b"7:0");
+        let mut events = Vec::new();
+        for i in 0..64 {
+            events.push(ev(FileKind::Added { order: 8 }, loop0, 12, i * 256, 300, false));
+        }
+        for i in 0..32 {
+            events.push(ev(FileKind::Added { order: 8 }, loop0, 13, i * 256, 400, false));
+            events.push(ev(FileKind::Dirtied, Where::Bdi(bdi), 13, i * 256, 400, false));
+        }
+        events.push(ev(FileKind::Added { order: 2 }, loop0, 1, 0, 50, true));
+        let mut t = FileTracker::default();
+        t.feed(&events);
+        let interval = t.take_interval();
+        let mut m = Model::default();
+        m.interval_s = Some(2.0);
+        m.trace.files = FilesView {
+            active: true,
+            reason: None,
+            names: vec![
+                Some(Arc::from(&b"/mnt/A"[..])),
+                Some(Arc::from(&b"/mnt/B\x1b[31m (deleted)"[..])),
+                None,
+            ],
+            interval,
+        };
+        let mut out = String::new();
+        lines(&mut out, &m, 10);
+        insta::assert_snapshot!(out);
+        let mut off = String::new();
+        m.trace.files = FilesView::off("block tracing needs root");
+        lines(&mut off, &m, 10);
+        assert_eq!(off, "\nfiles: off (block tracing needs root)\n");
+    }
+}

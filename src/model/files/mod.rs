@@ -1,0 +1,380 @@
+//! Per-file disk reads and dirtying from the page-cache tracepoints (pure:
+//! no I/O, no clock). The tracer thread feeds [`FileEvent`]s to a
+//! [`FileTracker`]; each sample takes the interval's [`FilesInterval`], and
+//! the tracker keeps the totals since start.
+//!
+//! - **Read from storage**: `4096 << order` bytes per folio added to a
+//!   file's cache, less the folios a buffered write created: an add
+//!   followed by a dirty of the same inode and index by the same task, with
+//!   no other add by that task in between (the write's `write_begin` then
+//!   `write_end`). Exact for reads through the cache (readahead and faults
+//!   included); a read-modify-write of a partial page counts as created,
+//!   not read. Direct I/O bypasses the cache and is not seen here.
+//! - **Dirtied**: folios marked dirty, counted in folios (the event has no
+//!   size).
+//! - **Who**: the process (thread group) the event ran in. Kernel threads
+//!   (the flusher, a loop device's worker, khugepaged) are counted on the
+//!   file but not charged to any process.
+//! - **Loop backing files**: a loop device over a file reads its backing
+//!   file through that file's cache in a kernel worker; the bytes are
+//!   already counted on the files of the filesystem on the loop device, so
+//!   the backing file's reads are kept apart ([`FileIo::backing_read`]) and
+//!   left out of the read totals.
+//! - **Where**: adds name the superblock's device (`st_dev`); dirties name
+//!   the backing device (bdi), which is the whole disk for a partition: a
+//!   [`BdiMap`] (from mountinfo) turns a bdi name into the filesystems on it.
+
+pub mod names;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use foldhash::HashMap;
+use serde::{Deserialize, Serialize};
+
+use crate::collect::trace::block::Dev;
+use crate::collect::trace::file::{FileEvent, FileKind, Where};
+
+/// Files kept in the totals; past this the least busy are summed into
+/// [`FilesInterval::other`].
+pub const MAX_FILES: usize = 4096;
+/// Processes kept per file; past this the rest are summed into one row
+/// with pid 0.
+pub const MAX_PROCS_PER_FILE: usize = 16;
+
+/// A file: the device of its filesystem (`st_dev`) and its inode number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FileKey {
+    pub dev: Dev,
+    pub ino: u64,
+}
+
+/// What happened to a file's cache, by whoever.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FileIo {
+    /// Bytes read from storage into the cache.
+    pub read: u64,
+    /// Folios dirtied.
+    pub dirtied: u64,
+    /// Bytes of folios buffered writes created (not read).
+    pub created: u64,
+    /// Bytes read into a loop device's backing file (counted on the loop
+    /// device's files instead).
+    pub backing_read: u64,
+}
+
+impl FileIo {
+    fn add(&mut self, o: &FileIo) {
+        self.read += o.read;
+        self.dirtied += o.dirtied;
+        self.created += o.created;
+        self.backing_read += o.backing_read;
+    }
+
+    /// For ordering only: bytes read plus folios dirtied as 4 KiB each.
+    pub fn busy(&self) -> u64 {
+        self.read.saturating_add(self.dirtied.saturating_mul(4096))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == FileIo::default()
+    }
+}
+
+/// One file over an interval or since start.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FileRow {
+    pub io: FileIo,
+    /// The part of `io` kernel threads did.
+    pub kernel: FileIo,
+    /// Per process (thread group id; pid 0: the processes past
+    /// [`MAX_PROCS_PER_FILE`]).
+    pub procs: BTreeMap<i32, FileIo>,
+}
+
+impl FileRow {
+    fn charge(&mut self, who: Who, f: impl Fn(&mut FileIo)) {
+        f(&mut self.io);
+        match who {
+            Who::Kernel => f(&mut self.kernel),
+            Who::Process(p) => {
+                let p = if self.procs.len() >= MAX_PROCS_PER_FILE && !self.procs.contains_key(&p) {
+                    0
+                } else {
+                    p
+                };
+                f(self.procs.entry(p).or_default());
+            }
+        }
+    }
+
+    fn merge(&mut self, o: &FileRow) {
+        self.io.add(&o.io);
+        self.kernel.add(&o.kernel);
+        for (&p, io) in &o.procs {
+            let p = if self.procs.len() >= MAX_PROCS_PER_FILE && !self.procs.contains_key(&p) {
+                0
+            } else {
+                p
+            };
+            self.procs.entry(p).or_default().add(io);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Who {
+    Kernel,
+    Process(i32),
+}
+
+fn who(e: &FileEvent) -> Who {
+    if e.kernel || e.pid <= 0 {
+        Who::Kernel
+    } else if e.tgid > 0 {
+        Who::Process(e.tgid)
+    } else {
+        // The task was gone before it could be looked up: its thread id
+        // stands for the process.
+        Who::Process(e.pid)
+    }
+}
+
+/// Which filesystems (`st_dev`) a bdi name stands for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BdiMap {
+    pub by_name: HashMap<String, Vec<Dev>>,
+}
+
+impl BdiMap {
+    /// The filesystems on `bdi`: those the map lists, else the device the
+    /// name spells ("7:0": a filesystem on a whole disk or a loop device,
+    /// "0:53": FUSE or NFS, whose bdi is named after `s_dev`).
+    pub fn devs(&self, bdi: &str) -> Vec<Dev> {
+        if let Some(v) = self.by_name.get(bdi).filter(|v| !v.is_empty()) {
+            return v.clone();
+        }
+        parse_dev(bdi).into_iter().collect()
+    }
+}
+
+/// "MAJ:MIN" as a device number.
+pub fn parse_dev(s: &str) -> Option<Dev> {
+    let (a, b) = s.split_once(':')?;
+    Some(Dev {
+        major: a.parse().ok()?,
+        minor: b.parse().ok()?,
+    })
+}
+
+/// An add not yet known to be a read: the next event of its task says.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    key: FileKey,
+    index: u64,
+    bytes: u64,
+    who: Who,
+}
+
+/// Everything over one interval.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FilesInterval {
+    /// Busiest first.
+    pub files: Vec<(FileKey, FileRow)>,
+    /// Dirties whose bdi named no known filesystem.
+    pub unplaced_dirtied: u64,
+    /// Events seen.
+    pub events: u64,
+}
+
+/// The totals since start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FilesTotal {
+    /// Busiest first.
+    pub files: Vec<(FileKey, FileRow)>,
+    /// What the files dropped past [`MAX_FILES`] had done.
+    pub other: FileIo,
+}
+
+#[derive(Debug, Default)]
+pub struct FileTracker {
+    cur: HashMap<FileKey, FileRow>,
+    total: HashMap<FileKey, FileRow>,
+    other: FileIo,
+    pending: HashMap<i32, Pending>,
+    bdis: BdiMap,
+    backing: foldhash::HashSet<FileKey>,
+    unplaced: u64,
+    events: u64,
+}
+
+impl FileTracker {
+    pub fn set_bdis(&mut self, map: BdiMap) {
+        self.bdis = map;
+    }
+
+    /// The backing files of loop devices.
+    pub fn set_backing(&mut self, files: impl IntoIterator<Item = FileKey>) {
+        self.backing = files.into_iter().collect();
+    }
+
+    /// Feed events in time order.
+    pub fn feed(&mut self, events: &[FileEvent]) {
+        for e in events {
+            self.events += 1;
+            match (e.kind, e.place) {
+                (FileKind::Added { .. }, Where::Sb(dev)) => {
+                    if let Some(p) = self.pending.remove(&e.pid) {
+                        self.commit_read(p);
+                    }
+                    let key = FileKey { dev, ino: e.ino };
+                    let bytes = e.bytes().unwrap_or(0);
+                    self.pending.insert(
+                        e.pid,
+                        Pending {
+                            key,
+                            index: e.index,
+                            bytes,
+                            who: who(e),
+                        },
+                    );
+                }
+                (FileKind::Dirtied, place) => self.dirtied(e, &place.bdi_name()),
+                // An add without a device: not produced by the decoder.
+                (FileKind::Added { .. }, Where::Bdi(_)) => {}
+            }
+        }
+    }
+
+    fn dirtied(&mut self, e: &FileEvent, bdi: &str) {
+        let devs = self.bdis.devs(bdi);
+        let pending = self.pending.remove(&e.pid);
+        let key = match pending {
+            Some(p) if p.key.ino == e.ino && p.index == e.index && (devs.is_empty() || devs.contains(&p.key.dev)) => {
+                self.row(p.key).charge(p.who, |io| io.created += p.bytes);
+                Some(p.key)
+            }
+            other => {
+                if let Some(p) = other {
+                    self.commit_read(p);
+                }
+                self.place(&devs, e.ino)
+            }
+        };
+        match key {
+            Some(k) => self.row(k).charge(who(e), |io| io.dirtied += 1),
+            None => self.unplaced += 1,
+        }
+    }
+
+    /// The file a dirty names: the only filesystem on the bdi, or the one
+    /// on which this inode was already seen, or the first.
+    fn place(&self, devs: &[Dev], ino: u64) -> Option<FileKey> {
+        let keys = devs.iter().map(|&dev| FileKey { dev, ino });
+        let known = keys
+            .clone()
+            .find(|k| self.cur.contains_key(k) || self.total.contains_key(k));
+        known.or_else(|| keys.clone().next())
+    }
+
+    fn row(&mut self, key: FileKey) -> &mut FileRow {
+        self.cur.entry(key).or_default()
+    }
+
+    fn commit_read(&mut self, p: Pending) {
+        let backing = self.backing.contains(&p.key);
+        self.row(p.key).charge(p.who, |io| {
+            if backing {
+                io.backing_read += p.bytes;
+            } else {
+                io.read += p.bytes;
+            }
+        });
+    }
+
+    /// Close the interval: adds whose task did nothing since are reads.
+    pub fn take_interval(&mut self) -> FilesInterval {
+        for (_, p) in std::mem::take(&mut self.pending) {
+            self.commit_read(p);
+        }
+        let cur = std::mem::take(&mut self.cur);
+        for (k, row) in &cur {
+            self.total.entry(*k).or_default().merge(row);
+        }
+        self.bound_total();
+        let out = FilesInterval {
+            files: busiest(cur.into_iter().collect()),
+            unplaced_dirtied: self.unplaced,
+            events: self.events,
+        };
+        self.unplaced = 0;
+        self.events = 0;
+        out
+    }
+
+    fn bound_total(&mut self) {
+        if self.total.len() <= MAX_FILES {
+            return;
+        }
+        let mut all = busiest(self.total.drain().collect());
+        for (_, row) in all.drain(MAX_FILES * 3 / 4..) {
+            self.other.add(&row.io);
+        }
+        self.total = all.into_iter().collect();
+    }
+
+    /// The totals since start (of the intervals taken).
+    pub fn total(&self) -> FilesTotal {
+        FilesTotal {
+            files: busiest(self.total.iter().map(|(k, r)| (*k, r.clone())).collect()),
+            other: self.other,
+        }
+    }
+}
+
+/// Busiest first (then by device and inode, for a stable order).
+pub fn busiest(mut v: Vec<(FileKey, FileRow)>) -> Vec<(FileKey, FileRow)> {
+    v.sort_by(|a, b| b.1.io.busy().cmp(&a.1.io.busy()).then(a.0.cmp(&b.0)));
+    v
+}
+
+/// What the views show of the page-cache events.
+#[derive(Debug, Clone, Default)]
+pub struct FilesView {
+    /// The events are traced; otherwise `reason` says why not.
+    pub active: bool,
+    pub reason: Option<String>,
+    /// The last interval (empty before the first, or when off).
+    pub interval: FilesInterval,
+    /// The names of `interval.files`, in their order (`None`: not open in
+    /// any scanned process, and not seen before).
+    pub names: Vec<Option<Arc<[u8]>>>,
+}
+
+impl FilesView {
+    pub fn off(reason: impl Into<String>) -> FilesView {
+        FilesView {
+            active: false,
+            reason: Some(reason.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Give the interval's files their names.
+    pub fn name_with(&mut self, names: &mut names::Names) {
+        self.names = self
+            .interval
+            .files
+            .iter()
+            .map(|(k, r)| {
+                let pids: Vec<i32> = r.procs.keys().copied().collect();
+                names.name(*k, &pids)
+            })
+            .collect();
+    }
+}

@@ -1,0 +1,199 @@
+//! What the outputs show of a file the page-cache events name: one column
+//! table (headings and JSON names defined once) and the JSON of the
+//! `files[]` list, built from the pure model's numbers.
+
+use serde_json::{Value, json};
+
+use crate::collect::trace::block::Dev;
+use crate::format;
+use crate::model::Model;
+use crate::model::files::{FileIo, FileKey, FileRow};
+
+/// The columns of a file row, in display order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileCol {
+    Path,
+    Device,
+    Read,
+    Dirtied,
+    Processes,
+}
+
+/// One column: its heading, width (0: the rest of the line) and whether it
+/// is a number (right-aligned).
+#[derive(Debug, Clone, Copy)]
+pub struct FileColumn {
+    pub id: FileCol,
+    pub head: &'static str,
+    pub width: usize,
+    pub right: bool,
+}
+
+pub const FILE_COLUMNS: [FileColumn; 5] = [
+    FileColumn {
+        id: FileCol::Read,
+        head: "DISK READ/s",
+        width: 11,
+        right: true,
+    },
+    FileColumn {
+        id: FileCol::Dirtied,
+        head: "DIRTY FOL/s",
+        width: 11,
+        right: true,
+    },
+    FileColumn {
+        id: FileCol::Device,
+        head: "DEVICE",
+        width: 8,
+        right: false,
+    },
+    FileColumn {
+        id: FileCol::Processes,
+        head: "PROCESSES",
+        width: 28,
+        right: false,
+    },
+    FileColumn {
+        id: FileCol::Path,
+        head: "FILE",
+        width: 0,
+        right: false,
+    },
+];
+
+/// The heading of the files section of the batch text.
+pub const FILES_HEADING: &str = "files (read from disk into the page cache, folios dirtied)";
+
+/// Why there are no file numbers when nothing said otherwise.
+pub const NOT_TRACED: &str = "not traced";
+
+/// Processes named in a row's processes cell.
+pub const PROCS_SHOWN: usize = 3;
+
+/// The name of a device number: the device row's, else "MAJ:MIN".
+pub fn dev_name(model: &Model, d: Dev) -> String {
+    model
+        .devices
+        .iter()
+        .find(|r| r.major == d.major && r.minor == d.minor)
+        .map_or_else(|| format!("{}:{}", d.major, d.minor), |r| format::escape(&r.name))
+}
+
+/// A file's name for display: its path (escaped), else "inode N on DEV".
+pub fn file_name(model: &Model, key: FileKey, name: Option<&[u8]>) -> String {
+    match name {
+        Some(n) => format::escape_bytes(n),
+        None => format!("inode {} on {}", key.ino, dev_name(model, key.dev)),
+    }
+}
+
+/// The comm of a process (escaped), "pid N" when not in the table.
+pub fn comm(model: &Model, pid: i32) -> String {
+    model
+        .procs
+        .iter()
+        .find(|p| p.raw.key.pid == pid)
+        .map_or_else(|| format!("pid {pid}"), |p| format::escape(&p.raw.comm))
+}
+
+fn per_s(v: u64, model: &Model) -> Option<f64> {
+    model.interval_s.filter(|s| *s > 0.0).map(|s| v as f64 / s)
+}
+
+/// The processes cell: the busiest processes with what they read, and
+/// "kernel" where kernel threads did part of it.
+fn procs_cell(model: &Model, row: &FileRow) -> String {
+    let mut procs: Vec<(&i32, &FileIo)> = row.procs.iter().collect();
+    procs.sort_by(|a, b| b.1.busy().cmp(&a.1.busy()).then(a.0.cmp(b.0)));
+    let mut parts: Vec<String> = procs
+        .iter()
+        .take(PROCS_SHOWN)
+        .map(|(pid, _)| match **pid {
+            0 => "others".to_string(),
+            p => match model.procs.iter().find(|r| r.raw.key.pid == p) {
+                Some(r) => format!("{}[{p}]", format::escape(&r.raw.comm)),
+                None => format!("pid {p}"),
+            },
+        })
+        .collect();
+    if procs.len() > PROCS_SHOWN {
+        parts.push(format!("+{}", procs.len() - PROCS_SHOWN));
+    }
+    if !row.kernel.is_empty() {
+        parts.push("kernel".to_string());
+    }
+    parts.join(" ")
+}
+
+/// One cell of a file row.
+pub fn cell(col: FileCol, model: &Model, i: usize) -> String {
+    let f = &model.trace.files;
+    let Some((key, row)) = f.interval.files.get(i) else {
+        return String::new();
+    };
+    match col {
+        FileCol::Path => file_name(model, *key, f.names.get(i).and_then(|n| n.as_deref())),
+        FileCol::Device => dev_name(model, key.dev),
+        FileCol::Read => per_s(row.io.read, model).map_or_else(|| format::NA.to_string(), format::rate),
+        FileCol::Dirtied => per_s(row.io.dirtied, model).map_or_else(|| format::NA.to_string(), |v| format!("{v:.0}")),
+        FileCol::Processes => procs_cell(model, row),
+    }
+}
+
+fn io_json(io: &FileIo) -> Value {
+    json!({
+        "read_bytes": io.read,
+        "dirtied_folios": io.dirtied,
+        "created_bytes": io.created,
+        "backing_read_bytes": io.backing_read,
+    })
+}
+
+/// `files[]`: the interval's busiest files (at most `top`), with the
+/// numbers of the interval (bytes and folios, not rates).
+pub fn files_json(model: &Model, top: usize) -> Value {
+    let f = &model.trace.files;
+    let rows: Vec<Value> = f
+        .interval
+        .files
+        .iter()
+        .enumerate()
+        .take(top)
+        .map(|(i, (key, row))| {
+            let procs: Vec<Value> = row
+                .procs
+                .iter()
+                .map(|(&pid, io)| {
+                    let mut v = io_json(io);
+                    v["pid"] = json!(pid);
+                    v["comm"] = json!((pid > 0).then(|| comm(model, pid)));
+                    v
+                })
+                .collect();
+            let mut v = io_json(&row.io);
+            v["path"] = json!(f.names.get(i).and_then(|n| n.as_deref()).map(String::from_utf8_lossy));
+            v["name"] = json!(file_name(model, *key, f.names.get(i).and_then(|n| n.as_deref())));
+            v["inode"] = json!(key.ino);
+            v["dev"] = json!(format!("{}:{}", key.dev.major, key.dev.minor));
+            v["device"] = json!(dev_name(model, key.dev));
+            v["kernel"] = io_json(&row.kernel);
+            v["processes"] = Value::Array(procs);
+            v
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+/// `files_info`: whether the page-cache events are traced, and the counts.
+pub fn files_info_json(model: &Model) -> Value {
+    let f = &model.trace.files;
+    json!({
+        "active": f.active,
+        "reason": f.reason.as_deref().or((!f.active).then_some(NOT_TRACED)),
+        "events": f.interval.events,
+        "files": f.interval.files.len(),
+        "unplaced_dirtied_folios": f.interval.unplaced_dirtied,
+        "direct_io": "not seen (bypasses the page cache)",
+    })
+}

@@ -1,0 +1,190 @@
+//! Per-file reads and dirtying from the page-cache tracepoints, live (root;
+//! run serialized with the other live tests: `flock /tmp/iolens-live.lock
+//! cargo test --test files_live`): ext4 on a loop device (direct I/O to
+//! its backing file, so the backing file's cache stays out of it); a cold
+//! read of a 64 MiB file A (its cache dropped with POSIX_FADV_DONTNEED) by
+//! one process and a 32 MiB buffered write of file B by another, then a
+//! warm re-read of A by a third. `iolens --json` must report A read from
+//! disk by the reader within ±5 %, B dirtied and created by the writer
+//! with ≈0 read, and ≈0 read by the warm re-read; A named by its path.
+//! (The issue asks for 256 / 128 MiB: smaller here to stay within the
+//! live-test time on a 2-core VM; the exactness does not depend on size.)
+//!
+//! Without root, mkfs.ext4, python3 or tracefs the test prints
+//! "skipped: <reason>" and passes.
+
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[path = "common/live.rs"]
+mod live;
+use live::tools::{have, is_root};
+use live::{Attach, Bg, Loop};
+
+const BIN: &str = env!("CARGO_BIN_EXE_iolens");
+const PY: &str = "/usr/bin/python3";
+const A_MIB: u64 = 64;
+const B_MIB: u64 = 32;
+
+/// Read a file in 1 MiB reads, then keep it open a while.
+const READ: &str =
+    "import sys,time\nf=open(sys.argv[1],'rb')\nwhile f.read(1<<20):\n    pass\ntime.sleep(float(sys.argv[2]))\n";
+/// Write `argv[2]` MiB in 1 MiB writes, then keep the file open a while.
+const WRITE: &str = "import sys,time\nf=open(sys.argv[1],'wb',buffering=0)\nb=b'x'*(1<<20)\nfor i in range(int(sys.argv[2])):\n    f.write(b)\ntime.sleep(3)\n";
+
+struct Mount(tempfile::TempDir);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+fn unavailable() -> Option<String> {
+    if !is_root() {
+        return Some("not root (losetup, tracefs)".into());
+    }
+    for t in ["mkfs.ext4", "losetup", "mount"] {
+        if !have(t) {
+            return Some(format!("{t} not installed"));
+        }
+    }
+    if !Path::new(PY).exists() {
+        return Some(format!("{PY} missing"));
+    }
+    let tracefs = ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"];
+    let fs = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    if !fs.contains("tracefs") && !tracefs.iter().any(|p| Path::new(p).exists()) {
+        return Some("no tracefs in this kernel".into());
+    }
+    None
+}
+
+/// ext4 on a fresh loop device, mounted; the loop device goes last.
+fn ext4() -> Result<(Mount, Loop), String> {
+    let lo = Loop::over_new_file(|f| f.as_file().set_len(256 << 20), Attach::DIRECT)?;
+    let mkfs = Command::new("mkfs.ext4")
+        .args(["-q", "-F", &lo.dev])
+        .output()
+        .map_err(|e| format!("mkfs.ext4: {e}"))?;
+    if !mkfs.status.success() {
+        return Err(format!("mkfs.ext4 failed: {}", String::from_utf8_lossy(&mkfs.stderr)));
+    }
+    let dir = tempfile::tempdir_in("/tmp").map_err(|e| e.to_string())?;
+    let ok = Command::new("mount").arg(&lo.dev).arg(dir.path()).status();
+    if !ok.is_ok_and(|s| s.success()) {
+        return Err(format!("cannot mount ext4 on {}", lo.dev));
+    }
+    Ok((Mount(dir), lo))
+}
+
+fn write_and_drop(path: &Path, mib: u64) {
+    use std::io::{Read, Write};
+    let mut data = vec![0u8; (mib << 20) as usize];
+    std::fs::File::open("/dev/urandom")
+        .unwrap()
+        .read_exact(&mut data)
+        .unwrap();
+    let mut f = std::fs::File::create(path).unwrap();
+    f.write_all(&data).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: an fd we own, a plain advice call.
+    let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+}
+
+fn py(script: &str, args: &[&str]) -> Bg {
+    Bg::spawn(Command::new(PY).arg("-c").arg(script).args(args))
+}
+
+/// What the reports say of one file (by inode on `dev`) and process, summed
+/// over the intervals: (read bytes, dirtied folios, created bytes), and
+/// the names given.
+fn sum(reports: &[Value], dev: &str, ino: u64, pid: u32) -> ((u64, u64, u64), Vec<String>) {
+    let mut t = (0, 0, 0);
+    let mut names = Vec::new();
+    for f in reports
+        .iter()
+        .flat_map(|r| r["files"].as_array().cloned().unwrap_or_default())
+    {
+        if f["dev"] != dev || f["inode"].as_u64() != Some(ino) {
+            continue;
+        }
+        names.extend(f["path"].as_str().map(String::from));
+        for p in f["processes"].as_array().into_iter().flatten() {
+            if p["pid"].as_u64() == Some(u64::from(pid)) {
+                t.0 += p["read_bytes"].as_u64().unwrap_or(0);
+                t.1 += p["dirtied_folios"].as_u64().unwrap_or(0);
+                t.2 += p["created_bytes"].as_u64().unwrap_or(0);
+            }
+        }
+    }
+    (t, names)
+}
+
+#[test]
+fn cold_read_buffered_write_and_warm_read_per_file() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let (mnt, lo) = match ext4() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let a = mnt.0.path().join("A");
+    let b = mnt.0.path().join("B");
+    write_and_drop(&a, A_MIB);
+    let ino_a = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&a).unwrap());
+    let (major, minor) = lo.numbers().unwrap();
+    let dev = format!("{major}:{minor}");
+    let iolens = Command::new(BIN)
+        .args(["--json", "-i", "1", "-n", "9", "--top", "500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let a_s = a.to_str().unwrap();
+    let reader = py(READ, &[a_s, "3"]);
+    let writer = py(WRITE, &[b.to_str().unwrap(), &B_MIB.to_string()]);
+    std::thread::sleep(Duration::from_millis(3500));
+    let warm = py(READ, &[a_s, "2"]);
+    let out = iolens.wait_with_output().unwrap();
+    assert!(out.status.success(), "iolens: {}", String::from_utf8_lossy(&out.stderr));
+    let reports: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let info = &reports.last().unwrap()["files_info"];
+    assert_eq!(info["active"], true, "{info}");
+    let ino_b = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&b).unwrap());
+    let ((r_read, r_dirty, _), names) = sum(&reports, &dev, ino_a, reader.pid());
+    let ((w_read, w_dirty, w_created), _) = sum(&reports, &dev, ino_b, writer.pid());
+    let ((warm_read, _, _), _) = sum(&reports, &dev, ino_a, warm.pid());
+    println!(
+        "A (inode {ino_a} on {dev}): reader read {r_read} B, dirtied {r_dirty}; names {names:?}\n\
+         B (inode {ino_b}): writer read {w_read} B, dirtied {w_dirty} folios, created {w_created} B\n\
+         warm re-read of A: {warm_read} B"
+    );
+    let (a_bytes, b_bytes) = ((A_MIB << 20) as f64, (B_MIB << 20) as f64);
+    assert!((r_read as f64 - a_bytes).abs() <= a_bytes * 0.05, "A read {r_read}");
+    assert_eq!(r_dirty, 0);
+    assert!(
+        (w_created as f64 - b_bytes).abs() <= b_bytes * 0.05,
+        "B created {w_created}"
+    );
+    assert!(w_dirty > 0);
+    assert!((w_read as f64) <= b_bytes * 0.05, "B read {w_read}");
+    assert!((warm_read as f64) <= a_bytes * 0.01, "warm read {warm_read}");
+    // The reader was read by the fd scan after its events: A has its path.
+    assert!(names.iter().any(|n| n == a_s), "A not named: {names:?}");
+    drop((reader, writer, warm));
+}

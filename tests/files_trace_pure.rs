@@ -1,0 +1,172 @@
+//! The page-cache event decoder against pages captured from this kernel
+//! (tests/fixtures/files-6.18, made by tests/fixtures/files-capture.sh: a
+//! 64 KiB buffered write of file `w` on ext4 on a loop device by dd, sync,
+//! its cache dropped, a cold read and a warm re-read by cat): every event
+//! the kernel rendered as text in `trace.txt` must come out of the raw
+//! pages with the same time, task, device or bdi, inode, index and order.
+
+use std::path::Path;
+
+use iolens::collect::trace::block::Dev;
+use iolens::collect::trace::file::{FileEvent, FileKind, Where};
+use iolens::collect::trace::{DecodeStats, Decoder};
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/files-6.18");
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Clone)]
+struct Row {
+    us: u64,
+    pid: i32,
+    /// "add 254:0 order=0" or "dirty 7:0"
+    what: String,
+    ino: u64,
+    index: u64,
+}
+
+/// `dd-7300 ( 7300) [000] ..... 26550.849005: mm_filemap_add_to_page_cache: dev 254:0 ino 3c52d pfn=0x3b8672 ofs=4096 order=0`
+/// `dd-7300 ( 7300) [000] d..1. 26550.853039: writeback_dirty_folio: bdi 7:0: ino=12 index=0`
+fn parse_text(line: &str) -> Option<Row> {
+    let (head, rest) = line.split_once(": ")?;
+    let task = head.trim_start().split(" (").next()?.trim_end();
+    let pid = task.rsplit_once('-')?.1.parse().ok()?;
+    let ts = head.rsplit(' ').next()?;
+    let (s, us) = ts.split_once('.')?;
+    let us = s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?;
+    let (name, body) = rest.split_once(": ")?;
+    let t: Vec<&str> = body.split_whitespace().collect();
+    let val = |k: &str| t.iter().find_map(|x| x.strip_prefix(k));
+    match name {
+        "mm_filemap_add_to_page_cache" => Some(Row {
+            us,
+            pid,
+            what: format!("add {} order={}", t[1], val("order=")?),
+            ino: u64::from_str_radix(t[3], 16).ok()?,
+            index: val("ofs=")?.parse::<u64>().ok()? >> 12,
+        }),
+        "writeback_dirty_folio" => Some(Row {
+            us,
+            pid,
+            what: format!("dirty {}", t[1].trim_end_matches(':')),
+            ino: val("ino=")?.parse().ok()?,
+            index: val("index=")?.parse().ok()?,
+        }),
+        _ => None,
+    }
+}
+
+fn row(e: &FileEvent) -> Row {
+    let what = match (e.kind, e.place) {
+        (FileKind::Added { order }, Where::Sb(d)) => format!("add {}:{} order={order}", d.major, d.minor),
+        (FileKind::Dirtied, w) => format!("dirty {}", w.bdi_name()),
+        (k, w) => format!("{k:?} {w:?}"),
+    };
+    Row {
+        us: (e.ts + 500) / 1000,
+        pid: e.pid,
+        what,
+        ino: e.ino,
+        index: e.index,
+    }
+}
+
+fn decode_fixture() -> (Vec<FileEvent>, DecodeStats) {
+    let dec = Decoder::load_any(&Path::new(DIR).join("events")).unwrap();
+    assert!(dec.file.complete());
+    assert!(dec.events.is_empty());
+    let mut stats = DecodeStats::default();
+    let mut all = Vec::new();
+    for cpu in ["cpu0", "cpu1"] {
+        let raw = std::fs::read(format!("{DIR}/{cpu}.raw")).unwrap();
+        assert_eq!(raw.len() % 4096, 0);
+        dec.decode_pages_into(&raw, &mut Vec::new(), &mut all, &mut stats);
+    }
+    all.sort_by_key(|e| e.ts);
+    (all, stats)
+}
+
+#[test]
+fn captured_pages_match_the_kernels_text() {
+    let (events, stats) = decode_fixture();
+    let text = std::fs::read_to_string(format!("{DIR}/trace.txt")).unwrap();
+    let want: Vec<Row> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| parse_text(l).unwrap_or_else(|| panic!("unparsed line {l}")))
+        .collect();
+    assert_eq!(want.len(), 325);
+    assert_eq!(stats.events, 325);
+    assert_eq!((stats.pages, stats.errors, stats.missed_pages), (5, 0, 0));
+    let mut got: Vec<Row> = events.iter().map(row).collect();
+    let mut want = want;
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn the_write_and_the_reads_of_the_file() {
+    let (events, _) = decode_fixture();
+    let facts = std::fs::read_to_string(format!("{DIR}/inode")).unwrap();
+    let mut it = facts.split_whitespace();
+    let ino: u64 = it.next().unwrap().parse().unwrap();
+    assert_eq!(it.next(), Some("7:0"));
+    let loop0 = Where::Sb(Dev { major: 7, minor: 0 });
+    let of_w: Vec<&FileEvent> = events.iter().filter(|e| e.ino == ino && e.index < 16).collect();
+    let adds: Vec<&&FileEvent> = of_w.iter().filter(|e| e.place == loop0).collect();
+    let dirties: Vec<&&FileEvent> = of_w.iter().filter(|e| e.kind == FileKind::Dirtied).collect();
+    // dd's buffered write: 16 folios added then dirtied, each by dd, in
+    // index order, the dirty right after its add; then cat's cold read: 16
+    // folios added by cat; the warm re-read adds nothing.
+    assert_eq!(adds.len(), 32);
+    assert_eq!(dirties.len(), 16);
+    assert!(
+        adds.iter()
+            .all(|e| e.kind == FileKind::Added { order: 0 } && e.bytes() == Some(4096))
+    );
+    let dd = dirties[0].pid;
+    assert!(dirties.iter().all(|e| e.pid == dd && e.place.bdi_name() == "7:0"));
+    for (i, d) in dirties.iter().enumerate() {
+        assert_eq!(d.index, i as u64);
+        let add = adds[i];
+        assert_eq!((add.pid, add.index), (dd, i as u64));
+        assert!(add.ts < d.ts);
+    }
+    let cat = adds[16].pid;
+    assert_ne!(cat, dd);
+    assert!(adds[16..].iter().all(|e| e.pid == cat));
+    let mut idx: Vec<u64> = adds[16..].iter().map(|e| e.index).collect();
+    idx.sort_unstable();
+    assert_eq!(idx, (0..16).collect::<Vec<_>>());
+}
+
+/// The captured events through the model: dd's write created and dirtied
+/// the 16 folios of `w` and read none; cat's cold read read 64 KiB; the
+/// warm re-read added nothing.
+#[test]
+fn captured_events_through_the_model() {
+    use iolens::model::files::{FileKey, FileTracker};
+    let (events, _) = decode_fixture();
+    let facts = std::fs::read_to_string(format!("{DIR}/inode")).unwrap();
+    let ino: u64 = facts.split_whitespace().next().unwrap().parse().unwrap();
+    let mut t = FileTracker::default();
+    t.feed(&events);
+    let i = t.take_interval();
+    let key = FileKey {
+        dev: Dev { major: 7, minor: 0 },
+        ino,
+    };
+    let (_, w) = i.files.iter().find(|(k, _)| *k == key).unwrap();
+    assert_eq!((w.io.read, w.io.created, w.io.dirtied), (65_536, 65_536, 16));
+    let dd = events
+        .iter()
+        .find(|e| e.ino == ino && e.kind == FileKind::Dirtied)
+        .unwrap()
+        .pid;
+    let cat = events.iter().rfind(|e| e.ino == ino).unwrap().pid;
+    assert_eq!(w.procs.len(), 2);
+    assert_eq!(
+        (w.procs[&dd].read, w.procs[&dd].dirtied, w.procs[&dd].created),
+        (0, 16, 65_536)
+    );
+    assert_eq!((w.procs[&cat].read, w.procs[&cat].dirtied), (65_536, 0));
+}
