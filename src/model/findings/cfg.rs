@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::io_errors::IoErrorsCfg;
 pub use super::io_stall::IoStallCfg;
+pub use super::maintenance::MaintenanceCfg;
 pub use super::misaligned::MisalignedCfg;
 pub use super::queue_bound::QueueBoundCfg;
 pub use super::random_rotating::RandomRotatingCfg;
@@ -39,6 +40,7 @@ pub struct FindingsCfg {
     pub io_stall: IoStallCfg,
     pub random_rotating: RandomRotatingCfg,
     pub misaligned: MisalignedCfg,
+    pub maintenance: MaintenanceCfg,
 }
 
 impl Default for FindingsCfg {
@@ -52,6 +54,7 @@ impl Default for FindingsCfg {
             io_stall: Default::default(),
             random_rotating: Default::default(),
             misaligned: Default::default(),
+            maintenance: Default::default(),
         }
     }
 }
@@ -67,6 +70,7 @@ impl FindingsCfg {
             super::io_stall::ID => self.io_stall.on_s,
             super::random_rotating::ID => self.random_rotating.on_s,
             super::misaligned::ID => self.misaligned.on_s,
+            super::maintenance::ID => self.maintenance.on_s,
             _ => ON_S,
         }
     }

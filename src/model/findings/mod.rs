@@ -19,6 +19,7 @@ pub mod baseline;
 pub mod cfg;
 mod io_errors;
 mod io_stall;
+mod maintenance;
 mod misaligned;
 mod queue_bound;
 mod random_rotating;
@@ -27,6 +28,8 @@ mod tiny_syscalls;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_more;
 
 use std::collections::{HashMap, HashSet};
 
@@ -221,6 +224,7 @@ impl Engine {
         io_stall::eval(m, &mut self.psi, &c.io_stall, out);
         random_rotating::eval(m, &c.random_rotating, out);
         misaligned::eval(m, &c.misaligned, out);
+        maintenance::eval(m, &c.maintenance, out);
     }
 
     fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {

@@ -1,0 +1,112 @@
+//! The rules added after the first seven, on model histories built here:
+//! each fires at its threshold, not below, clears with hysteresis and
+//! names the right culprit.
+
+use super::tests::{device, model, proc_with, rates, rules, step, trace};
+use super::*;
+use crate::collect::trace::block::Dev;
+use crate::model::process::ProcRates;
+use crate::model::trace::ProcDevTrace;
+use crate::model::{IoPrio, ProcRow};
+
+fn waiting(pid: i32, comm: &str, pct: f64) -> ProcRow {
+    proc_with(
+        pid,
+        comm,
+        ProcRates {
+            io_wait_pct: Some(pct),
+            ..Default::default()
+        },
+    )
+}
+
+/// loop6 under `sched`: `job` issues `job_n` traced requests, a
+/// postgres reader (PID 301) `100 - job_n` and waits `wait` IO%.
+fn backup(job: (&str, &str, Option<IoPrio>), job_n: u64, wait: f64, sched: &str) -> Model {
+    let mut m = model();
+    let mut d = device("loop6", 6, None, rates("loop6", 100, 5.0, 1.0, 90.0));
+    if let Some(i) = &mut d.info {
+        i.scheduler = Some(sched.into());
+    }
+    m.devices.push(d);
+    trace(&mut m, 6, job_n, (0.0, 5.0), (300, job.0), (job_n, 0));
+    m.trace.interval.procs.insert(
+        (301, Dev { major: 7, minor: 6 }),
+        ProcDevTrace {
+            comm: "postgres".into(),
+            issued: 100 - job_n,
+            completed: 100 - job_n,
+            ..Default::default()
+        },
+    );
+    let mut j = proc_with(
+        300,
+        job.0,
+        ProcRates {
+            io_wait_pct: Some(50.0),
+            ..Default::default()
+        },
+    );
+    j.raw.cmdline = job.1.into();
+    j.raw.ioprio = job.2;
+    m.procs.push(j);
+    m.procs.push(waiting(301, "postgres", wait));
+    m
+}
+
+fn run(e: &mut Engine, m: &Model, from: u64, to: u64) -> Vec<Finding> {
+    let mut last = Vec::new();
+    for t in from..=to {
+        last = step(e, &mut m.clone(), t);
+    }
+    last
+}
+
+const TAR: (&str, &str, Option<IoPrio>) = ("tar", "tar cf /backup/srv.tar /srv", None);
+
+#[test]
+fn maintenance_job_at_best_effort_while_a_reader_waits() {
+    let be = Some(IoPrio::best_effort(4));
+    let mut e = Engine::default();
+    let f = run(&mut e, &backup((TAR.0, TAR.1, be), 50, 10.0, "none"), 1, 3);
+    assert_eq!(rules(&f), [("maintenance_not_idle", "tar (PID 300)".to_string())]);
+    assert_eq!(f[0].evidence[0].value, Some(50.0));
+    assert_eq!(
+        (f[0].culprits[0].pid, f[0].culprits[1].comm.as_str()),
+        (300, "postgres")
+    );
+    assert!(f[0].text.contains("be/4"), "{}", f[0].text);
+    assert!(f[0].next.contains("switch it to bfq"), "{}", f[0].next);
+    // Given the idle class, it stops holding and clears 5 s later.
+    let idle = backup((TAR.0, TAR.1, Some(IoPrio::IDLE)), 50, 10.0, "none");
+    for t in 4..8 {
+        assert!(!step(&mut e, &mut idle.clone(), t)[0].holding);
+    }
+    assert!(step(&mut e, &mut idle.clone(), 8).is_empty());
+    // Under bfq the next step is the idle class itself.
+    let f = run(
+        &mut Engine::default(),
+        &backup((TAR.0, TAR.1, be), 90, 40.0, "bfq"),
+        1,
+        3,
+    );
+    assert!(f[0].next.contains("ionice -c3 -p 300"), "{}", f[0].next);
+}
+
+#[test]
+fn maintenance_job_below_its_thresholds_is_not_found() {
+    let be = Some(IoPrio::best_effort(4));
+    let none = |m: Model| run(&mut Engine::default(), &m, 1, 4).is_empty();
+    // 49% of the requests: the reader is the top user.
+    assert!(none(backup((TAR.0, TAR.1, be), 49, 90.0, "none")));
+    // The reader waits 9.9%: not waiting.
+    assert!(none(backup((TAR.0, TAR.1, be), 90, 9.9, "none")));
+    // Already idle; unknown priority; not a maintenance job.
+    assert!(none(backup((TAR.0, TAR.1, Some(IoPrio::IDLE)), 90, 90.0, "none")));
+    assert!(none(backup((TAR.0, TAR.1, None), 90, 90.0, "none")));
+    assert!(none(backup(("fio", "fio --name=x", be), 90, 90.0, "none")));
+    assert!(none(backup(("cp", "cp a b", be), 90, 90.0, "none")));
+    // Unset class (be from nice) counts as best-effort.
+    let unset = Some(IoPrio::from_raw(0));
+    assert!(!none(backup(("rsync", "rsync -a /srv /mnt", unset), 90, 90.0, "none")));
+}
