@@ -24,6 +24,7 @@ pub mod system;
 pub mod taskstats;
 pub mod trace;
 pub mod tree;
+pub mod vmstat;
 pub mod walk;
 
 use std::ffi::CStr;

@@ -16,6 +16,7 @@ use super::process::{ProcReader, ProcSnapshot};
 use super::sysblock::{self, DeviceInfo};
 use super::system::{self, CpuTimes, MemDirty, Pressure};
 use super::taskstats::{self, ExitBatch, ExitListener};
+use super::vmstat::{self, VmStat};
 use super::{Reader, monotonic_ns};
 
 /// Everything read in one sample, stamped with CLOCK_MONOTONIC.
@@ -43,6 +44,8 @@ pub struct RawSample {
     pub cpu: Option<CpuTimes>,
     pub psi: Option<Pressure>,
     pub mem: Option<MemDirty>,
+    /// The `/proc/vmstat` counters the findings read.
+    pub vmstat: Option<VmStat>,
     pub procs: ProcSnapshot,
     /// `kernel.task_delayacct` at this sample (`None`: no such sysctl).
     pub delayacct: Option<bool>,
@@ -236,6 +239,7 @@ impl Collector {
         }
         self.activity.set(Step::System);
         let (cpu, psi, mem) = system::read_system(&mut self.reader, &mut errors);
+        let vmstat = vmstat::read(&mut self.reader, &mut errors);
         self.activity.set(Step::Processes);
         let delayacct = delayacct::read_state(&mut self.reader);
         self.procs.stat_every_sample = delayacct != Some(false);
@@ -274,6 +278,7 @@ impl Collector {
             cpu,
             psi,
             mem,
+            vmstat,
             procs,
             delayacct,
             fds,

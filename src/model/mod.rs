@@ -216,6 +216,8 @@ pub struct Model {
     pub cpu: Option<CpuPct>,
     pub psi: Option<Pressure>,
     pub mem: Option<MemDirty>,
+    /// Refault and swap rates from `/proc/vmstat` over the last interval.
+    pub vm: Option<crate::collect::vmstat::VmRates>,
     /// What could not be read in the last sample.
     pub errors: Vec<String>,
     /// Tracked transfers (progress, rate, ETA), from the fd part of samples.
@@ -332,6 +334,10 @@ impl Model {
         };
         self.psi = cur.psi;
         self.mem = cur.mem;
+        self.vm = match (prev.as_ref().and_then(|p| p.vmstat.as_ref()), cur.vmstat.as_ref(), dt_s) {
+            (Some(p), Some(c), Some(dt)) => crate::collect::vmstat::rates(p, c, dt),
+            _ => None,
+        };
         self.exits = ExitStatus {
             active: cur.exits.active,
             why_not: cur.exits.why_not.clone(),

@@ -15,9 +15,11 @@ pub use super::io_errors::IoErrorsCfg;
 pub use super::io_stall::IoStallCfg;
 pub use super::maintenance::MaintenanceCfg;
 pub use super::misaligned::MisalignedCfg;
+pub use super::page_thrash::PageThrashCfg;
 pub use super::queue_bound::QueueBoundCfg;
 pub use super::random_rotating::RandomRotatingCfg;
 pub use super::slow_device::SlowDeviceCfg;
+pub use super::swapping::SwappingCfg;
 pub use super::tiny_syscalls::TinySyscallsCfg;
 
 /// Seconds a condition must have stopped holding before its finding clears.
@@ -41,6 +43,8 @@ pub struct FindingsCfg {
     pub random_rotating: RandomRotatingCfg,
     pub misaligned: MisalignedCfg,
     pub maintenance: MaintenanceCfg,
+    pub page_cache_thrash: PageThrashCfg,
+    pub swapping: SwappingCfg,
 }
 
 impl Default for FindingsCfg {
@@ -55,6 +59,8 @@ impl Default for FindingsCfg {
             random_rotating: Default::default(),
             misaligned: Default::default(),
             maintenance: Default::default(),
+            page_cache_thrash: Default::default(),
+            swapping: Default::default(),
         }
     }
 }
@@ -71,6 +77,8 @@ impl FindingsCfg {
             super::random_rotating::ID => self.random_rotating.on_s,
             super::misaligned::ID => self.misaligned.on_s,
             super::maintenance::ID => self.maintenance.on_s,
+            super::page_thrash::ID => self.page_cache_thrash.on_s,
+            super::swapping::ID => self.swapping.on_s,
             _ => ON_S,
         }
     }

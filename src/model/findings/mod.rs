@@ -21,9 +21,11 @@ mod io_errors;
 mod io_stall;
 mod maintenance;
 mod misaligned;
+mod page_thrash;
 mod queue_bound;
 mod random_rotating;
 mod slow_device;
+mod swapping;
 mod tiny_syscalls;
 
 #[cfg(test)]
@@ -225,6 +227,8 @@ impl Engine {
         random_rotating::eval(m, &c.random_rotating, out);
         misaligned::eval(m, &c.misaligned, out);
         maintenance::eval(m, &c.maintenance, out);
+        page_thrash::eval(m, &c.page_cache_thrash, out);
+        swapping::eval(m, &c.swapping, out);
     }
 
     fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {

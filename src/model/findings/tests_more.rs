@@ -110,3 +110,70 @@ fn maintenance_job_below_its_thresholds_is_not_found() {
     let unset = Some(IoPrio::from_raw(0));
     assert!(!none(backup(("rsync", "rsync -a /srv /mnt", unset), 90, 90.0, "none")));
 }
+
+fn vm(refault: f64, sin: f64, sout: f64) -> Model {
+    let mut m = model();
+    m.vm = Some(crate::collect::vmstat::VmRates {
+        refault_file_per_s: Some(refault),
+        pswpin_per_s: Some(sin),
+        pswpout_per_s: Some(sout),
+        pgmajfault_per_s: Some(5.0),
+    });
+    m
+}
+
+#[test]
+fn page_cache_thrash_at_1000_refaults_names_the_top_reader() {
+    let mut at = vm(1000.0, 0.0, 0.0);
+    let reader = |pid, comm, bps| {
+        proc_with(
+            pid,
+            comm,
+            ProcRates {
+                read_bps: bps,
+                ..Default::default()
+            },
+        )
+    };
+    at.procs.push(reader(40, "postgres", 8e6));
+    at.procs.push(reader(41, "grep", 2e7));
+    let mut e = Engine::default();
+    let f = run(&mut e, &at, 1, 3);
+    assert_eq!(rules(&f), [("page_cache_thrash", "system".to_string())]);
+    assert_eq!(f[0].evidence[0].value, Some(1000.0));
+    assert_eq!((f[0].culprits[0].comm.as_str(), f[0].culprits[1].pid), ("grep", 40));
+    let quiet = vm(999.0, 0.0, 0.0);
+    for t in 4..8 {
+        assert!(!step(&mut e, &mut quiet.clone(), t)[0].holding);
+    }
+    assert!(step(&mut e, &mut quiet.clone(), 8).is_empty());
+    assert!(run(&mut Engine::default(), &quiet, 1, 5).is_empty());
+    // No vmstat: nothing judged.
+    assert!(run(&mut Engine::default(), &model(), 1, 5).is_empty());
+}
+
+#[test]
+fn swapping_at_256_pages_critical_at_2560_in() {
+    let f = run(&mut Engine::default(), &vm(0.0, 56.0, 200.0), 1, 3);
+    assert_eq!(rules(&f), [("swapping", "system".to_string())]);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert_eq!(
+        (f[0].evidence[0].value, f[0].evidence[1].value),
+        (Some(56.0), Some(200.0))
+    );
+    assert!(run(&mut Engine::default(), &vm(0.0, 55.0, 200.0), 1, 5).is_empty());
+    let f = run(&mut Engine::default(), &vm(0.0, 2560.0, 0.0), 1, 3);
+    assert_eq!(f[0].severity, Severity::Critical);
+    // Clears 5 s after the swapping stopped.
+    let mut e = Engine::default();
+    run(&mut e, &vm(0.0, 300.0, 0.0), 1, 3);
+    let idle = vm(0.0, 0.0, 0.0);
+    assert!(!run(&mut e, &idle, 4, 7)[0].holding);
+    assert!(step(&mut e, &mut idle.clone(), 8).is_empty());
+    // A counter the kernel lacks: not judged.
+    let mut m = vm(0.0, 5000.0, 0.0);
+    if let Some(v) = &mut m.vm {
+        v.pswpout_per_s = None;
+    }
+    assert!(run(&mut Engine::default(), &m, 1, 5).is_empty());
+}
