@@ -7,6 +7,7 @@
 
 pub mod activity;
 pub mod align;
+pub mod blocked;
 pub mod cgroup;
 pub mod delayacct;
 pub mod devfacts;

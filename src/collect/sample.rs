@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::activity::{Activity, Step};
+use super::blocked::{self, BlockedTask};
 use super::cgroup::{CgroupReader, CgroupSnapshot};
 use super::delayacct::{self, ThreadDelays};
 use super::diskstats::{self, DiskStat};
@@ -47,6 +48,8 @@ pub struct RawSample {
     /// The `/proc/vmstat` counters the findings read.
     pub vmstat: Option<VmStat>,
     pub procs: ProcSnapshot,
+    /// Tasks in state D waiting on a FUSE or network filesystem.
+    pub blocked: Vec<BlockedTask>,
     /// `kernel.task_delayacct` at this sample (`None`: no such sysctl).
     pub delayacct: Option<bool>,
     /// Open files of the processes where progress can matter (see `fdinfo`).
@@ -257,6 +260,7 @@ impl Collector {
         if delayacct != Some(false) {
             self.threads.read(&mut self.reader, &mut procs.procs);
         }
+        let blocked = blocked::read(&mut self.reader, &procs.procs);
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
         self.activity.set(Step::OpenFiles);
         let fds = self.fds.scan(&self.reader, &listed);
@@ -280,6 +284,7 @@ impl Collector {
             mem,
             vmstat,
             procs,
+            blocked,
             delayacct,
             fds,
             cgroups,

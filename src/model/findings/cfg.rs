@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::hung_mount::HungMountCfg;
 pub use super::io_errors::IoErrorsCfg;
 pub use super::io_stall::IoStallCfg;
 pub use super::maintenance::MaintenanceCfg;
@@ -45,6 +46,7 @@ pub struct FindingsCfg {
     pub maintenance: MaintenanceCfg,
     pub page_cache_thrash: PageThrashCfg,
     pub swapping: SwappingCfg,
+    pub hung_mount: HungMountCfg,
 }
 
 impl Default for FindingsCfg {
@@ -61,6 +63,7 @@ impl Default for FindingsCfg {
             maintenance: Default::default(),
             page_cache_thrash: Default::default(),
             swapping: Default::default(),
+            hung_mount: Default::default(),
         }
     }
 }
@@ -79,6 +82,7 @@ impl FindingsCfg {
             super::maintenance::ID => self.maintenance.on_s,
             super::page_thrash::ID => self.page_cache_thrash.on_s,
             super::swapping::ID => self.swapping.on_s,
+            super::hung_mount::ID => self.hung_mount.on_s,
             _ => ON_S,
         }
     }

@@ -17,6 +17,7 @@
 
 pub mod baseline;
 pub mod cfg;
+mod hung_mount;
 mod io_errors;
 mod io_stall;
 mod maintenance;
@@ -229,6 +230,7 @@ impl Engine {
         maintenance::eval(m, &c.maintenance, out);
         page_thrash::eval(m, &c.page_cache_thrash, out);
         swapping::eval(m, &c.swapping, out);
+        hung_mount::eval(m, &c.hung_mount, out);
     }
 
     fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {

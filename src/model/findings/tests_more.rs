@@ -177,3 +177,57 @@ fn swapping_at_256_pages_critical_at_2560_in() {
     }
     assert!(run(&mut Engine::default(), &m, 1, 5).is_empty());
 }
+
+fn blocked(pid: i32, mount: Option<&str>) -> crate::model::BlockedTask {
+    crate::model::BlockedTask {
+        pid,
+        wchan: "request_wait_answer".into(),
+        class: "FUSE".into(),
+        mount: mount.map(Into::into),
+        fs_type: mount.map(|_| "fuse.hangfs".into()),
+        basis: mount.map(|_| "the only FUSE mount".into()),
+    }
+}
+
+/// `ls` (PID 60) blocked on /mnt/h; `calls` read calls per second completed.
+fn hung(calls: f64, mount: Option<&str>) -> Model {
+    let mut m = model();
+    let mut p = proc_with(
+        60,
+        "ls",
+        ProcRates {
+            syscr_per_s: calls,
+            ..Default::default()
+        },
+    );
+    p.raw.state = 'D';
+    m.procs.push(p);
+    m.procs.push(proc_with(61, "bash", ProcRates::default()));
+    m.blocked.push(blocked(60, mount));
+    m
+}
+
+#[test]
+fn hung_mount_after_5_s_without_a_completed_call() {
+    let mut e = Engine::default();
+    let m = hung(0.0, Some("/mnt/h"));
+    assert!(run(&mut e, &m, 1, 4).is_empty());
+    let f = step(&mut e, &mut m.clone(), 5);
+    assert_eq!(rules(&f), [("hung_mount", "/mnt/h".to_string())]);
+    assert_eq!(f[0].severity, Severity::Critical);
+    assert_eq!((f[0].culprits.len(), f[0].culprits[0].comm.as_str()), (1, "ls"));
+    assert!(f[0].text.contains("request_wait_answer"), "{}", f[0].text);
+    // It answers again (the task completes calls): cleared after 5 s.
+    let ok = hung(1.0, Some("/mnt/h"));
+    assert!(!run(&mut e, &ok, 6, 9)[0].holding);
+    assert!(step(&mut e, &mut ok.clone(), 10).is_empty());
+    // A slow mount whose caller completes a call per second: never hung.
+    assert!(run(&mut Engine::default(), &ok, 1, 10).is_empty());
+    // Mount unknown: named by its kind.
+    let f = run(&mut Engine::default(), &hung(0.0, None), 1, 5);
+    assert_eq!(rules(&f), [("hung_mount", "a FUSE mount".to_string())]);
+    // Blocked, but no rates yet (first sample of the process): not judged.
+    let mut first = hung(0.0, Some("/mnt/h"));
+    first.procs[0].rates = None;
+    assert!(run(&mut Engine::default(), &first, 1, 6).is_empty());
+}
