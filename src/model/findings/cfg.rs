@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::cgroup_limit::CgroupLimitCfg;
 pub use super::hung_mount::HungMountCfg;
 pub use super::io_errors::IoErrorsCfg;
 pub use super::io_stall::IoStallCfg;
@@ -47,6 +48,7 @@ pub struct FindingsCfg {
     pub page_cache_thrash: PageThrashCfg,
     pub swapping: SwappingCfg,
     pub hung_mount: HungMountCfg,
+    pub cgroup_at_limit: CgroupLimitCfg,
 }
 
 impl Default for FindingsCfg {
@@ -64,6 +66,7 @@ impl Default for FindingsCfg {
             page_cache_thrash: Default::default(),
             swapping: Default::default(),
             hung_mount: Default::default(),
+            cgroup_at_limit: Default::default(),
         }
     }
 }
@@ -83,6 +86,7 @@ impl FindingsCfg {
             super::page_thrash::ID => self.page_cache_thrash.on_s,
             super::swapping::ID => self.swapping.on_s,
             super::hung_mount::ID => self.hung_mount.on_s,
+            super::cgroup_limit::ID => self.cgroup_at_limit.on_s,
             _ => ON_S,
         }
     }

@@ -17,6 +17,7 @@
 
 pub mod baseline;
 pub mod cfg;
+mod cgroup_limit;
 mod hung_mount;
 mod io_errors;
 mod io_stall;
@@ -231,6 +232,7 @@ impl Engine {
         page_thrash::eval(m, &c.page_cache_thrash, out);
         swapping::eval(m, &c.swapping, out);
         hung_mount::eval(m, &c.hung_mount, out);
+        cgroup_limit::eval(m, &c.cgroup_at_limit, out);
     }
 
     fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {

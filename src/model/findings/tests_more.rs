@@ -2,6 +2,8 @@
 //! each fires at its threshold, not below, clears with hysteresis and
 //! names the right culprit.
 
+use std::sync::Arc;
+
 use super::tests::{device, model, proc_with, rates, rules, step, trace};
 use super::*;
 use crate::collect::trace::block::Dev;
@@ -230,4 +232,78 @@ fn hung_mount_after_5_s_without_a_completed_call() {
     let mut first = hung(0.0, Some("/mnt/h"));
     first.procs[0].rates = None;
     assert!(run(&mut Engine::default(), &first, 1, 6).is_empty());
+}
+
+/// /backup.slice limited to 10 MB/s read on loop7, reading `bps` over the
+/// window; its member tar (PID 70) waits `wait` IO%.
+fn limited(bps: f64, wait: f64) -> Model {
+    use crate::model::cgroup::{CgDevice, CgRates, CgroupRow, CgroupView, DevId, Limits};
+    let mut m = model();
+    let lim = Limits {
+        rbps: Some(10_000_000),
+        ..Default::default()
+    };
+    let mut row = CgroupRow::example("/backup.slice", bps, vec![70]);
+    let r = CgRates {
+        read_bps: bps,
+        write_bps: 0.0,
+        read_iops: Some(100.0),
+        write_iops: Some(0.0),
+    };
+    row.devices.push(CgDevice {
+        device: "loop7".into(),
+        dev: DevId { major: 7, minor: 7 },
+        in_total: false,
+        rates: Some(r),
+        discard_bps: None,
+        window_rates: Some(r),
+        iocost: None,
+        bfq: None,
+        limits: lim,
+        effective_limits: lim,
+        at_limit: None,
+        at_limits: Vec::new(),
+    });
+    m.cgroups = Some(CgroupView {
+        rows: vec![row],
+        ..Default::default()
+    });
+    let mut p = waiting(70, "tar", wait);
+    if let Some(r) = p.rates.as_mut().map(Arc::make_mut) {
+        r.read_bps = bps;
+    }
+    m.procs.push(p);
+    m.procs.push(waiting(71, "sshd", 50.0));
+    m
+}
+
+#[test]
+fn cgroup_at_90_percent_of_its_limit_with_a_waiting_member() {
+    let mut e = Engine::default();
+    let at = limited(9_000_000.0, 10.0);
+    assert!(step(&mut e, &mut at.clone(), 1).is_empty());
+    let f = step(&mut e, &mut at.clone(), 2);
+    assert_eq!(rules(&f), [("cgroup_at_limit", "/backup.slice".to_string())]);
+    assert!((f[0].evidence[0].value.unwrap() - 90.0).abs() < 1e-9);
+    assert_eq!(f[0].evidence[1].value, Some(10_000_000.0));
+    // The member doing the I/O, not sshd (outside the cgroup).
+    assert_eq!(f[0].culprits.iter().map(|c| c.pid).collect::<Vec<_>>(), [70]);
+    assert!(f[0].text.contains("rbps limit on loop7"), "{}", f[0].text);
+    let below = limited(8_990_000.0, 90.0);
+    assert!(!run(&mut e, &below, 3, 6)[0].holding);
+    assert!(step(&mut e, &mut below.clone(), 7).is_empty());
+    assert!(run(&mut Engine::default(), &below, 1, 5).is_empty());
+    // At the limit but nobody waits (IO% 9.9, no pressure): not a finding.
+    assert!(run(&mut Engine::default(), &limited(10_000_000.0, 9.9), 1, 5).is_empty());
+    // ... unless the cgroup's io pressure is at 10%.
+    let mut psi = limited(10_000_000.0, 0.0);
+    if let Some(v) = &mut psi.cgroups {
+        v.rows[0].pressure = Some(crate::model::cgroup::CgPressure {
+            some: None,
+            full: None,
+            some_pct: Some(10.0),
+            full_pct: None,
+        });
+    }
+    assert_eq!(run(&mut Engine::default(), &psi, 1, 2).len(), 1);
 }
