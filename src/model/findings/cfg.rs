@@ -22,6 +22,7 @@ pub use super::queue_bound::QueueBoundCfg;
 pub use super::random_rotating::RandomRotatingCfg;
 pub use super::slow_device::SlowDeviceCfg;
 pub use super::swapping::SwappingCfg;
+pub use super::sync_heavy::SyncHeavyCfg;
 pub use super::tiny_syscalls::TinySyscallsCfg;
 
 /// Seconds a condition must have stopped holding before its finding clears.
@@ -49,6 +50,7 @@ pub struct FindingsCfg {
     pub swapping: SwappingCfg,
     pub hung_mount: HungMountCfg,
     pub cgroup_at_limit: CgroupLimitCfg,
+    pub sync_heavy: SyncHeavyCfg,
 }
 
 impl Default for FindingsCfg {
@@ -67,6 +69,7 @@ impl Default for FindingsCfg {
             swapping: Default::default(),
             hung_mount: Default::default(),
             cgroup_at_limit: Default::default(),
+            sync_heavy: Default::default(),
         }
     }
 }
@@ -87,6 +90,7 @@ impl FindingsCfg {
             super::swapping::ID => self.swapping.on_s,
             super::hung_mount::ID => self.hung_mount.on_s,
             super::cgroup_limit::ID => self.cgroup_at_limit.on_s,
+            super::sync_heavy::ID => self.sync_heavy.on_s,
             _ => ON_S,
         }
     }

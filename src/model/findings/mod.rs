@@ -28,6 +28,7 @@ mod queue_bound;
 mod random_rotating;
 mod slow_device;
 mod swapping;
+mod sync_heavy;
 mod tiny_syscalls;
 
 #[cfg(test)]
@@ -233,6 +234,7 @@ impl Engine {
         swapping::eval(m, &c.swapping, out);
         hung_mount::eval(m, &c.hung_mount, out);
         cgroup_limit::eval(m, &c.cgroup_at_limit, out);
+        sync_heavy::eval(m, &c.sync_heavy, out);
     }
 
     fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {

@@ -307,3 +307,48 @@ fn cgroup_at_90_percent_of_its_limit_with_a_waiting_member() {
     }
     assert_eq!(run(&mut Engine::default(), &psi, 1, 2).len(), 1);
 }
+
+/// loop2 with `n` flushes in the interval, submitted by `by` (PID 90);
+/// fio (PID 91) writes 4 MB through it.
+fn flushing(n: u64, by: &str) -> Model {
+    let mut m = model();
+    m.devices
+        .push(device("loop2", 2, None, rates("loop2", 100, 1.0, 0.5, 50.0)));
+    trace(&mut m, 2, 10, (0.0, 1.0), (92, "cat"), (0, 0));
+    let dev = Dev { major: 7, minor: 2 };
+    if let Some(d) = m.trace.interval.devices.get_mut(&dev) {
+        d.completed[3] = n;
+        d.completed[1] = n;
+    }
+    let row = |comm: &str, flushes, write_bytes| ProcDevTrace {
+        comm: comm.into(),
+        flushes,
+        write_bytes,
+        ..Default::default()
+    };
+    m.trace.interval.procs.insert((90, dev), row(by, n, 0));
+    m.trace.interval.procs.insert((91, dev), row("fio", 0, 4_000_000));
+    m
+}
+
+#[test]
+fn sync_heavy_at_50_flushes_names_the_writer_behind_jbd2() {
+    let mut e = Engine::default();
+    let f = run(&mut e, &flushing(50, "jbd2/loop2-8"), 1, 3);
+    assert_eq!(rules(&f), [("sync_heavy", "loop2".to_string())]);
+    assert_eq!(f[0].evidence[0].value, Some(50.0));
+    // jbd2 submits; fio, writing on the device, is named.
+    assert_eq!(f[0].culprits.iter().map(|c| c.pid).collect::<Vec<_>>(), [91]);
+    assert!(f[0].text.contains("jbd2/loop2-8"), "{}", f[0].text);
+    let below = flushing(49, "jbd2/loop2-8");
+    assert!(!run(&mut e, &below, 4, 7)[0].holding);
+    assert!(step(&mut e, &mut below.clone(), 8).is_empty());
+    assert!(run(&mut Engine::default(), &below, 1, 5).is_empty());
+    // A process flushing itself (fdatasync on a raw device) is named.
+    let f = run(&mut Engine::default(), &flushing(80, "postgres"), 1, 3);
+    assert_eq!((f[0].culprits[0].pid, f[0].culprits[0].comm.as_str()), (90, "postgres"));
+    // Untraced: nothing judged.
+    let mut off = flushing(500, "postgres");
+    off.trace.active = false;
+    assert!(run(&mut Engine::default(), &off, 1, 5).is_empty());
+}
