@@ -1,5 +1,5 @@
-//! Tasks blocked on a FUSE or network filesystem, and which mount: for each
-//! process in state D (few), its `wchan` (the kernel function it sleeps in:
+//! Tasks blocked on a FUSE or network filesystem, and which mount: for the
+//! sleeping processes ([`Scanner`]), their `wchan` (the kernel function it sleeps in:
 //! `request_wait_answer` for a FUSE request, `rpc_wait_bit_killable` for
 //! NFS ...). For those waiting on such a filesystem, the mount comes from
 //! the call it is in (`/proc/<pid>/syscall`): a call on a file descriptor
@@ -17,7 +17,7 @@ use super::Reader;
 use super::mountinfo::{may_block, parse_line};
 use super::process::RawProc;
 
-/// At most this many tasks in state D are looked at per sample.
+/// Tasks looked at per sample, of each kind (see [`Scanner`]).
 pub const MAX_TASKS: usize = 64;
 
 /// A task waiting on a FUSE or network filesystem.
@@ -133,12 +133,50 @@ fn mount_of(
     }
 }
 
-/// The tasks in state D that wait on a FUSE or network filesystem.
-pub fn read(r: &mut Reader, procs: &[RawProc]) -> Vec<BlockedTask> {
+/// Which sleeping tasks to look at: a FUSE request waits interruptibly
+/// (state S) until a signal arrives, then uninterruptibly (D), so both
+/// count. Every task in D, the tasks found waiting last sample, and user
+/// processes in S in turns of [`MAX_TASKS`] per sample (a rotating cursor:
+/// on a box with more sleeping processes a new wait is found within a few
+/// samples), at most `2 × MAX_TASKS` reads of `wchan` per sample.
+#[derive(Debug, Default)]
+pub struct Scanner {
+    prev: Vec<i32>,
+    cursor: usize,
+}
+
+impl Scanner {
+    /// The tasks that wait on a FUSE or network filesystem.
+    pub fn read(&mut self, r: &mut Reader, procs: &[RawProc]) -> Vec<BlockedTask> {
+        let mut pids: Vec<i32> = procs
+            .iter()
+            .filter(|p| p.state == 'D' || self.prev.contains(&p.key.pid))
+            .map(|p| p.key.pid)
+            .take(MAX_TASKS)
+            .collect();
+        let sleeping: Vec<i32> = procs
+            .iter()
+            .filter(|p| p.state == 'S' && !p.cmdline.is_empty())
+            .map(|p| p.key.pid)
+            .collect();
+        if !sleeping.is_empty() {
+            let start = self.cursor % sleeping.len();
+            let n = sleeping.len().min(MAX_TASKS);
+            pids.extend((0..n).map(|i| sleeping[(start + i) % sleeping.len()]));
+            self.cursor = start + n;
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        let out = read_pids(r, &pids);
+        self.prev = out.iter().map(|b| b.pid).collect();
+        out
+    }
+}
+
+fn read_pids(r: &mut Reader, pids: &[i32]) -> Vec<BlockedTask> {
     let mut out = Vec::new();
     let mut mounts: Option<HashMap<u64, (String, String)>> = None;
-    for p in procs.iter().filter(|p| p.state == 'D').take(MAX_TASKS) {
-        let pid = p.key.pid;
+    for &pid in pids {
         let Some(wchan) = text(r, format!("/proc/{pid}/wchan")) else {
             continue;
         };
@@ -203,6 +241,6 @@ mod tests {
         let mut d = me.clone();
         d.state = 'D';
         // Running, its wchan is "0": no wait class, nothing listed.
-        assert!(read(&mut r, &[me, d]).is_empty());
+        assert!(Scanner::default().read(&mut r, &[me, d]).is_empty());
     }
 }

@@ -48,7 +48,7 @@ pub struct RawSample {
     /// The `/proc/vmstat` counters the findings read.
     pub vmstat: Option<VmStat>,
     pub procs: ProcSnapshot,
-    /// Tasks in state D waiting on a FUSE or network filesystem.
+    /// Tasks waiting on a FUSE or network filesystem.
     pub blocked: Vec<BlockedTask>,
     /// `kernel.task_delayacct` at this sample (`None`: no such sysctl).
     pub delayacct: Option<bool>,
@@ -103,6 +103,7 @@ pub struct Collector {
     procs: ProcReader,
     devices: Vec<DeviceInfo>,
     anon_mounts: Vec<AnonMount>,
+    blocked: blocked::Scanner,
     mounts: MountMap,
     /// diskstats (name, major, minor) at the last device refresh.
     disk_ids: Vec<(String, u32, u32)>,
@@ -136,6 +137,7 @@ impl Collector {
             procs: ProcReader::new(),
             devices: Vec::new(),
             anon_mounts: Vec::new(),
+            blocked: blocked::Scanner::default(),
             mounts: MountMap::new(),
             disk_ids: Vec::new(),
             samples: 0,
@@ -260,7 +262,7 @@ impl Collector {
         if delayacct != Some(false) {
             self.threads.read(&mut self.reader, &mut procs.procs);
         }
-        let blocked = blocked::read(&mut self.reader, &procs.procs);
+        let blocked = self.blocked.read(&mut self.reader, &procs.procs);
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
         self.activity.set(Step::OpenFiles);
         let fds = self.fds.scan(&self.reader, &listed);

@@ -219,7 +219,7 @@ pub struct Model {
     pub mem: Option<MemDirty>,
     /// Refault and swap rates from `/proc/vmstat` over the last interval.
     pub vm: Option<crate::collect::vmstat::VmRates>,
-    /// Tasks in state D waiting on a FUSE or network filesystem, at the last sample.
+    /// Tasks waiting on a FUSE or network filesystem, at the last sample.
     pub blocked: Vec<BlockedTask>,
     /// What could not be read in the last sample.
     pub errors: Vec<String>,

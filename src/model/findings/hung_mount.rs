@@ -1,4 +1,4 @@
-//! A hung mount: tasks blocked in state D on a FUSE or network filesystem
+//! A hung mount: tasks asleep (S or D) on a FUSE or network filesystem
 //! (their `wchan`: [`crate::collect::blocked`]) that completed no read or
 //! write call during the whole interval, for the rule's window — a mount
 //! that does not answer, not a slow one (a slow filesystem's callers
@@ -59,7 +59,7 @@ pub fn eval(m: &Model, c: &HungMountCfg, out: &mut Vec<Candidate>) {
             pid: b.pid,
             comm: p.raw.comm.to_string(),
             value: 1.0,
-            unit: "task in state D, no call completed (wchan)",
+            unit: "task waiting (wchan), no call completed",
         });
     }
     for (mount, (fs, basis, mut tasks)) in by_mount {
@@ -78,7 +78,7 @@ pub fn eval(m: &Model, c: &HungMountCfg, out: &mut Vec<Candidate>) {
             severity: Severity::Critical,
             subject: Subject::Mount { path: mount.clone() },
             evidence: vec![
-                Evidence::new("blocked tasks", Some(n as f64), "", "/proc/<pid>/stat state D, /proc/<pid>/wchan"),
+                Evidence::new("blocked tasks", Some(n as f64), "", "/proc/<pid>/wchan"),
                 Evidence::new("calls completed", Some(0.0), "1/s", "/proc/<pid>/io syscr + syscw of those tasks"),
             ],
             text: format!(

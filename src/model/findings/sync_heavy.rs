@@ -83,10 +83,19 @@ pub fn eval(m: &Model, c: &SyncHeavyCfg, out: &mut Vec<Candidate>) {
             })
             .collect();
         writers.sort_by(|a, b| b.value.total_cmp(&a.value).then(a.pid.cmp(&b.pid)));
+        // Kernel workers flush for others: named only when no user
+        // process submits flushes.
+        let user: Vec<Culprit> = by_flush
+            .iter()
+            .filter(|c| m.trace.interval.procs.get(&(c.pid, key)).is_some_and(|p| !p.kernel))
+            .cloned()
+            .collect();
         let mut culprits = if journal_led && !writers.is_empty() {
             writers
-        } else {
+        } else if user.is_empty() {
             by_flush.clone()
+        } else {
+            user
         };
         culprits.truncate(CULPRITS);
         let who = if journal_led && !culprits.is_empty() {
