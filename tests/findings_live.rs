@@ -16,6 +16,9 @@
 //!   measures the flushes/s it made (sysfs stat), `why` names fio.
 //! - hung mount: `stat` on a FUSE mount whose getattr never answers
 //!   (`tests/helpers/hangfs.py`): `why` names the mount and the stat.
+//! - maintenance job: `dd if=/dev/loopN bs=1M iflag=direct` on the slow
+//!   device beside a fio QD 1 reader: `why` names dd (best-effort class)
+//!   with fio waiting.
 //!
 //! Without root, /dev/fuse, fusermount3, fusepy or fio the tests print
 //! "skipped: <reason>" and pass. Every loop device, mount and process is
@@ -391,4 +394,45 @@ fn hung_mount_names_the_mount_and_the_blocked_stat() {
     );
     assert_eq!(code, 1);
     drop(h);
+}
+
+#[test]
+fn maintenance_dd_at_best_effort_beside_a_waiting_reader() {
+    let _serial = serial();
+    if let Some(r) = unavailable(&["fio", "losetup", "fusermount3", "dd"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let fs = SlowMount::start(20);
+    let lo = Loop::over_file(&fs.mnt().join("data"), Attach::READ_ONLY_DIRECT).unwrap();
+    let name = lo.name().to_string();
+    // A device copy (maintenance by the job classifier) in 1 MiB direct
+    // reads, split into several requests each, beside a QD 1 reader.
+    let dd = Bg::spawn(Command::new("dd").args([&format!("if={}", lo.dev), "of=/dev/null", "bs=1M", "iflag=direct"]));
+    let _reader = Bg::spawn(Command::new("fio").args([
+        "--name=reader",
+        &format!("--filename={}", lo.dev),
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=1",
+        "--direct=1",
+        "--readonly",
+        "--time_based",
+        "--runtime=60",
+    ]));
+    std::thread::sleep(Duration::from_secs(1));
+    let (code, v) = why("6");
+    let f = findings(&v, "maintenance_not_idle");
+    eprintln!("why exit {code}: {}", serde_json::to_string_pretty(&f).unwrap());
+    let f = f
+        .iter()
+        .find(|f| f["subject"]["pid"] == i64::from(dd.pid()))
+        .unwrap_or_else(|| panic!("dd (PID {}) not found: {v}", dd.pid()));
+    let c = f["culprits"].as_array().unwrap();
+    assert!(
+        c.iter().any(|c| c["comm"] == "fio"),
+        "the waiting reader not named: {f}"
+    );
+    assert!(f["text"].as_str().unwrap().contains(&name), "{f}");
+    assert_eq!(code, 1);
 }
