@@ -171,7 +171,7 @@ pub fn eval(m: &Model, c: &MaintenanceCfg, out: &mut Vec<Candidate>) {
                 d.name,
                 culprit_list(&waiting),
                 if n == 1 { "s" } else { "" },
-                if accounted { "IO%" } else { "state D" },
+                if accounted { "IO% by delay accounting" } else { "in state D" },
                 sched.unwrap_or("n/a"),
             ),
             next: next_step(sched, &d.name, top.pid),
