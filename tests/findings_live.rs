@@ -11,6 +11,14 @@
 //! - tiny syscalls: `dd bs=512` names dd; `dd bs=1M` does not.
 //! - idle control: `why` with nothing produced exits 0 (or names only
 //!   conditions the test did not make, printed).
+//! - sync-heavy: fio `fsync=1` on ext4 over a loop device (backed by
+//!   tmpfs: a loop flush is an fsync of the backing file): the test
+//!   measures the flushes/s it made (sysfs stat), `why` names fio.
+//! - hung mount: `stat` on a FUSE mount whose getattr never answers
+//!   (`tests/helpers/hangfs.py`): `why` names the mount and the stat.
+//! - maintenance job: `dd if=/dev/loopN bs=1M iflag=direct` on the slow
+//!   device beside a fio QD 1 reader: `why` names dd (best-effort class)
+//!   with fio waiting.
 //!
 //! Without root, /dev/fuse, fusermount3, fusepy or fio the tests print
 //! "skipped: <reason>" and pass. Every loop device, mount and process is
@@ -220,4 +228,211 @@ fn idle_control_has_no_findings() {
     eprintln!("why exit {code}: {v}");
     assert_eq!(v["findings"].as_array().map(Vec::len), Some(0), "{v}");
     assert_eq!(code, 0);
+}
+
+/// Root and `tools`, without FUSE.
+fn missing(tools: &[&str]) -> Option<String> {
+    if !is_root() {
+        return Some("not root (losetup, mount, tracing)".into());
+    }
+    tools.iter().find(|t| !have(t)).map(|t| format!("{t} not installed"))
+}
+
+/// A filesystem mounted at a temp dir; unmounted on drop.
+struct Mounted(tempfile::TempDir);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        // fio's job process may still be exiting.
+        for _ in 0..50 {
+            let ok = Command::new("umount").arg(self.0.path()).stderr(Stdio::null()).status();
+            if ok.is_ok_and(|s| s.success()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+/// Flushes completed by a block device (sysfs stat field 16; 0 on kernels
+/// without it).
+fn flushes(dev: &str) -> u64 {
+    let t = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    t.split_whitespace().nth(15).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn sync_heavy_names_fio_fsync_1_on_ext4_over_loop() {
+    let _serial = serial();
+    if let Some(r) = missing(&["fio", "losetup", "mkfs.ext4"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    // Backed by tmpfs: a flush of the loop device is an fsync of its
+    // backing file, which on a busy disk takes seconds.
+    let file = tempfile::NamedTempFile::new_in("/dev/shm").unwrap();
+    file.as_file().set_len(128 << 20).unwrap();
+    let how = Attach {
+        direct: false,
+        ..Attach::DIRECT
+    };
+    let lo = Loop::over_file(file.path(), how).unwrap();
+    let name = lo.name().to_string();
+    let mkfs = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", &lo.dev])
+        .status()
+        .unwrap();
+    assert!(mkfs.success(), "mkfs.ext4 {}", lo.dev);
+    let mnt = Mounted(tempfile::tempdir().unwrap());
+    let ok = Command::new("mount").arg(&lo.dev).arg(mnt.0.path()).status().unwrap();
+    assert!(ok.success(), "mount {}", lo.dev);
+    // fio ends by itself: killed in the middle of an fsync, its job
+    // process waited minutes for the journal in one run.
+    let fio = Bg::spawn(Command::new("fio").args([
+        "--name=sync",
+        &format!("--directory={}", mnt.0.path().display()),
+        "--rw=write",
+        "--bs=4k",
+        "--size=16M",
+        "--fsync=1",
+        "--time_based",
+        "--runtime=8",
+    ]));
+    std::thread::sleep(Duration::from_secs(1));
+    let (f0, t0) = (flushes(&name), Instant::now());
+    let (code, v) = why("5");
+    let rate = (flushes(&name) - f0) as f64 / t0.elapsed().as_secs_f64();
+    eprintln!("{name}: {rate:.0} flushes/s measured over the why run; why exit {code}");
+    assert!(rate >= 60.0, "fio fsync=1 made only {rate:.0} flushes/s");
+    let f = findings(&v, "sync_heavy");
+    eprintln!("{}", serde_json::to_string_pretty(&f).unwrap());
+    let f = f
+        .iter()
+        .find(|f| f["subject"]["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no sync_heavy finding on {name}: {v}"));
+    assert!(f["evidence"][0]["value"].as_f64().unwrap() >= 50.0, "{f}");
+    assert!(
+        f["culprits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["pid"] == i64::from(fio.pid()) || c["comm"] == "fio"),
+        "fio not named: {f}"
+    );
+    assert_eq!(code, 1);
+    let mut fio = fio;
+    let end = Instant::now() + Duration::from_secs(15);
+    while fio.0.try_wait().ok().flatten().is_none() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+const HANGFS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/hangfs.py");
+
+/// The hanging filesystem (`tests/helpers/hangfs.py`) with its flag set;
+/// on drop the daemon is killed first (which frees every waiter), then the
+/// mount is detached.
+struct Hung {
+    dir: tempfile::TempDir,
+    daemon: Child,
+}
+
+impl Hung {
+    fn mnt(&self) -> PathBuf {
+        self.dir.path().join("mnt")
+    }
+}
+
+impl Drop for Hung {
+    fn drop(&mut self) {
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+        let _ = Command::new("fusermount3").arg("-uz").arg(self.mnt()).status();
+    }
+}
+
+#[test]
+fn hung_mount_names_the_mount_and_the_blocked_stat() {
+    let _serial = serial();
+    if let Some(r) = unavailable(&["fusermount3", "stat"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    // Declared first, dropped last: after the daemon is dead.
+    let mut stuck: Option<Bg> = None;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("mnt")).unwrap();
+    let daemon = Command::new(PY)
+        .arg(HANGFS)
+        .arg(dir.path().join("mnt"))
+        .arg(dir.path().join("flag"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let h = Hung { dir, daemon };
+    let end = Instant::now() + Duration::from_secs(10);
+    while !mounted(&h.mnt()) {
+        assert!(Instant::now() < end, "hangfs did not mount");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::write(h.dir.path().join("flag"), b"").unwrap();
+    let stat = stuck.insert(Bg::spawn(Command::new("stat").arg(h.mnt().join("data"))));
+    let pid = i64::from(stat.pid());
+    let (code, v) = why("7");
+    let f = findings(&v, "hung_mount");
+    eprintln!("why exit {code}: {}", serde_json::to_string_pretty(&f).unwrap());
+    let mnt = h.mnt().display().to_string();
+    let f = f
+        .iter()
+        .find(|f| f["subject"]["name"] == mnt.as_str() || f["subject"]["path"] == mnt.as_str())
+        .unwrap_or_else(|| panic!("no hung_mount finding on {mnt}: {v}"));
+    assert!(
+        f["culprits"].as_array().unwrap().iter().any(|c| c["pid"] == pid),
+        "the blocked stat (PID {pid}) not named: {f}"
+    );
+    assert_eq!(code, 1);
+    drop(h);
+}
+
+#[test]
+fn maintenance_dd_at_best_effort_beside_a_waiting_reader() {
+    let _serial = serial();
+    if let Some(r) = unavailable(&["fio", "losetup", "fusermount3", "dd"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let fs = SlowMount::start(20);
+    let lo = Loop::over_file(&fs.mnt().join("data"), Attach::READ_ONLY_DIRECT).unwrap();
+    let name = lo.name().to_string();
+    // A device copy (maintenance by the job classifier) in 1 MiB direct
+    // reads, split into several requests each, beside a QD 1 reader.
+    let dd = Bg::spawn(Command::new("dd").args([&format!("if={}", lo.dev), "of=/dev/null", "bs=1M", "iflag=direct"]));
+    let _reader = Bg::spawn(Command::new("fio").args([
+        "--name=reader",
+        &format!("--filename={}", lo.dev),
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=1",
+        "--direct=1",
+        "--readonly",
+        "--time_based",
+        "--runtime=60",
+    ]));
+    std::thread::sleep(Duration::from_secs(1));
+    let (code, v) = why("6");
+    let f = findings(&v, "maintenance_not_idle");
+    eprintln!("why exit {code}: {}", serde_json::to_string_pretty(&f).unwrap());
+    let f = f
+        .iter()
+        .find(|f| f["subject"]["pid"] == i64::from(dd.pid()))
+        .unwrap_or_else(|| panic!("dd (PID {}) not found: {v}", dd.pid()));
+    let c = f["culprits"].as_array().unwrap();
+    assert!(
+        c.iter().any(|c| c["comm"] == "fio"),
+        "the waiting reader not named: {f}"
+    );
+    assert!(f["text"].as_str().unwrap().contains(&name), "{f}");
+    assert_eq!(code, 1);
 }

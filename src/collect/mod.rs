@@ -7,6 +7,7 @@
 
 pub mod activity;
 pub mod align;
+pub mod blocked;
 pub mod cgroup;
 pub mod delayacct;
 pub mod devfacts;
@@ -24,6 +25,7 @@ pub mod system;
 pub mod taskstats;
 pub mod trace;
 pub mod tree;
+pub mod vmstat;
 pub mod walk;
 
 use std::ffi::CStr;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::activity::{Activity, Step};
+use super::blocked::{self, BlockedTask};
 use super::cgroup::{CgroupReader, CgroupSnapshot};
 use super::delayacct::{self, ThreadDelays};
 use super::diskstats::{self, DiskStat};
@@ -17,6 +18,7 @@ use super::process::{ProcReader, ProcSnapshot};
 use super::sysblock::{self, DeviceInfo};
 use super::system::{self, CpuTimes, MemDirty, Pressure};
 use super::taskstats::{self, ExitBatch, ExitListener};
+use super::vmstat::{self, VmStat};
 use super::{Reader, monotonic_ns};
 
 /// Everything read in one sample, stamped with CLOCK_MONOTONIC.
@@ -44,7 +46,11 @@ pub struct RawSample {
     pub cpu: Option<CpuTimes>,
     pub psi: Option<Pressure>,
     pub mem: Option<MemDirty>,
+    /// The `/proc/vmstat` counters the findings read.
+    pub vmstat: Option<VmStat>,
     pub procs: ProcSnapshot,
+    /// Tasks waiting on a FUSE or network filesystem.
+    pub blocked: Vec<BlockedTask>,
     /// `kernel.task_delayacct` at this sample (`None`: no such sysctl).
     pub delayacct: Option<bool>,
     /// Open files of the processes where progress can matter (see `fdinfo`).
@@ -101,6 +107,7 @@ pub struct Collector {
     procs: ProcReader,
     devices: Vec<DeviceInfo>,
     anon_mounts: Vec<AnonMount>,
+    blocked: blocked::Scanner,
     mounts: MountMap,
     /// diskstats (name, major, minor) at the last device refresh.
     disk_ids: Vec<(String, u32, u32)>,
@@ -134,6 +141,7 @@ impl Collector {
             procs: ProcReader::new(),
             devices: Vec::new(),
             anon_mounts: Vec::new(),
+            blocked: blocked::Scanner::default(),
             mounts: MountMap::new(),
             disk_ids: Vec::new(),
             samples: 0,
@@ -240,6 +248,7 @@ impl Collector {
         }
         self.activity.set(Step::System);
         let (cpu, psi, mem) = system::read_system(&mut self.reader, &mut errors);
+        let vmstat = vmstat::read(&mut self.reader, &mut errors);
         self.activity.set(Step::Processes);
         let delayacct = delayacct::read_state(&mut self.reader);
         self.procs.stat_every_sample = delayacct != Some(false);
@@ -257,6 +266,7 @@ impl Collector {
         if delayacct != Some(false) {
             self.threads.read(&mut self.reader, &mut procs.procs);
         }
+        let blocked = self.blocked.read(&mut self.reader, &procs.procs);
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
         self.activity.set(Step::OpenFiles);
         let fds = self.fds.scan(&self.reader, &listed);
@@ -278,7 +288,9 @@ impl Collector {
             cpu,
             psi,
             mem,
+            vmstat,
             procs,
+            blocked,
             delayacct,
             fds,
             cgroups,

@@ -46,6 +46,7 @@ use worker::Worker;
 // The collectors' types the model is made of, named here so views read the
 // model's vocabulary and never import the collectors.
 pub use crate::collect::align::{AlignVerdict, Alignment, exact_size};
+pub use crate::collect::blocked::BlockedTask;
 pub use crate::collect::devfacts::{DeviceFacts, Transport};
 pub use crate::collect::fdinfo::{Access, FdTarget, RawFd};
 pub use crate::collect::process::{IoClass, IoPrio, IoUnavailable, ProcIo, ProcKey};
@@ -218,6 +219,10 @@ pub struct Model {
     pub cpu: Option<CpuPct>,
     pub psi: Option<Pressure>,
     pub mem: Option<MemDirty>,
+    /// Refault and swap rates from `/proc/vmstat` over the last interval.
+    pub vm: Option<crate::collect::vmstat::VmRates>,
+    /// Tasks waiting on a FUSE or network filesystem, at the last sample.
+    pub blocked: Vec<BlockedTask>,
     /// What could not be read in the last sample.
     pub errors: Vec<String>,
     /// Tracked transfers (progress, rate, ETA), from the fd part of samples.
@@ -344,6 +349,11 @@ impl Model {
         };
         self.psi = cur.psi;
         self.mem = cur.mem;
+        self.blocked.clone_from(&cur.blocked);
+        self.vm = match (prev.as_ref().and_then(|p| p.vmstat.as_ref()), cur.vmstat.as_ref(), dt_s) {
+            (Some(p), Some(c), Some(dt)) => crate::collect::vmstat::rates(p, c, dt),
+            _ => None,
+        };
         self.exits = ExitStatus {
             active: cur.exits.active,
             why_not: cur.exits.why_not.clone(),

@@ -11,12 +11,18 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::cgroup_limit::CgroupLimitCfg;
+pub use super::hung_mount::HungMountCfg;
 pub use super::io_errors::IoErrorsCfg;
 pub use super::io_stall::IoStallCfg;
+pub use super::maintenance::MaintenanceCfg;
 pub use super::misaligned::MisalignedCfg;
+pub use super::page_thrash::PageThrashCfg;
 pub use super::queue_bound::QueueBoundCfg;
 pub use super::random_rotating::RandomRotatingCfg;
 pub use super::slow_device::SlowDeviceCfg;
+pub use super::swapping::SwappingCfg;
+pub use super::sync_heavy::SyncHeavyCfg;
 pub use super::tiny_syscalls::TinySyscallsCfg;
 
 /// Seconds a condition must have stopped holding before its finding clears.
@@ -39,6 +45,12 @@ pub struct FindingsCfg {
     pub io_stall: IoStallCfg,
     pub random_rotating: RandomRotatingCfg,
     pub misaligned: MisalignedCfg,
+    pub maintenance: MaintenanceCfg,
+    pub page_cache_thrash: PageThrashCfg,
+    pub swapping: SwappingCfg,
+    pub hung_mount: HungMountCfg,
+    pub cgroup_at_limit: CgroupLimitCfg,
+    pub sync_heavy: SyncHeavyCfg,
 }
 
 impl Default for FindingsCfg {
@@ -52,6 +64,12 @@ impl Default for FindingsCfg {
             io_stall: Default::default(),
             random_rotating: Default::default(),
             misaligned: Default::default(),
+            maintenance: Default::default(),
+            page_cache_thrash: Default::default(),
+            swapping: Default::default(),
+            hung_mount: Default::default(),
+            cgroup_at_limit: Default::default(),
+            sync_heavy: Default::default(),
         }
     }
 }
@@ -67,6 +85,12 @@ impl FindingsCfg {
             super::io_stall::ID => self.io_stall.on_s,
             super::random_rotating::ID => self.random_rotating.on_s,
             super::misaligned::ID => self.misaligned.on_s,
+            super::maintenance::ID => self.maintenance.on_s,
+            super::page_thrash::ID => self.page_cache_thrash.on_s,
+            super::swapping::ID => self.swapping.on_s,
+            super::hung_mount::ID => self.hung_mount.on_s,
+            super::cgroup_limit::ID => self.cgroup_at_limit.on_s,
+            super::sync_heavy::ID => self.sync_heavy.on_s,
             _ => ON_S,
         }
     }

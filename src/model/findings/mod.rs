@@ -17,17 +17,25 @@
 
 pub mod baseline;
 pub mod cfg;
+mod cgroup_limit;
+mod hung_mount;
 mod io_errors;
 mod io_stall;
+mod maintenance;
 mod misaligned;
+mod page_thrash;
 mod queue_bound;
 mod random_rotating;
 mod shown;
 mod slow_device;
+mod swapping;
+mod sync_heavy;
 mod tiny_syscalls;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_more;
 
 use std::collections::{HashMap, HashSet};
 
@@ -222,6 +230,12 @@ impl Engine {
         io_stall::eval(m, &mut self.psi, &c.io_stall, out);
         random_rotating::eval(m, &c.random_rotating, out);
         misaligned::eval(m, &c.misaligned, out);
+        maintenance::eval(m, &c.maintenance, out);
+        page_thrash::eval(m, &c.page_cache_thrash, out);
+        swapping::eval(m, &c.swapping, out);
+        hung_mount::eval(m, &c.hung_mount, out);
+        cgroup_limit::eval(m, &c.cgroup_at_limit, out);
+        sync_heavy::eval(m, &c.sync_heavy, out);
     }
 
     fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {

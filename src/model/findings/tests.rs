@@ -13,9 +13,9 @@ use crate::model::process::ProcRates;
 use crate::model::trace::{DeviceTrace, ProcDevTrace};
 use crate::model::{DeviceRow, ProcRow};
 
-const S: u64 = 1_000_000_000;
+pub(super) const S: u64 = 1_000_000_000;
 
-fn rates(name: &str, ios: u64, await_ms: f64, aqu: f64, util: f64) -> DiskRates {
+pub(super) fn rates(name: &str, ios: u64, await_ms: f64, aqu: f64, util: f64) -> DiskRates {
     DiskRates {
         name: name.into(),
         interval_s: 1.0,
@@ -41,14 +41,14 @@ fn rates(name: &str, ios: u64, await_ms: f64, aqu: f64, util: f64) -> DiskRates 
     }
 }
 
-fn info(name: &str, rot: Option<bool>) -> DeviceInfo {
+pub(super) fn info(name: &str, rot: Option<bool>) -> DeviceInfo {
     DeviceInfo {
         rotational: rot,
         ..DeviceInfo::example(name)
     }
 }
 
-fn device(name: &str, minor: u32, rot: Option<bool>, r: DiskRates) -> DeviceRow {
+pub(super) fn device(name: &str, minor: u32, rot: Option<bool>, r: DiskRates) -> DeviceRow {
     DeviceRow {
         name: name.into(),
         major: 7,
@@ -60,7 +60,7 @@ fn device(name: &str, minor: u32, rot: Option<bool>, r: DiskRates) -> DeviceRow 
     }
 }
 
-fn model() -> Model {
+pub(super) fn model() -> Model {
     Model {
         interval_s: Some(1.0),
         ..Default::default()
@@ -69,7 +69,7 @@ fn model() -> Model {
 
 /// Traced: `n` reads of `dev_ms` in the device after `queue_ms` queued,
 /// all by `pid`/`comm`, `seq` of them sequential.
-fn trace(
+pub(super) fn trace(
     m: &mut Model,
     minor: u32,
     n: u64,
@@ -109,13 +109,13 @@ fn trace(
 }
 
 /// One sample at second `t`.
-fn step(e: &mut Engine, m: &mut Model, t: u64) -> Vec<Finding> {
+pub(super) fn step(e: &mut Engine, m: &mut Model, t: u64) -> Vec<Finding> {
     m.mono_ns = t * S;
     m.wall_ns = 1_700_000_000 * S + t * S;
     e.update(m).to_vec()
 }
 
-fn rules(f: &[Finding]) -> Vec<(&'static str, String)> {
+pub(super) fn rules(f: &[Finding]) -> Vec<(&'static str, String)> {
     f.iter().map(|f| (f.rule, f.subject.name())).collect()
 }
 
@@ -280,7 +280,7 @@ fn io_errors_are_found_at_once_with_the_process() {
     assert!(step(&mut Engine::default(), &mut ok, 1).is_empty());
 }
 
-fn proc_with(pid: i32, comm: &str, r: ProcRates) -> ProcRow {
+pub(super) fn proc_with(pid: i32, comm: &str, r: ProcRates) -> ProcRow {
     let mut raw = RawProc::example(pid, 1, comm);
     raw.cmdline = comm.into();
     ProcRow {
@@ -289,7 +289,7 @@ fn proc_with(pid: i32, comm: &str, r: ProcRates) -> ProcRow {
     }
 }
 
-fn calls(pid: i32, per_s: f64, avg: f64) -> ProcRow {
+pub(super) fn calls(pid: i32, per_s: f64, avg: f64) -> ProcRow {
     proc_with(
         pid,
         "dd",
@@ -322,7 +322,7 @@ fn tiny_syscalls_at_the_thresholds() {
     assert!(run(calls(42, 50_000.0, 512.0), Some(42)).is_empty());
 }
 
-fn psi(full_total_us: u64) -> Option<Pressure> {
+pub(super) fn psi(full_total_us: u64) -> Option<Pressure> {
     let l = |t| PsiLine {
         total_us: t,
         ..Default::default()
@@ -333,7 +333,7 @@ fn psi(full_total_us: u64) -> Option<Pressure> {
     })
 }
 
-fn waiter(pid: i32, comm: &str) -> ProcRow {
+pub(super) fn waiter(pid: i32, comm: &str) -> ProcRow {
     let mut p = proc_with(pid, comm, ProcRates::default());
     p.raw.state = 'D';
     p

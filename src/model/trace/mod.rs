@@ -167,6 +167,9 @@ pub struct ProcDevTrace {
     pub total: LatHist,
     /// Completed requests that ended with an error.
     pub errors: u64,
+    /// Completed flushes (flush requests and empty preflush writes) it
+    /// submitted (on ext4 mostly jbd2's, for the fsync callers).
+    pub flushes: u64,
 }
 
 impl ProcDevTrace {
@@ -323,6 +326,7 @@ impl Tracker {
         let row = self.proc_row(&r.task, r.dev);
         row.completed += 1;
         row.errors += u64::from(r.error != 0);
+        row.flushes += u64::from(r.op == Op::Flush);
         match r.op {
             Op::Read => row.read_bytes += r.bytes,
             Op::Write => row.write_bytes += r.bytes,

@@ -1,0 +1,129 @@
+//! `/proc/vmstat`: the few counters the findings read — refaults of file
+//! pages (the page cache's working set does not fit) and pages swapped in
+//! and out. Cumulative counters since boot; the model takes rates.
+
+use serde::{Deserialize, Serialize};
+
+use super::Reader;
+
+/// The counters read; `None` where the kernel has no such line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VmStat {
+    /// Refaults of evicted file pages: `workingset_refault_file` (Linux
+    /// 5.9+), else `workingset_refault` (before 5.9 only file pages were
+    /// counted).
+    pub refault_file: Option<u64>,
+    /// Pages swapped in (`pswpin`) and out (`pswpout`).
+    pub pswpin: Option<u64>,
+    pub pswpout: Option<u64>,
+    /// Major page faults (`pgmajfault`).
+    pub pgmajfault: Option<u64>,
+}
+
+/// Parse vmstat text ("name value" per line). Unknown and malformed lines
+/// are skipped; the caller bounds the read.
+pub fn parse(buf: &[u8]) -> VmStat {
+    let mut v = VmStat::default();
+    let mut old_refault = None;
+    for line in buf.split(|&c| c == b'\n') {
+        let mut f = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
+        let (Some(name), Some(val), None) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Some(val) = std::str::from_utf8(val).ok().and_then(|s| s.parse::<u64>().ok()) else {
+            continue;
+        };
+        match name {
+            b"workingset_refault_file" => v.refault_file = Some(val),
+            b"workingset_refault" => old_refault = Some(val),
+            b"pswpin" => v.pswpin = Some(val),
+            b"pswpout" => v.pswpout = Some(val),
+            b"pgmajfault" => v.pgmajfault = Some(val),
+            _ => {}
+        }
+    }
+    v.refault_file = v.refault_file.or(old_refault);
+    v
+}
+
+/// Read `/proc/vmstat`; a failure goes to `errors` (a missing file says
+/// nothing: no procfs vmstat).
+pub fn read(r: &mut Reader, errors: &mut Vec<String>) -> Option<VmStat> {
+    match r.read("/proc/vmstat") {
+        Ok(b) => Some(parse(b)),
+        Err(e) if e.error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            errors.push(e.to_string());
+            None
+        }
+    }
+}
+
+/// Per-second rates of two samples' counters `dt_s` apart; a counter
+/// missing from either, or gone backwards, is `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct VmRates {
+    pub refault_file_per_s: Option<f64>,
+    pub pswpin_per_s: Option<f64>,
+    pub pswpout_per_s: Option<f64>,
+    pub pgmajfault_per_s: Option<f64>,
+}
+
+pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
+    if dt_s <= 0.0 {
+        return None;
+    }
+    let r = |a: Option<u64>, b: Option<u64>| Some(b?.checked_sub(a?)? as f64 / dt_s);
+    Some(VmRates {
+        refault_file_per_s: r(prev.refault_file, cur.refault_file),
+        pswpin_per_s: r(prev.pswpin, cur.pswpin),
+        pswpout_per_s: r(prev.pswpout, cur.pswpout),
+        pgmajfault_per_s: r(prev.pgmajfault, cur.pgmajfault),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+    #[test]
+    fn counters_of_this_kernel_and_of_one_before_5_9() {
+        let b = std::fs::read(format!("{FIX}/vmstat-6.18")).unwrap();
+        let v = parse(&b);
+        assert_eq!(v.refault_file, Some(15_007_728));
+        assert_eq!((v.pswpin, v.pswpout, v.pgmajfault), (Some(0), Some(0), Some(139_941)));
+        let b = std::fs::read(format!("{FIX}/vmstat-5.4")).unwrap();
+        let v = parse(&b);
+        assert_eq!((v.refault_file, v.pswpin, v.pswpout), (Some(777), Some(12), Some(34)));
+    }
+
+    #[test]
+    fn odd_lines_are_skipped_and_rates_need_both_counters() {
+        let v = parse(b"pswpin x\npswpout 1 2\nworkingset_refault_file\n\xff 3\npgmajfault 18446744073709551615\n");
+        assert_eq!(
+            v,
+            VmStat {
+                pgmajfault: Some(u64::MAX),
+                ..Default::default()
+            }
+        );
+        let a = VmStat {
+            refault_file: Some(100),
+            pswpin: Some(5),
+            ..Default::default()
+        };
+        let b = VmStat {
+            refault_file: Some(300),
+            pswpin: Some(4),
+            pswpout: Some(9),
+            ..Default::default()
+        };
+        let r = rates(&a, &b, 2.0).unwrap();
+        assert_eq!(r.refault_file_per_s, Some(100.0));
+        assert_eq!((r.pswpin_per_s, r.pswpout_per_s), (None, None));
+        assert_eq!(rates(&a, &b, 0.0), None);
+    }
+}
