@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 pub struct Hist {
     /// Upper bound (exclusive, ns, a power of two) → count.
     buckets: BTreeMap<u64, u64>,
-    sum_ns: u64,
-    count: u64,
+    pub(super) sum_ns: u64,
+    pub(super) count: u64,
 }
 
 impl Hist {

@@ -17,10 +17,10 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
+use super::hist::Hist;
 use crate::collect::trace::block::Dev;
 use crate::model::Model;
 use crate::model::process::ProcRates;
-use super::hist::Hist;
 
 /// The per-command counters, in this order.
 const PROC_COUNTERS: [(&str, &str); 7] = [
