@@ -300,6 +300,7 @@ impl Exported {
     }
 
     /// The commands with a series of their own.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn exported_comms(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self
             .comms

@@ -146,7 +146,8 @@ pub struct ProcRow {
 }
 
 impl ProcRow {
-    /// A row with nothing but the raw process, for tests and examples.
+    /// A row with nothing but the raw process (also the row of a process
+    /// known only from its exit record).
     pub fn example(raw: RawProc) -> Self {
         ProcRow {
             raw,

@@ -42,7 +42,9 @@ use crate::collect::fdinfo::{Access, FdProc, FdSnapshot, FdTarget, RawFd, ScanRe
 use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey};
 
 mod job;
-pub use job::{FdKey, Job, Label, REMOTE, Transfer, example_job, sort_jobs};
+#[cfg(any(test, feature = "test-support"))]
+pub use job::example_job;
+pub use job::{FdKey, Job, Label, REMOTE, Transfer, sort_jobs};
 
 /// Intervals the rate is smoothed over.
 pub const RATE_WINDOW: usize = 5;

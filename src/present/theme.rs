@@ -71,6 +71,7 @@ pub enum Severity {
 }
 
 impl Theme {
+    #[cfg(any(test, feature = "test-support"))]
     pub fn plain() -> Self {
         Theme {
             color: false,

@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table, TableState};
 
-use super::viewmodel::{self, ViewModel};
+use super::viewmodel::ViewModel;
 use super::{DevCol, Pane, ViewState, pane_block, sparkline};
 use crate::format;
 use crate::model::disk::DirRates;
@@ -18,8 +18,9 @@ pub use super::viewmodel::DevLine;
 
 /// The rows in display order: each disk followed by its partitions (unless
 /// folded), idle devices left out when `hide_idle` is on, empty ones always.
+#[cfg(any(test, feature = "test-support"))]
 pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
-    viewmodel::device_lines(model, view)
+    super::viewmodel::device_lines(model, view)
 }
 
 fn width(c: DevCol, name_w: u16) -> u16 {

@@ -6,19 +6,13 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, TableState};
 
+use crate::model::Model;
 use crate::model::progress::Job;
-use crate::model::{Model, ProcKey};
 pub use crate::present::transfer::{BAR_WIDTH, bar};
 use crate::present::transfer::{Fit, TransferCol, Width, state};
 use crate::ui::{Pane, ViewState, pane_block};
-
-/// The process of the `row`-th transfer as listed (to jump to it in the
-/// processes pane).
-pub fn row_proc(model: &Model, row: usize) -> Option<ProcKey> {
-    model.progress.jobs.get(row).map(|j| j.proc)
-}
 
 /// Below this inner width the pane drops the PID column and narrows the
 /// bar and the state so the file keeps room.
@@ -47,13 +41,6 @@ fn shown_cols(narrow: bool, state_w: usize) -> impl Iterator<Item = TransferCol>
     TransferCol::ALL
         .into_iter()
         .filter(move |c| (!narrow || c.def().narrow) && (*c != TransferCol::State || state_w > 0))
-}
-
-/// The pane on its own (the `iolens progress`-like view), without selection.
-pub fn render(frame: &mut Frame, area: Rect, model: &Model) {
-    let hidden = hidden_rows(model, area);
-    let block = Block::default().borders(Borders::ALL).title(title(model, hidden));
-    draw(frame, area, model, block, None);
 }
 
 /// The pane in the dashboard: focus border, the selected transfer and how
@@ -159,10 +146,19 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
 mod tests {
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
+    use ratatui::widgets::Borders;
 
     use super::*;
+    use crate::model::ProcKey;
     use crate::model::progress::Label;
     use crate::model::progress::example_job as job;
+
+    /// The pane on its own, without selection.
+    fn render(frame: &mut Frame, area: Rect, model: &Model) {
+        let hidden = hidden_rows(model, area);
+        let block = Block::default().borders(Borders::ALL).title(title(model, hidden));
+        draw(frame, area, model, block, None);
+    }
 
     #[test]
     fn pane_snapshot() {
@@ -245,11 +241,11 @@ mod tests {
             insta::assert_snapshot!("progress_pane", term.backend());
         });
         assert_eq!(
-            row_proc(&model, 0),
-            Some(ProcKey {
+            model.progress.jobs[0].proc,
+            ProcKey {
                 pid: 4100,
                 start_time: 1
-            })
+            }
         );
     }
 
