@@ -229,7 +229,7 @@ pub(super) fn terminal_msg(
 
 /// The controller over an empty model of this host, with the options'
 /// pattern thresholds and transfer settings.
-fn new_app(cli: &Cli, view: ViewState, pattern: crate::model::trace::Thresholds) -> App {
+fn new_app(cli: &Cli, view: ViewState, pattern: crate::model::trace::PatternThresholds) -> App {
     let mut model = crate::session::model();
     model.thresholds = pattern;
     model.progress.known_names = crate::batch::progress::KNOWN_COMMANDS

@@ -220,14 +220,14 @@ pub struct Model {
     /// What could not be read in the last sample.
     pub errors: Vec<String>,
     /// Tracked transfers (progress, rate, ETA), from the fd part of samples.
-    pub progress: progress::Tracker,
+    pub progress: progress::TransferTracker,
     /// Per-cgroup rows, when the samples carry cgroups.
     pub cgroups: Option<cgroup::CgroupView>,
     cgroup_tracker: cgroup::CgroupTracker,
     /// Per-request tracing: the last interval, or why it is off.
     pub trace: trace::view::TraceView,
     /// Where the traced sequential share of bytes switches labels.
-    pub thresholds: trace::Thresholds,
+    pub thresholds: trace::PatternThresholds,
     /// Exit records behind the exited rows (root).
     pub exits: ExitStatus,
     attribution: attribution::Attribution,

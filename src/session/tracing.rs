@@ -1,12 +1,12 @@
 //! Wiring of block-request tracing: the collector's tracer thread feeds a
-//! model [`Tracker`] behind a mutex; each sample takes the interval from it.
+//! model [`Accumulator`] behind a mutex; each sample takes the interval from it.
 //! Where tracing cannot run, the reason is kept for the views.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::collect::trace::block::BlockEvent;
 use crate::collect::trace::reader::{self, Counters, Handle, Tracer};
-use crate::model::trace::Tracker;
+use crate::model::trace::Accumulator;
 use crate::model::trace::view::TraceView;
 
 /// Requests the dashboard's log keeps.
@@ -14,7 +14,7 @@ pub const VIEW_LOG: usize = 500;
 
 /// A running tracer (or the reason there is none).
 pub struct Tracing {
-    tracker: Arc<Mutex<Tracker>>,
+    tracker: Arc<Mutex<Accumulator>>,
     handle: Option<Handle>,
     reason: Option<String>,
 }
@@ -23,7 +23,7 @@ impl Tracing {
     /// Start tracing unless `disabled` says why not; never fails: the
     /// reason it is off is kept.
     pub fn start(disabled: Option<&str>) -> Tracing {
-        let tracker = Arc::new(Mutex::new(Tracker::default()));
+        let tracker = Arc::new(Mutex::new(Accumulator::default()));
         if let Some(why) = disabled {
             return Tracing {
                 tracker,
