@@ -333,7 +333,7 @@ fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<
     g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
 }
 
-type Labels = Vec<(&'static str, String)>;
+pub(super) type Labels = Vec<(&'static str, String)>;
 
 /// A label value from the system (a comm, a cgroup, a device name, a probe
 /// result's fields) as the text output shows it: control characters as
@@ -350,12 +350,33 @@ fn counter_family(
     help: &str,
     series: &[(Labels, f64)],
 ) -> Result<(), std::fmt::Error> {
+    family(enc, name, help, series, MetricType::Counter, ConstCounter::new)
+}
+
+/// A gauge with one sample per label set (none: no family).
+pub(super) fn gauge_family(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: &[(Labels, f64)],
+) -> Result<(), std::fmt::Error> {
+    family(enc, name, help, series, MetricType::Gauge, ConstGauge::new)
+}
+
+fn family<M: EncodeMetric>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: &[(Labels, f64)],
+    kind: MetricType,
+    metric: fn(f64) -> M,
+) -> Result<(), std::fmt::Error> {
     if series.is_empty() {
         return Ok(());
     }
-    let mut f = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    let mut f = enc.encode_descriptor(name, help, None, kind)?;
     for (labels, v) in series {
-        ConstCounter::new(*v).encode(f.encode_family(labels)?)?;
+        metric(*v).encode(f.encode_family(labels)?)?;
     }
     Ok(())
 }
