@@ -17,6 +17,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
+use super::family::{Labels, counter_family};
 use crate::collect::trace::block::Dev;
 use crate::model::Model;
 use crate::model::process::ProcRates;
@@ -333,8 +334,6 @@ fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<
     g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
 }
 
-pub(super) type Labels = Vec<(&'static str, String)>;
-
 /// A label value from the system (a comm, a cgroup, a device name, a probe
 /// result's fields) as the text output shows it: control characters as
 /// `\xNN` ([`crate::format::escape`]), so that a scrape shown on a
@@ -342,43 +341,6 @@ pub(super) type Labels = Vec<(&'static str, String)>;
 /// for the exposition format, so the value reads back as this text.
 pub fn label(s: &str) -> String {
     crate::format::escape(s)
-}
-
-fn counter_family(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    series: &[(Labels, f64)],
-) -> Result<(), std::fmt::Error> {
-    family(enc, name, help, series, MetricType::Counter, ConstCounter::new)
-}
-
-/// A gauge with one sample per label set (none: no family).
-pub(super) fn gauge_family(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    series: &[(Labels, f64)],
-) -> Result<(), std::fmt::Error> {
-    family(enc, name, help, series, MetricType::Gauge, ConstGauge::new)
-}
-
-fn family<M: EncodeMetric>(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    series: &[(Labels, f64)],
-    kind: MetricType,
-    metric: fn(f64) -> M,
-) -> Result<(), std::fmt::Error> {
-    if series.is_empty() {
-        return Ok(());
-    }
-    let mut f = enc.encode_descriptor(name, help, None, kind)?;
-    for (labels, v) in series {
-        metric(*v).encode(f.encode_family(labels)?)?;
-    }
-    Ok(())
 }
 
 const OPS: [&str; 4] = ["read", "write", "discard", "flush"];

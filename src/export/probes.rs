@@ -156,7 +156,8 @@ fn read_tail(path: &Path, cap: u64) -> std::io::Result<String> {
 
 /// The probe gauges.
 pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    use super::metrics::{Labels, gauge_family, label};
+    use super::family::{Labels, gauge_family};
+    use super::metrics::label;
     let dev = |p: &LastProbe| vec![("device", label(&p.device))];
     let each = |f: &dyn Fn(&LastProbe) -> Option<f64>| -> Vec<(Labels, f64)> {
         probes.iter().filter_map(|p| f(p).map(|v| (dev(p), v))).collect()
