@@ -12,7 +12,7 @@ use std::time::Duration;
 use iolens::collect::process_cpu_ns;
 use iolens::collect::trace::merge::Merger;
 use iolens::collect::trace::{DecodeStats, Decoder};
-use iolens::model::trace::Tracker;
+use iolens::model::trace::Accumulator;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trace-6.18");
 
@@ -47,7 +47,7 @@ fn main() {
 
     // Decoding, merging the CPUs and feeding the request model; the time
     // stamps are shifted each round so requests stay distinct in time.
-    let mut tracker = Tracker::default();
+    let mut tracker = Accumulator::default();
     let mut merger = Merger::default();
     let mut merged = Vec::with_capacity(256);
     let mut st = DecodeStats::default();

@@ -22,7 +22,7 @@ use crate::cli::Cli;
 use crate::format;
 use crate::present::device::DevCol;
 use crate::present::process::ProcCol;
-use crate::present::theme::{Palette, Theme, Thresholds};
+use crate::present::theme::{Palette, SeverityThresholds, Theme};
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -85,7 +85,7 @@ pub struct Settings {
     pub proc_cols: Vec<ProcCol>,
     pub vim_keys: bool,
     /// Where the traced sequential share of bytes switches SEQ / MIXED / RAND.
-    pub pattern: crate::model::trace::Thresholds,
+    pub pattern: crate::model::trace::PatternThresholds,
     /// The findings' thresholds and windows (`[findings]`).
     pub findings: crate::model::findings::FindingsCfg,
     /// The file the settings came from, if any.
@@ -225,9 +225,9 @@ pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Resu
         crit: color(&file.colors.crit, d.crit, "crit")?,
         dim: color(&file.colors.dim, d.dim, "dim")?,
     };
-    let dt = Thresholds::default();
+    let dt = SeverityThresholds::default();
     let f = &file.thresholds;
-    let thresholds = Thresholds {
+    let thresholds = SeverityThresholds {
         await_warn_ms: f.await_warn_ms.unwrap_or(dt.await_warn_ms),
         await_crit_ms: f.await_crit_ms.unwrap_or(dt.await_crit_ms),
         util_warn_pct: f.util_warn_pct.unwrap_or(dt.util_warn_pct),
@@ -256,8 +256,8 @@ pub fn resolve(cli: &Cli, file: &FileConfig, no_color_env: bool) -> anyhow::Resu
 
 /// The SEQ / RAND cut-offs of the traced sequential share of bytes: percentages in
 /// the file, 0 ≤ rand_pct < seq_pct ≤ 100.
-pub fn pattern_thresholds(f: &ThresholdCfg) -> anyhow::Result<crate::model::trace::Thresholds> {
-    let d = crate::model::trace::Thresholds::default();
+pub fn pattern_thresholds(f: &ThresholdCfg) -> anyhow::Result<crate::model::trace::PatternThresholds> {
+    let d = crate::model::trace::PatternThresholds::default();
     let seq = f.seq_pct.map_or(d.seq, |p| p / 100.0);
     let rand = f.rand_pct.map_or(d.rand, |p| p / 100.0);
     if !(0.0..=1.0).contains(&seq) || !(0.0..=1.0).contains(&rand) || rand >= seq {
@@ -267,7 +267,7 @@ pub fn pattern_thresholds(f: &ThresholdCfg) -> anyhow::Result<crate::model::trac
             seq * 100.0
         );
     }
-    Ok(crate::model::trace::Thresholds { seq, rand })
+    Ok(crate::model::trace::PatternThresholds { seq, rand })
 }
 
 /// "in config file PATH", the context of a bad value in the file.
@@ -277,7 +277,7 @@ fn in_file(path: Option<&Path>) -> String {
 
 /// The pattern cut-offs for batch output: from the config file (the one
 /// given with `--config`, else the XDG one), defaults without one.
-pub fn load_pattern(cli: &Cli) -> anyhow::Result<crate::model::trace::Thresholds> {
+pub fn load_pattern(cli: &Cli) -> anyhow::Result<crate::model::trace::PatternThresholds> {
     let (file, path) = read_file(cli.config.as_deref())?;
     check_thresholds(&file.thresholds)
         .and_then(|()| pattern_thresholds(&file.thresholds))
@@ -339,9 +339,12 @@ mod tests {
         assert_eq!(s.theme.thresholds.await_crit_ms, 50.0);
         let pat = parse("[thresholds]\nseq_pct = 80\nrand_pct = 20\n", Path::new("t.toml")).unwrap();
         let s2 = resolve(&cli(&[]), &pat, false).unwrap();
-        assert_eq!(s2.pattern, crate::model::trace::Thresholds { seq: 0.8, rand: 0.2 });
+        assert_eq!(
+            s2.pattern,
+            crate::model::trace::PatternThresholds { seq: 0.8, rand: 0.2 }
+        );
         assert_eq!(s2.pattern.label(0.75), crate::model::pattern::Pattern::Mixed);
-        assert_eq!(s.pattern, crate::model::trace::Thresholds::default());
+        assert_eq!(s.pattern, crate::model::trace::PatternThresholds::default());
         assert!(s.theme.color);
         let s = resolve(&cli(&["--interval", "0.5", "--no-color"]), &file, false).unwrap();
         assert_eq!(s.interval, Duration::from_millis(500));

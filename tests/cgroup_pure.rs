@@ -219,6 +219,9 @@ fn v2_rates_names_limits_pressure() {
     let init = t.row("/init.scope");
     assert!(init.devices.is_empty());
     assert_eq!(init.rates.unwrap().total_bps(), 0.0);
+    // The v2 run has every field: request rates, pressure, limits.
+    let json = iolens::batch::json_report(&t.model, 10);
+    table_names_are_the_outputs_names(&t.model, json["cgroups"].as_array().unwrap());
 }
 
 /// The hybrid layout of this VM: rows from v1 blkio; kernel counters only on
@@ -322,6 +325,35 @@ fn v1_throttle_counters_and_fallback() {
     let plain = rows.iter().find(|r| r["path"] == "/plain").unwrap();
     assert_eq!(plain["pressure"], serde_json::Value::Null);
     assert_eq!(json["cgroups_info"]["hierarchy"], "v1_blkio");
+}
+
+/// The names the cgroup table records for JSON and the exporter are the
+/// ones those outputs use (public interfaces, not generated from the
+/// table): each JSON field is in some row, each counter is declared.
+fn table_names_are_the_outputs_names(model: &iolens::model::Model, rows: &[serde_json::Value]) {
+    use iolens::present::cgroup::CgCol;
+    let mut e = iolens::export::metrics::Exported::new(1);
+    e.update(model, 1.0);
+    let om = e.openmetrics();
+    let mut checked = 0;
+    for c in CgCol::ALL {
+        for name in c.def().json {
+            let found = rows.iter().any(|r| {
+                let v = name.split('.').try_fold(r, |v, k| v.as_object()?.get(k));
+                v.is_some()
+            });
+            assert!(found, "{c:?}: no JSON field {name} in the cgroup rows");
+            checked += 1;
+        }
+        for name in c.def().metric {
+            assert!(
+                om.contains(&format!("# TYPE iolens_{name} counter")),
+                "{c:?}: no metric {name} in {om}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "{checked}");
 }
 
 #[test]

@@ -466,7 +466,7 @@ fn trace_interval_applied_to_the_model() {
     use iolens::collect::trace::block::{BlockEvent, Dev, Kind, Rwbs};
     use iolens::model::pattern::{Basis, Pattern};
     use iolens::model::procdev::{DevSource, ProcDevice};
-    use iolens::model::trace::Tracker;
+    use iolens::model::trace::Accumulator;
     use iolens::model::trace::view::TraceView;
 
     let mut m = common::model();
@@ -505,7 +505,7 @@ fn trace_interval_applied_to_the_model() {
             ev(t + 50, Kind::Complete, s),
         ]);
     }
-    let mut t = Tracker::default();
+    let mut t = Accumulator::default();
     t.feed(&evs);
     let view = TraceView {
         active: true,

@@ -192,7 +192,7 @@ fn check_default_width(text: &str) -> (usize, usize) {
 fn batch_text_default_fits_a_terminal() {
     use iolens::cli::Units;
     let mut collector = iolens::collect::Collector::new("/");
-    let mut live = iolens::model::Model::new(iolens::collect::sample::HostInfo::read(), iolens::batch::clk_tck());
+    let mut live = iolens::model::Model::new(iolens::collect::sample::HostInfo::read(), iolens::session::clk_tck());
     live.update(collector.sample());
     std::thread::sleep(std::time::Duration::from_millis(300));
     live.update(collector.sample());

@@ -237,7 +237,7 @@ fn trace_event_format() {
         "trace event format",
         fixture("trace-6.18/events/block/block_rq_issue/format"),
         |b| {
-            let _ = iolens::collect::trace::format::parse_event_format(&text(b));
+            let _ = iolens::collect::trace::layout::parse_event_format(&text(b));
             Ok(())
         },
     );
@@ -245,17 +245,17 @@ fn trace_event_format() {
 
 #[test]
 fn trace_pages_and_block_events() {
-    use iolens::collect::trace::{block, format, page};
+    use iolens::collect::trace::{block, layout, page};
     let layout = page::Layout {
-        page: format::parse_header_page(&text(&fixture("trace-6.18/events/header_page"))).unwrap(),
-        event: format::parse_header_event(&text(&fixture("trace-6.18/events/header_event"))).unwrap(),
+        page: layout::parse_header_page(&text(&fixture("trace-6.18/events/header_page"))).unwrap(),
+        event: layout::parse_header_event(&text(&fixture("trace-6.18/events/header_event"))).unwrap(),
     };
     let mut dec = block::BlockDecoder::default();
     for (kind, ev) in [
         (block::Kind::Issue, "block_rq_issue"),
         (block::Kind::Complete, "block_rq_complete"),
     ] {
-        let f = format::parse_event_format(&text(&fixture(&format!("trace-6.18/events/block/{ev}/format")))).unwrap();
+        let f = layout::parse_event_format(&text(&fixture(&format!("trace-6.18/events/block/{ev}/format")))).unwrap();
         dec.add(kind, &f).unwrap();
     }
     let raw = fixture("trace-6.18/cpu1.raw");
@@ -294,8 +294,8 @@ fn trace_header_files() {
     run("trace header_page / header_event", base, |b| {
         let t = text(b);
         let (p, e) = t.split_once("\n--\n").unwrap_or((&t, &t));
-        let _ = iolens::collect::trace::format::parse_header_page(p);
-        let _ = iolens::collect::trace::format::parse_header_event(e);
+        let _ = iolens::collect::trace::layout::parse_header_page(p);
+        let _ = iolens::collect::trace::layout::parse_header_event(e);
         Ok(())
     });
 }

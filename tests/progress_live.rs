@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use iolens::collect::fdinfo::{FdScanner, FdSnapshot, FdTarget, ProcLister, ScanProc, Watch, parse_fdinfo};
 use iolens::collect::{Reader, monotonic_ns};
-use iolens::model::progress::{Job, Label, Tracker};
+use iolens::model::progress::{Job, Label, TransferTracker};
 
 #[path = "common/live.rs"]
 mod live;
@@ -88,7 +88,7 @@ struct Watcher {
     reader: Reader,
     lister: ProcLister,
     scanner: FdScanner,
-    tracker: Tracker,
+    tracker: TransferTracker,
 }
 
 impl Watcher {
@@ -100,7 +100,7 @@ impl Watcher {
                 pids: vec![pid],
                 names: vec![],
             }),
-            tracker: Tracker::default(),
+            tracker: TransferTracker::default(),
         }
     }
 

@@ -135,3 +135,73 @@ fn the_collector_is_built_by_the_session_alone() {
     assert_eq!(calls.len(), 1, "calls of Collector::new outside tests: {calls:#?}");
     assert!(calls[0].starts_with("session/"), "{calls:?}");
 }
+
+/// Code that only tests, benches and examples use stays out of the binary:
+/// the made-up probe results, example rows and jobs and the test accessors
+/// sit behind `#[cfg(any(test, feature = "test-support"))]` (the feature is
+/// switched on by the crate's dev-dependency on itself, never by default).
+/// An item whose doc says it is for tests, and a function or module named
+/// `example*` not used by iolens itself, carries that gate.
+#[test]
+fn test_support_code_is_gated() {
+    const GATE: &str = "#[cfg(any(test, feature = \"test-support\"))]";
+    // `example` constructors the binary uses: the rows of processes known
+    // only from their exit record (model::proc_update).
+    let used = [
+        ("collect/process/mod.rs", "pub fn example("),
+        ("model/mod.rs", "pub fn example("),
+    ];
+    let says_tests = |doc: &str| {
+        ["for tests", "snapshot tests", "(tests)", "for the tests"]
+            .iter()
+            .any(|w| doc.contains(w))
+    };
+    let mut bad = Vec::new();
+    let mut gated = 0;
+    for (file, code) in non_test_code() {
+        let (mut doc, mut attrs) = (String::new(), Vec::new());
+        for (i, line) in code.lines().map(str::trim).enumerate() {
+            if let Some(d) = line.strip_prefix("///") {
+                doc.push_str(d);
+                doc.push(' ');
+                continue;
+            }
+            if line.starts_with("#[") {
+                attrs.push(line);
+                continue;
+            }
+            let item = line.trim_start_matches("pub ").trim_start_matches("pub(crate) ");
+            let example = ["fn example", "mod example", "use job::example"]
+                .iter()
+                .any(|p| item.starts_with(p));
+            let is_item = ["fn ", "mod ", "use "].iter().any(|p| item.starts_with(p));
+            let exempt = used.iter().any(|(f, l)| file == Path::new(f) && line.starts_with(l));
+            if is_item && (example || says_tests(&doc)) && !exempt {
+                if attrs.contains(&GATE) {
+                    gated += 1;
+                } else {
+                    bad.push(format!("src/{}:{}: {line}", file.display(), i + 1));
+                }
+            }
+            doc.clear();
+            attrs.clear();
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "test-only code compiled into the binary (gate it with {GATE}):\n{}",
+        bad.join("\n")
+    );
+    // The scan sees the gated items (a scan that matched nothing would pass).
+    assert!(gated >= 4, "{gated} gated items found");
+    let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("\ntest-support = []\n"),
+        "the feature enables nothing else"
+    );
+    assert!(
+        !manifest.contains("\ndefault = "),
+        "no default features (test-support must stay off)"
+    );
+    assert!(manifest.contains("iolens = { path = \".\", features = [\"test-support\"] }"));
+}

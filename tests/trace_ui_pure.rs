@@ -8,7 +8,7 @@ mod common;
 
 use iolens::collect::trace::block::{BlockEvent, Dev, Kind, Rwbs};
 use iolens::model::Model;
-use iolens::model::trace::Tracker;
+use iolens::model::trace::Accumulator;
 use iolens::model::trace::view::TraceView;
 use iolens::ui::{self, LogView, Pane, Popup, ViewState};
 use ratatui::Terminal;
@@ -89,7 +89,7 @@ fn traced_model() -> Model {
             ev(t + 10_000 + dev_ns, Kind::Complete, sector),
         ]);
     }
-    let mut t = Tracker::default();
+    let mut t = Accumulator::default();
     t.feed(&evs);
     let view = TraceView {
         active: true,

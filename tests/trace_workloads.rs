@@ -25,7 +25,7 @@ use iolens::collect::trace::block::Dev;
 use iolens::collect::trace::reader::Tracer;
 use iolens::model::pattern::Pattern;
 use iolens::model::trace::hist::LatHist;
-use iolens::model::trace::{Thresholds, TraceInterval, Tracker};
+use iolens::model::trace::{Accumulator, PatternThresholds, TraceInterval};
 
 #[path = "common/tools.rs"]
 mod tools;
@@ -128,7 +128,7 @@ struct Run {
 /// Run fio with `args` for [`SECS`] seconds while tracing (at real-time
 /// priority with `rt`).
 fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
-    let mut tracker = Tracker::default();
+    let mut tracker = Accumulator::default();
     let mut out = Vec::new();
     // What came before is not this workload's.
     tracer.poll(&mut out);
@@ -317,7 +317,7 @@ fn sequential_share_and_latency_match_fio() {
             return;
         }
     };
-    let th = Thresholds::default();
+    let th = PatternThresholds::default();
     let cases = [
         Case {
             name: "seq 4k psync",

@@ -10,7 +10,7 @@ use iolens::collect::process::ProcKey;
 use iolens::collect::trace::block::{BlockEvent, Dev, Kind, Rwbs};
 use iolens::model::Model;
 use iolens::model::progress::{Label, example_job, sort_jobs};
-use iolens::model::trace::Tracker;
+use iolens::model::trace::Accumulator;
 use iolens::model::trace::view::TraceView;
 use iolens::ui::{self, LogView, Pane, Popup, ReplayView, ViewState};
 use ratatui::Terminal;
@@ -129,7 +129,7 @@ fn long_model() -> Model {
         }
     }
     evs.sort_by_key(|e| e.ts);
-    let mut t = Tracker::default();
+    let mut t = Accumulator::default();
     t.feed(&evs);
     m.mono_ns = 1_500_000_000;
     m.apply_trace(TraceView {

@@ -27,6 +27,7 @@ mod replay_run;
 mod run;
 mod sampler;
 mod select;
+mod signals;
 pub mod terminal;
 #[cfg(test)]
 mod tests;

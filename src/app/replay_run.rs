@@ -6,23 +6,13 @@ use std::process::ExitCode;
 
 use crossterm::event::EventStream;
 use futures_util::StreamExt;
-use tokio::signal::unix::{SignalKind, signal};
 
 use super::run::{FRAME_MIN, terminal_msg};
+use super::signals::Signals;
 use super::{App, Command, Msg, Replay, terminal};
 use crate::cli::{Cli, ReplayArgs};
 use crate::config;
 use crate::ui::{self, ViewState};
-
-/// The message for a terminating signal, noted to be re-raised once the
-/// terminal is restored.
-fn terminating(sig: i32) -> Msg {
-    crate::sys::signal::note(sig);
-    match sig {
-        libc::SIGHUP => Msg::TermGone("SIGHUP".into()),
-        s => Msg::Terminate(crate::sys::signal::name(s)),
-    }
-}
 
 /// The replay dashboard: paused on the first sample with rates (or the
 /// first at or after `--from`), until quit.
@@ -70,12 +60,7 @@ pub fn run_replay(cli: &Cli, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn replay_loop(mut app: App, mouse: bool) -> anyhow::Result<ExitCode> {
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigquit = signal(SignalKind::quit())?;
-    let mut sigusr1 = signal(SignalKind::user_defined1())?;
-    let mut sigusr2 = signal(SignalKind::user_defined2())?;
+    let mut signals = Signals::new()?;
     terminal::chain_panic_hook(terminal::restore);
     let mut guard = terminal::enter(mouse)?;
     let mut events = EventStream::new();
@@ -97,12 +82,7 @@ async fn replay_loop(mut app: App, mouse: bool) -> anyhow::Result<ExitCode> {
                 Some(m) => m,
                 None => continue,
             },
-            _ = sighup.recv() => terminating(libc::SIGHUP),
-            _ = sigterm.recv() => terminating(libc::SIGTERM),
-            _ = sigint.recv() => terminating(libc::SIGINT),
-            _ = sigusr1.recv() => terminating(libc::SIGUSR1),
-            _ = sigusr2.recv() => terminating(libc::SIGUSR2),
-            _ = sigquit.recv() => Msg::Terminate("SIGQUIT"),
+            m = signals.next() => m,
             _ = tokio::time::sleep_until(next_play.unwrap_or_else(tokio::time::Instant::now)), if next_play.is_some() => {
                 next_play = None;
                 Msg::PlayTick

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
-use tokio::signal::unix::{SignalKind, signal};
 
 use super::probe_ctl::ProbeSink;
 use super::sampler::SamplerCtl;
+use super::signals::Signals;
 use super::{App, Command, Msg, actions, terminal};
 use crate::cli::Cli;
 use crate::collect::activity::Activity;
@@ -38,16 +38,6 @@ struct RestoreSysctl;
 impl Drop for RestoreSysctl {
     fn drop(&mut self) {
         delayacct::restore();
-    }
-}
-
-/// The message for a terminating signal, noted to be re-raised once the
-/// terminal is restored.
-fn terminating(sig: i32) -> Msg {
-    crate::sys::signal::note(sig);
-    match sig {
-        libc::SIGHUP => Msg::TermGone("SIGHUP".into()),
-        s => Msg::Terminate(crate::sys::signal::name(s)),
     }
 }
 
@@ -85,12 +75,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     // Dropped at the end of this function, on every way out of the loop:
     // the tracefs instance is removed.
     let tracing = session.tracer.start();
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigquit = signal(SignalKind::quit())?;
-    let mut sigusr1 = signal(SignalKind::user_defined1())?;
-    let mut sigusr2 = signal(SignalKind::user_defined2())?;
+    let mut signals = Signals::new()?;
     crate::stop::watch_sampler(activity.clone());
     terminal::chain_panic_hook(restore_all);
     let mouse = !cli.no_mouse;
@@ -124,14 +109,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
                 Some(m) => m,
                 None => continue,
             },
-            // Re-raised by main once the terminal is restored (SIGQUIT is
-            // not: its default action dumps core).
-            _ = sighup.recv() => terminating(libc::SIGHUP),
-            _ = sigterm.recv() => terminating(libc::SIGTERM),
-            _ = sigint.recv() => terminating(libc::SIGINT),
-            _ = sigusr1.recv() => terminating(libc::SIGUSR1),
-            _ = sigusr2.recv() => terminating(libc::SIGUSR2),
-            _ = sigquit.recv() => Msg::Terminate("SIGQUIT"),
+            m = signals.next() => m,
             _ = watchdog.tick() => {
                 // A sample later than stall_after(interval) is said in the
                 // header, with what the sampler waits on.
@@ -231,7 +209,7 @@ pub(super) fn terminal_msg(
 
 /// The controller over an empty model of this host, with the options'
 /// pattern thresholds and transfer settings.
-fn new_app(cli: &Cli, view: ViewState, pattern: crate::model::trace::Thresholds) -> App {
+fn new_app(cli: &Cli, view: ViewState, pattern: crate::model::trace::PatternThresholds) -> App {
     let mut model = crate::session::model();
     model.thresholds = pattern;
     model.progress.known_names = crate::batch::progress::KNOWN_COMMANDS

@@ -35,9 +35,6 @@ use crate::present::trace_json::ProcDevJson;
 use crate::session::headless::{self, Report, Schedule};
 use crate::session::{Plan, Session};
 
-/// Kept under its old path for the tests that build a model of this host.
-pub use crate::session::clk_tck;
-
 /// How the reports are printed.
 #[derive(Debug, Clone, Copy)]
 pub struct Printer {
@@ -191,6 +188,7 @@ pub struct TextStyle {
 }
 
 /// The plain-text report of one interval, in human units, default columns.
+#[cfg(any(test, feature = "test-support"))]
 pub fn text_report(model: &Model, top: usize) -> String {
     text_report_in(model, top, TextStyle::default())
 }

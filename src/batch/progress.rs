@@ -19,7 +19,7 @@ use crate::collect::fdinfo::{FdScanner, FdSnapshot, ProcLister, Watch};
 use crate::collect::{Reader, monotonic_ns, process_cpu_ns};
 use crate::format::{self, escape, escape_bytes};
 use crate::model::jobs::track::{JobTracker, Seen};
-use crate::model::progress::{Job, Label, Tracker, Transfer};
+use crate::model::progress::{Job, Label, Transfer, TransferTracker};
 use crate::session::{Clock, FdSources, First, interval};
 
 /// Shown even before their files move (the list Xfennec/progress uses, plus
@@ -75,7 +75,7 @@ struct Pass {
     reader: Reader,
     lister: ProcLister,
     scanner: FdScanner,
-    tracker: Tracker,
+    tracker: TransferTracker,
     /// List every process, not only the watched ones (to see who did I/O).
     all: bool,
     jobs: crate::session::jobs::Engine,
@@ -103,7 +103,7 @@ impl Pass {
             lister,
             scanner,
         } = FdSources::new(&cli.root, watch);
-        let mut tracker = Tracker::with_min_size(cli.min_transfer_size);
+        let mut tracker = TransferTracker::with_min_size(cli.min_transfer_size);
         if unfiltered {
             tracker.known_names = KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
         }

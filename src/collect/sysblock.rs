@@ -51,6 +51,7 @@ pub struct DeviceInfo {
 impl DeviceInfo {
     /// A device with nothing known but its name and kind (from the name),
     /// for tests and examples: the caller sets the fields that matter.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn example(name: &str) -> Self {
         DeviceInfo {
             name: name.to_string(),

@@ -12,8 +12,8 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use super::family::{Labels, gauge_family};
 use super::metrics::label;
-use super::probes::{Labels, gauge_family};
 use crate::model::findings::{Finding, Severity, Subject};
 
 /// Finding series exported at most.

@@ -6,8 +6,8 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use super::family::{Labels, gauge_family};
 use super::metrics::label;
-use super::probes::{Labels, gauge_family};
 use crate::model::Model;
 
 /// The most jobs exported at once.

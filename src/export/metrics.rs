@@ -17,6 +17,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
+use super::family::{Labels, counter_family};
 use super::hist::Hist;
 use crate::collect::trace::block::Dev;
 use crate::model::Model;
@@ -270,6 +271,7 @@ impl Exported {
     }
 
     /// The commands with a series of their own.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn exported_comms(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self
             .comms
@@ -302,8 +304,6 @@ fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<
     g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
 }
 
-type Labels = Vec<(&'static str, String)>;
-
 /// A label value from the system (a comm, a cgroup, a device name, a probe
 /// result's fields) as the text output shows it: control characters as
 /// `\xNN` ([`crate::format::escape`]), so that a scrape shown on a
@@ -311,22 +311,6 @@ type Labels = Vec<(&'static str, String)>;
 /// for the exposition format, so the value reads back as this text.
 pub fn label(s: &str) -> String {
     crate::format::escape(s)
-}
-
-fn counter_family(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    series: &[(Labels, f64)],
-) -> Result<(), std::fmt::Error> {
-    if series.is_empty() {
-        return Ok(());
-    }
-    let mut f = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
-    for (labels, v) in series {
-        ConstCounter::new(*v).encode(f.encode_family(labels)?)?;
-    }
-    Ok(())
 }
 
 const OPS: [&str; 4] = ["read", "write", "discard", "flush"];

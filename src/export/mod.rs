@@ -4,6 +4,7 @@
 //! server ([`http`]) only hands out the last rendering, and `--textfile`
 //! writes it atomically for node_exporter's textfile collector.
 
+mod family;
 pub mod findings;
 pub mod hist;
 pub mod http;

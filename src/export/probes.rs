@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::encoding::DescriptorEncoder;
 use serde_json::Value;
 
 /// At most this much of the end of the results file is read.
@@ -156,26 +154,9 @@ fn read_tail(path: &Path, cap: u64) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-pub(super) type Labels = Vec<(&'static str, String)>;
-
-pub(super) fn gauge_family(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    series: &[(Labels, f64)],
-) -> Result<(), std::fmt::Error> {
-    if series.is_empty() {
-        return Ok(());
-    }
-    let mut f = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
-    for (labels, v) in series {
-        ConstGauge::new(*v).encode(f.encode_family(labels)?)?;
-    }
-    Ok(())
-}
-
 /// The probe gauges.
 pub fn encode(probes: &[LastProbe], enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    use super::family::{Labels, gauge_family};
     use super::metrics::label;
     let dev = |p: &LastProbe| vec![("device", label(&p.device))];
     let each = |f: &dyn Fn(&LastProbe) -> Option<f64>| -> Vec<(Labels, f64)> {

@@ -210,7 +210,7 @@ impl CgroupRow {
 
     /// A row named from `path`, with kernel rates of `read_bps` (and 100
     /// reads/s) over whole disks and member `pids`, for tests and examples.
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "test-support"))]
     pub fn example(path: &str, read_bps: f64, pids: Vec<i32>) -> Self {
         let n = names::name_of(path);
         CgroupRow {

@@ -149,7 +149,8 @@ pub struct ProcRow {
 }
 
 impl ProcRow {
-    /// A row with nothing but the raw process, for tests and examples.
+    /// A row with nothing but the raw process (also the row of a process
+    /// known only from its exit record).
     pub fn example(raw: RawProc) -> Self {
         ProcRow {
             raw,
@@ -226,7 +227,7 @@ pub struct Model {
     /// What could not be read in the last sample.
     pub errors: Vec<String>,
     /// Tracked transfers (progress, rate, ETA), from the fd part of samples.
-    pub progress: progress::Tracker,
+    pub progress: progress::TransferTracker,
     /// Copy and backup jobs (one row each, their transfers under them).
     pub jobs: jobs::track::JobTracker,
     /// Per-cgroup rows, when the samples carry cgroups.
@@ -235,7 +236,7 @@ pub struct Model {
     /// Per-request tracing: the last interval, or why it is off.
     pub trace: trace::view::TraceView,
     /// Where the traced sequential share of bytes switches labels.
-    pub thresholds: trace::Thresholds,
+    pub thresholds: trace::PatternThresholds,
     /// The findings engine and the findings that hold after the last
     /// [`Model::judge`].
     pub findings: findings::Engine,

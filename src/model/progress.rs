@@ -20,7 +20,7 @@
 //!   percent;
 //! - [`Label::Stalled`]: no movement for [`STALL_SAMPLES`] samples before the
 //!   end of the file (shown as the seconds since it last moved);
-//! - files smaller than [`Tracker::min_size`] are never transfers (a script
+//! - files smaller than [`TransferTracker::min_size`] are never transfers (a script
 //!   or a small log read in one go is not a copy).
 //!
 //! Entries are grouped into one [`Job`] per process. Its main entry — whose
@@ -42,7 +42,9 @@ use crate::collect::fdinfo::{Access, FdProc, FdSnapshot, FdTarget, RawFd, ScanRe
 use crate::collect::process::{PidMap, PidSet, ProcIo, ProcKey};
 
 mod job;
-pub use job::{FdKey, Job, Label, REMOTE, Transfer, example_job, sort_jobs};
+#[cfg(any(test, feature = "test-support"))]
+pub use job::example_job;
+pub use job::{FdKey, Job, Label, REMOTE, Transfer, sort_jobs};
 
 /// Intervals the rate is smoothed over.
 pub const RATE_WINDOW: usize = 5;
@@ -70,7 +72,7 @@ struct EntryState {
     /// `None` for the others (most are a full scan's idle files, kept for
     /// one sample as a baseline).
     last: Option<Box<Transfer>>,
-    /// The update that last saw it (see [`Tracker::round`]).
+    /// The update that last saw it (see [`TransferTracker::round`]).
     round: u64,
 }
 
@@ -97,7 +99,7 @@ struct ProcInterval {
 
 /// Tracks transfers across samples.
 #[derive(Debug, Clone, Default)]
-pub struct Tracker {
+pub struct TransferTracker {
     entries: HashMap<FdKey, EntryState>,
     procs: PidMap<ProcKey, ProcTrack>,
     /// Current jobs, sorted by ETA (unknown ETA after known, done last).
@@ -187,10 +189,10 @@ fn classify(
     (Label::Progress, percent, rate, eta)
 }
 
-impl Tracker {
+impl TransferTracker {
     /// A tracker for which files under `min_size` bytes are not transfers.
     pub fn with_min_size(min_size: u64) -> Self {
-        Tracker {
+        TransferTracker {
             min_size,
             ..Default::default()
         }
@@ -527,7 +529,7 @@ mod tests {
                 .collect(),
             ..Default::default()
         };
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         t.update(&idle(), S);
         let room = t.entries.capacity();
         t.update(&idle(), 2 * S);
@@ -559,7 +561,7 @@ mod tests {
 
     #[test]
     fn reader_percent_rate_eta() {
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         for i in 0..=6u64 {
             // 2 MB/s through a 100 MB file.
             let pos = i * 2_000_000;
@@ -575,7 +577,7 @@ mod tests {
 
     #[test]
     fn read_side_is_the_job_and_writer_grows() {
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         let w = libc::O_WRONLY as u32;
         for i in 0..3u64 {
             let pos = i * 1_000_000;
@@ -591,7 +593,7 @@ mod tests {
 
     #[test]
     fn preallocated_writer_has_percent() {
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         for i in 0..3u64 {
             let pos = i * 1_000_000;
             let fds = vec![fd(4, libc::O_WRONLY as u32, pos, 8_000_000, 8)];
@@ -604,7 +606,7 @@ mod tests {
 
     #[test]
     fn positional_truncated_stalled_reuse_done() {
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         // pread: pos stays 0 while rchar grows 1 MB/s.
         for i in 0..3u64 {
             t.update(&snap(5, i * 1_000_000, 0, vec![fd(3, 0, 0, 10_000_000, 7)]), i * S);
@@ -615,7 +617,7 @@ mod tests {
         assert!((m.rate_bps.unwrap() - 1e6).abs() < 1e-6);
 
         // Truncated: pos beyond size.
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         t.update(&snap(6, 0, 0, vec![fd(3, 0, 100, 1000, 7)]), 0);
         t.update(&snap(6, 500, 0, vec![fd(3, 0, 600, 10, 7)]), S);
         assert_eq!(t.jobs[0].main.label, Label::Truncated);
@@ -643,7 +645,7 @@ mod tests {
 
     #[test]
     fn exited_process_is_done_and_sorting_by_eta() {
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         for i in 0..3u64 {
             let mut s = snap(5, 0, 0, vec![fd(3, 0, i * 1000, 10_000, 7)]);
             let mut s2 = snap(8, 0, 0, vec![fd(3, 0, i * 1000, 5_000, 7)]);
@@ -667,7 +669,7 @@ mod tests {
     fn a_copy_that_finished_between_samples_is_done() {
         // 1 MB/s through 2.5 MB: last seen at 2 MB (80%), gone 1 s later;
         // 2 MB + 1 MB/s × 1 s reaches the size.
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         for i in 0..3u64 {
             t.update(&snap(5, 0, 0, vec![fd(3, 0, i * 1_000_000, 2_500_000, 7)]), i * S);
         }
@@ -682,7 +684,7 @@ mod tests {
         assert_eq!(t.jobs[0].main.shown_percent(), (Some(100.0), true));
         assert_eq!(t.jobs[0].main.percent, Some(80.0));
         // The same killed at 40% (last seen at 1 MB of 2.5 MB): ended at 40%.
-        let mut t = Tracker::default();
+        let mut t = TransferTracker::default();
         for i in 0..2u64 {
             t.update(&snap(5, 0, 0, vec![fd(3, 0, i * 1_000_000, 2_500_000, 7)]), i * S);
         }
@@ -692,7 +694,7 @@ mod tests {
 
     #[test]
     fn files_under_the_size_floor_are_not_transfers() {
-        let mut t = Tracker::with_min_size(1 << 20);
+        let mut t = TransferTracker::with_min_size(1 << 20);
         for i in 0..3u64 {
             let mut s = snap(5, 0, 0, vec![fd(3, 0, i * 200, 681, 7)]);
             s.procs

@@ -27,6 +27,11 @@ pub struct CgColumn {
     pub text_pos: Option<u8>,
     /// Rank in which a narrow dashboard keeps the columns (0 longest).
     pub keep: u8,
+    /// The JSON fields of a cgroup row the column shows (`a.b`: field `b`
+    /// of object `a`): public names, kept as they are.
+    pub json: &'static [&'static str],
+    /// The exporter's per-cgroup counters the column shows (public names).
+    pub metric: &'static [&'static str],
     pub value: CgValue,
 }
 
@@ -68,52 +73,74 @@ column_table! {
     enum CgCol, static CG_COLUMNS: CgColumn = [
         Name {
             key: "name", head: "CGROUP", width: NAME_MIN, align: L, text_head: "cgroup", text_width: 32,
-            text_align: L, text_pos: Some(0), keep: 0, value: CgValue::Text(|r, _| format::escape(&r.name), Some(|a, b| a.name.cmp(&b.name))),
+            text_align: L, text_pos: Some(0), keep: 0,
+            json: &["name", "path"], metric: &[],
+            value: CgValue::Text(|r, _| format::escape(&r.name), Some(|a, b| a.name.cmp(&b.name))),
         },
         Kind {
             key: "kind_label", head: "KIND", width: 7, align: L, text_head: "kind", text_width: 7, text_align: L,
-            text_pos: Some(1), keep: 11, value: CgValue::Text(|r, _| r.kind.label().to_string(), None),
+            text_pos: Some(1), keep: 11,
+            json: &["kind"], metric: &[],
+            value: CgValue::Text(|r, _| r.kind.label().to_string(), None),
         },
         Source {
             key: "source_label", head: "SOURCE", width: 6, align: L, text_head: "source", text_width: 6,
-            text_align: L, text_pos: Some(2), keep: 4, value: CgValue::Text(|r, _| r.source.label().to_string(), None),
+            text_align: L, text_pos: Some(2), keep: 4,
+            json: &["source"], metric: &[],
+            value: CgValue::Text(|r, _| r.source.label().to_string(), None),
         },
         Read {
             key: "read_bps", head: "READ/s", width: 10, align: R, text_head: "read/s", text_width: 11,
-            text_align: R, text_pos: Some(3), keep: 1, value: CgValue::Num(|r| r.rates.map(|x| x.read_bps), CgFmt::Rate),
+            text_align: R, text_pos: Some(3), keep: 1,
+            json: &["rates.read_bps"], metric: &["cgroup_read_bytes"],
+            value: CgValue::Num(|r| r.rates.map(|x| x.read_bps), CgFmt::Rate),
         },
         Write {
             key: "write_bps", head: "WRITE/s", width: 10, align: R, text_head: "write/s", text_width: 11,
             text_align: R, text_pos: Some(4), keep: 2,
+            json: &["rates.write_bps"], metric: &["cgroup_written_bytes"],
             value: CgValue::Num(|r| r.rates.map(|x| x.write_bps), CgFmt::Rate),
         },
         ReadIops {
             key: "read_iops", head: "R/s", width: 7, align: R, text_head: "r/s", text_width: 8, text_align: R,
-            text_pos: Some(5), keep: 7, value: CgValue::Num(|r| r.rates.and_then(|x| x.read_iops), CgFmt::Num),
+            text_pos: Some(5), keep: 7,
+            json: &["rates.read_iops"], metric: &["cgroup_read_requests"],
+            value: CgValue::Num(|r| r.rates.and_then(|x| x.read_iops), CgFmt::Num),
         },
         WriteIops {
             key: "write_iops", head: "W/s", width: 7, align: R, text_head: "w/s", text_width: 8, text_align: R,
-            text_pos: Some(6), keep: 8, value: CgValue::Num(|r| r.rates.and_then(|x| x.write_iops), CgFmt::Num),
+            text_pos: Some(6), keep: 8,
+            json: &["rates.write_iops"], metric: &["cgroup_write_requests"],
+            value: CgValue::Num(|r| r.rates.and_then(|x| x.write_iops), CgFmt::Num),
         },
         PsiSome {
             key: "psi_some", head: "SOME", width: 6, align: R, text_head: "some", text_width: 6, text_align: R,
-            text_pos: Some(8), keep: 5, value: CgValue::Num(|r| r.pressure.and_then(|p| p.some_pct), CgFmt::Pct),
+            text_pos: Some(8), keep: 5,
+            json: &["pressure.some_pct"], metric: &["cgroup_io_pressure_some_seconds"],
+            value: CgValue::Num(|r| r.pressure.and_then(|p| p.some_pct), CgFmt::Pct),
         },
         PsiFull {
             key: "psi_full", head: "FULL", width: 6, align: R, text_head: "full", text_width: 6, text_align: R,
-            text_pos: Some(9), keep: 9, value: CgValue::Num(|r| r.pressure.and_then(|p| p.full_pct), CgFmt::Pct),
+            text_pos: Some(9), keep: 9,
+            json: &["pressure.full_pct"], metric: &["cgroup_io_pressure_full_seconds"],
+            value: CgValue::Num(|r| r.pressure.and_then(|p| p.full_pct), CgFmt::Pct),
         },
         Limit {
             key: "limits", head: "LIMIT", width: 24, align: L, text_head: "limits", text_width: 0, text_align: L,
-            text_pos: None, keep: 6, value: CgValue::Text(|r, _| limit_cell(r), None),
+            text_pos: None, keep: 6,
+            json: &["devices"], metric: &[],
+            value: CgValue::Text(|r, _| limit_cell(r), None),
         },
         LimitShare {
             key: "limit_share", head: "%LIMIT", width: 8, align: R, text_head: "limit", text_width: 5,
-            text_align: L, text_pos: Some(10), keep: 3, value: CgValue::Num(CgroupRow::limit_share, CgFmt::LimitShare),
+            text_align: L, text_pos: Some(10), keep: 3,
+            json: &["at_limit"], metric: &[],
+            value: CgValue::Num(CgroupRow::limit_share, CgFmt::LimitShare),
         },
         Procs {
             key: "processes", head: "PROCS", width: 6, align: R, text_head: "procs", text_width: 5,
             text_align: R, text_pos: Some(7), keep: 10,
+            json: &["processes.count"], metric: &[],
             value: CgValue::Num(|r| Some(r.processes.count as f64), CgFmt::Count),
         },
     ];

@@ -1,12 +1,14 @@
 //! The device table: the `iostat -x` columns of the batch text and CSV
 //! ([`Col`], [`DEFAULT`], [`WIDE`]) and the devices pane's columns
 //! ([`DEV_COLUMNS`]: config key, heading, width, keep rank and the batch
-//! column each shows), defined once.
+//! column each shows; [`DevCol::pane_text`] the text of each), defined
+//! once.
 
 use super::{Align, column_table};
 use crate::cli::Units;
 use crate::format;
 use crate::model::disk::{DirRates, DiskRates};
+use crate::model::{DevKind, DeviceRow, Model};
 
 /// A request direction of `/proc/diskstats`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,4 +275,105 @@ impl DevCol {
         cols.sort_by_key(|c| c.def().keep);
         cols
     }
+}
+
+impl DevCol {
+    /// A read column (the others of a direction are the writes').
+    pub fn is_read(self) -> bool {
+        matches!(
+            self,
+            DevCol::ReadIops | DevCol::ReadMb | DevCol::ReadAwait | DevCol::ReadReqSz | DevCol::ReadMerge
+        )
+    }
+
+    /// The devices pane's text of this column of `r` (the name's is
+    /// [`name_text`], the history is drawn): `n/a` (`reset` for the
+    /// pattern after a counter reset) without rates.
+    pub fn pane_text(self, r: &DeviceRow, model: &Model) -> String {
+        match self {
+            DevCol::Name | DevCol::Spark => return String::new(),
+            DevCol::Mount => return mount_text(r),
+            DevCol::P99 => return p99_text(model, r),
+            _ => {}
+        }
+        let Some(rates) = &r.rates else {
+            let why = match (self, r.rebaseline) {
+                (DevCol::Pattern, Some(_)) => "reset",
+                _ => format::NA,
+            };
+            return why.to_string();
+        };
+        match self {
+            DevCol::FlushIops => rates
+                .flush
+                .map_or_else(|| format::NA.to_string(), |f| format::num(f.ios_per_s)),
+            DevCol::QueueSize => format!("{:.2}", rates.aqu_sz),
+            DevCol::Util => format!("{:.1}", rates.util_pct),
+            DevCol::Pattern => crate::model::pattern::text(rates.pattern, rates.seq_byte_share, rates.pattern_basis),
+            c => dir_text(c, if c.is_read() { &rates.read } else { &rates.write }),
+        }
+    }
+}
+
+/// A device's name in the pane's tree: a partition under its disk
+/// (`depth` 1, `└` for the `last`), a disk with `folded` partitions
+/// folded away `+n`.
+pub fn name_text(name: &str, depth: u8, folded: usize, last: bool) -> String {
+    let name = format::escape(name);
+    match (depth, folded) {
+        (0, 0) => name,
+        (0, n) => format!("{name} +{n}"),
+        _ => format!("{}{name}", if last { "└" } else { "├" }),
+    }
+}
+
+/// "-" when no request completed in the interval (an average of nothing).
+fn dash(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "-".to_string(), f)
+}
+
+/// The pane's text of a per-direction column of `d`.
+fn dir_text(c: DevCol, d: &DirRates) -> String {
+    match c {
+        DevCol::ReadIops | DevCol::WriteIops => format::num(d.ios_per_s),
+        DevCol::ReadMb | DevCol::WriteMb => format!("{:.2}", d.bytes_per_s / 1e6),
+        DevCol::ReadAwait | DevCol::WriteAwait => dash(d.await_ms, format::ms),
+        DevCol::ReadReqSz | DevCol::WriteReqSz => dash(d.req_bytes, format::binary),
+        DevCol::ReadMerge | DevCol::WriteMerge => dash(d.merge_pct, |p| format!("{p:.1}")),
+        _ => String::new(),
+    }
+}
+
+/// The mount point, else a loop device's backing file, else a
+/// device-mapper name.
+fn mount_text(r: &DeviceRow) -> String {
+    let Some(info) = &r.info else { return String::new() };
+    if let Some(m) = info.mounts.first() {
+        format::escape(&m.mount_point)
+    } else if let Some(b) = &info.backing_file {
+        format!("→{}", format::escape(b.rsplit('/').next().unwrap_or(b)))
+    } else if let Some(dm) = &info.dm_name {
+        format!("({})", format::escape(dm))
+    } else {
+        String::new()
+    }
+}
+
+/// p99 of the traced total time of reads and writes: `n/a` without
+/// tracing or for a device that issues no requests of its own (a
+/// partition's are its disk's; device-mapper, md and zram pass bios on
+/// or serve them without requests), `-` when none completed.
+fn p99_text(model: &Model, r: &DeviceRow) -> String {
+    let own_requests = !matches!(
+        r.info.as_ref().map(|i| i.kind),
+        Some(DevKind::Partition | DevKind::Dm | DevKind::Md | DevKind::Zram)
+    );
+    if !model.trace.active || !own_requests {
+        return format::NA.to_string();
+    }
+    model
+        .trace
+        .device(r.major, r.minor)
+        .and_then(|d| d.rw_total_quantile(0.99))
+        .map_or_else(|| "-".to_string(), |ns| format::ms(ns as f64 / 1e6))
 }

@@ -37,6 +37,11 @@ fn interface_names() -> HashSet<&'static str> {
                 .chain(c.metric.iter().copied())
         })
         .chain(DEV_COLUMNS.iter().map(|c| c.key))
+        .chain(
+            CG_COLUMNS
+                .iter()
+                .flat_map(|c| c.json.iter().chain(c.metric.iter()).copied()),
+        )
         .collect()
 }
 
@@ -53,6 +58,14 @@ fn headings_and_keys_are_unique() {
         PROC_COLUMNS.iter().flat_map(|c| c.metric.iter().copied()).collect(),
     ));
     kinds.push(("cgroup key", CG_COLUMNS.iter().map(|c| c.key).collect()));
+    kinds.push((
+        "cgroup json",
+        CG_COLUMNS.iter().flat_map(|c| c.json.iter().copied()).collect(),
+    ));
+    kinds.push((
+        "cgroup metric",
+        CG_COLUMNS.iter().flat_map(|c| c.metric.iter().copied()).collect(),
+    ));
     kinds.push(("device key", DEV_COLUMNS.iter().map(|c| c.key).collect()));
     kinds.push(("transfer key", TRANSFER_COLUMNS.iter().map(|c| c.key).collect()));
     let heads = |units| WIDE.iter().map(|c| c.heading(units).leak() as &str).collect();

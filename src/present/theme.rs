@@ -5,16 +5,16 @@ use ratatui::style::{Color, Modifier, Style};
 
 /// Where await and %util turn yellow (warn) and red (crit).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Thresholds {
+pub struct SeverityThresholds {
     pub await_warn_ms: f64,
     pub await_crit_ms: f64,
     pub util_warn_pct: f64,
     pub util_crit_pct: f64,
 }
 
-impl Default for Thresholds {
+impl Default for SeverityThresholds {
     fn default() -> Self {
-        Thresholds {
+        SeverityThresholds {
             await_warn_ms: 10.0,
             await_crit_ms: 50.0,
             util_warn_pct: 60.0,
@@ -49,7 +49,7 @@ impl Default for Palette {
 pub struct Theme {
     pub color: bool,
     pub palette: Palette,
-    pub thresholds: Thresholds,
+    pub thresholds: SeverityThresholds,
 }
 
 impl Default for Theme {
@@ -57,7 +57,7 @@ impl Default for Theme {
         Theme {
             color: true,
             palette: Palette::default(),
-            thresholds: Thresholds::default(),
+            thresholds: SeverityThresholds::default(),
         }
     }
 }
@@ -71,6 +71,7 @@ pub enum Severity {
 }
 
 impl Theme {
+    #[cfg(any(test, feature = "test-support"))]
     pub fn plain() -> Self {
         Theme {
             color: false,

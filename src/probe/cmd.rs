@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::view::{coarse_histogram, lat};
+use super::view::{coarse_histogram, lat, text_bar};
 use super::{CancelToken, Depth, Phase, ProbeConfig, ProbeMsg, ProbeResult, Status, Stop, Tests};
 use crate::cli::{Cli, ProbeArgs, ProbeKind};
 use crate::format;
@@ -432,10 +432,6 @@ fn qd_report(s: &mut String, q: &super::QdResult) {
     let most = q.points.iter().filter_map(|p| p.iops).fold(0.0, f64::max);
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| format::NA.to_string(), f);
     for p in &q.points {
-        let bar = p
-            .iops
-            .filter(|_| most > 0.0)
-            .map_or(0, |i| (i / most * 30.0).round() as usize);
         let _ = writeln!(
             s,
             "  {:>4} {:>9} {:>10} {:>9} {:>9} {:>7} {:>6} {}{}",
@@ -446,7 +442,7 @@ fn qd_report(s: &mut String, q: &super::QdResult) {
             lat(p.latency.p99_ms),
             opt(p.gain, &|g| format!("{:+.0}%", g * 100.0)),
             opt(p.speedup, &|x| format!("{x:.2}")),
-            "#".repeat(bar),
+            text_bar(p.iops, most),
             if p.short {
                 format!(" (only {} completions: {})", p.completions, stop_text(p.stopped))
             } else {

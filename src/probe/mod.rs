@@ -38,9 +38,9 @@ pub mod check;
 pub mod cmd;
 pub mod engine;
 mod evidence;
-#[doc(hidden)]
+#[cfg(any(test, feature = "test-support"))]
 pub mod example;
-#[doc(hidden)]
+#[cfg(any(test, feature = "test-support"))]
 pub mod example_capacity;
 pub mod layout;
 pub mod mechanics;

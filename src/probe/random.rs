@@ -47,6 +47,7 @@ pub struct Rng(u64);
 
 impl Rng {
     /// A fixed seed: the same sequence every time (tests).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn from_seed(seed: u64) -> Self {
         Rng(seed)
     }

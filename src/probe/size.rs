@@ -204,10 +204,6 @@ pub fn report(s: &mut String, r: &SizeResult) {
     );
     let best = r.best_mb_per_s.unwrap_or(0.0);
     for p in &r.points {
-        let bar = p
-            .mb_per_s
-            .filter(|_| best > 0.0)
-            .map_or(0, |m| (m / best * 30.0).round() as usize);
         let _ = writeln!(
             s,
             "  {:>9} {:>7} {:>9} {:>10} {:>9} {:>9} {}{}",
@@ -217,7 +213,7 @@ pub fn report(s: &mut String, r: &SizeResult) {
             p.mb_per_s.map_or_else(|| format::NA.into(), |v| format::rate(v * 1e6)),
             super::view::lat(p.latency.p50_ms),
             super::view::lat(p.latency.p99_ms),
-            "#".repeat(bar),
+            super::view::text_bar(p.mb_per_s, best),
             match p.stopped {
                 Stop::Done => "",
                 Stop::TimeCap => " (time cap)",

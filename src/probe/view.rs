@@ -116,6 +116,13 @@ pub fn summary_line(r: &ProbeResult) -> String {
     )
 }
 
+/// A text bar of `#`s: `v` against `max` on 30 cells (none when either
+/// is unknown or 0).
+pub fn text_bar(v: Option<f64>, max: f64) -> String {
+    let cells = v.filter(|_| max > 0.0).map_or(0, |v| (v / max * 30.0).round() as usize);
+    "#".repeat(cells)
+}
+
 /// Latency in the most readable unit: "85 µs", "1.25 ms".
 pub fn lat(ms: Option<f64>) -> String {
     match ms {

@@ -256,16 +256,7 @@ impl Writer {
             .with_context(what)?;
         let frames = frame::chain(&valid, start as usize);
         drop(valid);
-        // The newest frames that fit in `keep`.
-        let mut first = frames.len();
-        let mut size = 0;
-        for (i, f) in frames.iter().enumerate().rev() {
-            if (size + f.total_len()) as u64 > keep {
-                break;
-            }
-            size += f.total_len();
-            first = i;
-        }
+        let first = first_kept(&frames, keep);
         // Kept samples come after the host frame they were taken with.
         let host = if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
             Some(frames[..first].iter().rev().find(|g| g.kind == kind::HOST))
@@ -476,6 +467,20 @@ pub fn boot_id() -> Option<String> {
 
 /// Why a replay shows no per-file numbers.
 pub const FILES_NOT_RECORDED: &str = "per-file numbers are not recorded";
+/// The first of the newest `frames` that fit in `keep` bytes
+/// (`frames.len()` when not even the last fits).
+fn first_kept(frames: &[FrameRef], keep: u64) -> usize {
+    let mut first = frames.len();
+    let mut size = 0;
+    for (i, f) in frames.iter().enumerate().rev() {
+        if (size + f.total_len()) as u64 > keep {
+            break;
+        }
+        size += f.total_len();
+        first = i;
+    }
+    first
+}
 
 #[cfg(test)]
 mod tests {
@@ -602,15 +607,7 @@ mod tests {
     /// the streamed one must equal byte for byte.
     fn rotated_in_memory(data: &[u8], keep: u64, header: &[u8]) -> Vec<u8> {
         let (frames, _) = frame::scan(data, FILE_HEAD_LEN.min(data.len()));
-        let mut first = frames.len();
-        let mut size = 0;
-        for (i, f) in frames.iter().enumerate().rev() {
-            if (size + f.total_len()) as u64 > keep {
-                break;
-            }
-            size += f.total_len();
-            first = i;
-        }
+        let first = first_kept(&frames, keep);
         let mut out = file_head().to_vec();
         if frames.get(first).is_none_or(|f| f.kind != kind::HOST) {
             let host = frames[..first].iter().rev().find(|g| g.kind == kind::HOST);

@@ -1,5 +1,5 @@
 //! Wiring of block-request tracing: the collector's tracer thread feeds a
-//! model [`Tracker`] behind a mutex; each sample takes the interval from it.
+//! model [`Accumulator`] behind a mutex; each sample takes the interval from it.
 //! Where tracing cannot run, the reason is kept for the views.
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -9,7 +9,7 @@ use crate::collect::trace::block::BlockEvent;
 use crate::collect::trace::file::FileEvent;
 use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
 use crate::model::files::{FileTracker, FilesView};
-use crate::model::trace::Tracker;
+use crate::model::trace::Accumulator;
 use crate::model::trace::view::TraceView;
 
 /// Requests the dashboard's log keeps.
@@ -17,7 +17,7 @@ pub const VIEW_LOG: usize = 500;
 
 /// A running tracer (or the reason there is none).
 pub struct Tracing {
-    tracker: Arc<Mutex<Tracker>>,
+    tracker: Arc<Mutex<Accumulator>>,
     files: Arc<Mutex<FileTracker>>,
     /// Why the page-cache events are not traced while tracing runs.
     files_off: Option<String>,
@@ -29,7 +29,7 @@ impl Tracing {
     /// Start tracing unless `disabled` says why not; never fails: the
     /// reason it is off is kept.
     pub fn start(disabled: Option<&str>, also: Arc<AlsoScan>) -> Tracing {
-        let tracker = Arc::new(Mutex::new(Tracker::default()));
+        let tracker = Arc::new(Mutex::new(Accumulator::default()));
         let files = Arc::new(Mutex::new(FileTracker::default()));
         if let Some(why) = disabled {
             return Tracing {
@@ -127,7 +127,7 @@ impl Tracing {
 /// The tracer thread's sink: block events to the request tracker,
 /// page-cache events to the file tracker.
 struct Feed {
-    tracker: Arc<Mutex<Tracker>>,
+    tracker: Arc<Mutex<Accumulator>>,
     files: Arc<Mutex<FileTracker>>,
     /// The fd scan reads the processes the page-cache events came from.
     also: Arc<AlsoScan>,

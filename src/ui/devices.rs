@@ -7,19 +7,19 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table, TableState};
 
-use super::viewmodel::{self, ViewModel};
+use super::viewmodel::ViewModel;
 use super::{DevCol, Pane, ViewState, pane_block, sparkline};
 use crate::format;
-use crate::model::disk::DirRates;
 use crate::model::{DeviceRow, Model};
-use crate::present::Align;
+use crate::present::{Align, device};
 
 pub use super::viewmodel::DevLine;
 
 /// The rows in display order: each disk followed by its partitions (unless
 /// folded), idle devices left out when `hide_idle` is on, empty ones always.
+#[cfg(any(test, feature = "test-support"))]
 pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
-    viewmodel::device_lines(model, view)
+    super::viewmodel::device_lines(model, view)
 }
 
 fn width(c: DevCol, name_w: u16) -> u16 {
@@ -79,130 +79,54 @@ fn header(c: DevCol, pat: &'static str) -> &'static str {
     }
 }
 
-/// "-" when no request completed in the interval (an average of nothing).
-fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    v.map_or_else(|| "-".to_string(), f)
-}
-
-fn dir_cell(c: DevCol, d: &DirRates) -> String {
-    match c {
-        DevCol::ReadIops | DevCol::WriteIops => format::num(d.ios_per_s),
-        DevCol::ReadMb | DevCol::WriteMb => format!("{:.2}", d.bytes_per_s / 1e6),
-        DevCol::ReadAwait | DevCol::WriteAwait => opt(d.await_ms, format::ms),
-        DevCol::ReadReqSz | DevCol::WriteReqSz => opt(d.req_bytes, format::binary),
-        DevCol::ReadMerge | DevCol::WriteMerge => opt(d.merge_pct, |p| format!("{p:.1}")),
-        _ => String::new(),
-    }
-}
-
-fn is_read(c: DevCol) -> bool {
-    matches!(
-        c,
-        DevCol::ReadIops | DevCol::ReadMb | DevCol::ReadAwait | DevCol::ReadReqSz | DevCol::ReadMerge
-    )
-}
-
 fn name_cell(l: &DevLine) -> String {
-    let name = format::escape(&l.row.name);
-    match (l.depth, l.folded) {
-        (0, 0) => name,
-        (0, n) => format!("{name} +{n}"),
-        _ => format!("{}{name}", if l.last { "└" } else { "├" }),
-    }
+    device::name_text(&l.row.name, l.depth, l.folded, l.last)
 }
 
-fn mount_cell(r: &DeviceRow) -> String {
-    let Some(info) = &r.info else { return String::new() };
-    if let Some(m) = info.mounts.first() {
-        format::escape(&m.mount_point)
-    } else if let Some(b) = &info.backing_file {
-        format!("→{}", format::escape(b.rsplit('/').next().unwrap_or(b)))
-    } else if let Some(dm) = &info.dm_name {
-        format!("({})", format::escape(dm))
-    } else {
-        String::new()
+/// The style of a data cell holding `s` (the text [`DevCol::pane_text`]
+/// gave): unknown and idle dim, latency and (where it means saturation)
+/// %util by severity.
+fn cell_style(c: DevCol, r: &DeviceRow, s: &str, t: &super::Theme) -> Style {
+    // The p99 is traced: shown also without rates.
+    if c == DevCol::P99 {
+        return if s == format::NA { t.dim() } else { Style::new() };
     }
-}
-
-/// p99 of the traced total time of reads and writes: `n/a` without
-/// tracing or for a device that issues no requests of its own (a
-/// partition's are its disk's; device-mapper, md and zram pass bios on
-/// or serve them without requests), `-` when none completed.
-fn p99_cell(model: &Model, r: &DeviceRow) -> String {
-    use crate::model::DevKind;
-    let own_requests = !matches!(
-        r.info.as_ref().map(|i| i.kind),
-        Some(DevKind::Partition | DevKind::Dm | DevKind::Md | DevKind::Zram)
-    );
-    if !model.trace.active || !own_requests {
-        return format::NA.to_string();
+    let Some(rates) = &r.rates else { return t.dim() };
+    match c {
+        DevCol::FlushIops | DevCol::QueueSize => Style::new(),
+        // %util is saturation only where one request at a time is the
+        // device's limit (a disk known to rotate).
+        DevCol::Util => match crate::model::findings::saturation_basis(r.info.as_ref()) {
+            crate::model::findings::SaturationBasis::Util => t.severity(t.util_severity(Some(rates.util_pct))),
+            crate::model::findings::SaturationBasis::Queue => Style::new(),
+        },
+        DevCol::Pattern => t.accent(),
+        _ => {
+            let d = if c.is_read() { &rates.read } else { &rates.write };
+            match c {
+                DevCol::ReadAwait | DevCol::WriteAwait => t.severity(t.await_severity(d.await_ms)),
+                _ if d.d_ios == 0 && d.bytes_per_s == 0.0 => t.dim(),
+                _ => Style::new(),
+            }
+        }
     }
-    model
-        .trace
-        .device(r.major, r.minor)
-        .and_then(|d| d.rw_total_quantile(0.99))
-        .map_or_else(|| "-".to_string(), |ns| format::ms(ns as f64 / 1e6))
 }
 
 fn cell<'a>(c: DevCol, l: &DevLine, w: u16, model: &Model, view: &ViewState) -> Cell<'a> {
     let t = &view.theme;
     let w = usize::from(w);
     let r = l.row;
-    let text_left = |s: String| Cell::from(truncate(&s, w));
-    let right = |s: String, st: Style| Cell::from(Line::from(Span::styled(format!("{s:>w$}"), st)));
     match c {
-        DevCol::Name => text_left(name_cell(l)),
-        DevCol::Mount => text_left(mount_cell(r)),
+        DevCol::Name => Cell::from(truncate(&name_cell(l), w)),
+        DevCol::Mount => Cell::from(truncate(&c.pane_text(r, model), w)),
         DevCol::Spark => Cell::from(Span::styled(
             sparkline(r.history.util_pct.iter(), w, Some(100.0)),
             t.accent(),
         )),
-        DevCol::P99 => {
-            let s = p99_cell(model, r);
-            let style = if s == format::NA { t.dim() } else { Style::new() };
-            right(s, style)
-        }
         _ => {
-            let Some(rates) = &r.rates else {
-                let why = match (c, r.rebaseline) {
-                    (DevCol::Pattern, Some(_)) => "reset",
-                    _ => format::NA,
-                };
-                return right(why.to_string(), t.dim());
-            };
-            match c {
-                DevCol::FlushIops => right(
-                    rates
-                        .flush
-                        .map_or_else(|| format::NA.to_string(), |f| format::num(f.ios_per_s)),
-                    Style::new(),
-                ),
-                DevCol::QueueSize => right(format!("{:.2}", rates.aqu_sz), Style::new()),
-                // %util is saturation only where one request at a time
-                // is the device's limit (a disk known to rotate).
-                DevCol::Util => right(
-                    format!("{:.1}", rates.util_pct),
-                    match crate::model::findings::saturation_basis(r.info.as_ref()) {
-                        crate::model::findings::SaturationBasis::Util => {
-                            t.severity(t.util_severity(Some(rates.util_pct)))
-                        }
-                        crate::model::findings::SaturationBasis::Queue => Style::new(),
-                    },
-                ),
-                DevCol::Pattern => right(
-                    crate::model::pattern::text(rates.pattern, rates.seq_byte_share, rates.pattern_basis),
-                    t.accent(),
-                ),
-                _ => {
-                    let d = if is_read(c) { &rates.read } else { &rates.write };
-                    let style = match c {
-                        DevCol::ReadAwait | DevCol::WriteAwait => t.severity(t.await_severity(d.await_ms)),
-                        _ if d.d_ios == 0 && d.bytes_per_s == 0.0 => t.dim(),
-                        _ => Style::new(),
-                    };
-                    right(dir_cell(c, d), style)
-                }
-            }
+            let s = c.pane_text(r, model);
+            let style = cell_style(c, r, &s, t);
+            Cell::from(Line::from(Span::styled(format!("{s:>w$}"), style)))
         }
     }
 }

@@ -329,6 +329,7 @@ impl ViewState {
 }
 
 /// Draw the whole screen, computing the view-model first.
+#[cfg(any(test, feature = "test-support"))]
 pub fn render(frame: &mut Frame, model: &Model, view: &ViewState) {
     render_view(frame, model, view, &ViewModel::new(model, view));
 }

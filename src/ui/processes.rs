@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table, TableState};
 
 use super::devices::truncate;
-use super::viewmodel::{self, ProcNums, ViewModel, active, natural_desc, nums};
+use super::viewmodel::{ProcNums, ViewModel, active, natural_desc, nums};
 use super::{Pane, ProcCol, ViewState, pane_block};
 use crate::format;
 use crate::model::{IoUnavailable, Model, ProcRow};
@@ -18,8 +18,9 @@ use crate::present::text::CHILDREN_LABEL;
 pub use crate::present::text::{command, devices_text};
 
 /// The rows in display order after filter, only-active and sort.
+#[cfg(any(test, feature = "test-support"))]
 pub fn visible<'a>(model: &'a Model, view: &ViewState) -> Vec<&'a ProcRow> {
-    viewmodel::proc_rows(model, view)
+    super::viewmodel::proc_rows(model, view)
 }
 
 fn width(c: ProcCol) -> u16 {

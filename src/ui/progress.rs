@@ -8,7 +8,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, TableState};
 
 use crate::model::jobs::track::JobView;
 use crate::model::progress::Job;
@@ -135,13 +135,6 @@ fn shown_cols(narrow: bool, state_w: usize) -> impl Iterator<Item = TransferCol>
         .filter(move |c| (!narrow || c.def().narrow) && (*c != TransferCol::State || state_w > 0))
 }
 
-/// The pane on its own (the `iolens progress`-like view), without selection.
-pub fn render(frame: &mut Frame, area: Rect, model: &Model) {
-    let hidden = hidden_rows(model, area);
-    let block = Block::default().borders(Borders::ALL).title(title(model, hidden));
-    draw(frame, area, model, block, None);
-}
-
 /// The pane in the dashboard: focus border, the selected transfer and how
 /// many do not fit.
 pub fn render_pane(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
@@ -251,10 +244,19 @@ fn draw(frame: &mut Frame, area: Rect, model: &Model, block: Block, sel: Option<
 mod tests {
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
+    use ratatui::widgets::Borders;
 
     use super::*;
+    use crate::model::ProcKey;
     use crate::model::progress::Label;
     use crate::model::progress::example_job as job;
+
+    /// The pane on its own, without selection.
+    fn render(frame: &mut Frame, area: Rect, model: &Model) {
+        let hidden = hidden_rows(model, area);
+        let block = Block::default().borders(Borders::ALL).title(title(model, hidden));
+        draw(frame, area, model, block, None);
+    }
 
     #[test]
     fn pane_snapshot() {
@@ -337,11 +339,11 @@ mod tests {
             insta::assert_snapshot!("progress_pane", term.backend());
         });
         assert_eq!(
-            row_proc(&model, 0),
-            Some(ProcKey {
+            model.progress.jobs[0].proc,
+            ProcKey {
                 pid: 4100,
                 start_time: 1
-            })
+            }
         );
     }
 

@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, Gauge, GraphType, Paragraph, Wrap};
+use ratatui::widgets::{Axis, Block, Chart, Dataset, Gauge, GraphType, Paragraph, Wrap};
 
 use super::Theme;
 use super::theme::Severity;
@@ -27,13 +27,17 @@ pub struct Scroll {
 
 /// The results with the default theme, in a plain border (tests, and any
 /// caller without a view state).
+#[cfg(any(test, feature = "test-support"))]
 pub fn render(frame: &mut Frame, area: Rect, view: &ProbeView) {
     render_scrolled(frame, area, view, Scroll::default());
 }
 
 /// [`render`], scrolled and showing the picked result.
+#[cfg(any(test, feature = "test-support"))]
 pub fn render_scrolled(frame: &mut Frame, area: Rect, view: &ProbeView, scroll: Scroll) {
-    let block = Block::default().borders(Borders::ALL).title(title(view));
+    let block = Block::default()
+        .borders(ratatui::widgets::Borders::ALL)
+        .title(title(view));
     draw(frame, area, view, block, &Theme::default(), scroll);
 }
 

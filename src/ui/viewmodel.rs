@@ -106,6 +106,7 @@ fn resolve<'a>(items: &[DevItem], model: &'a Model) -> Vec<DevLine<'a>> {
 }
 
 /// The device lines in display order (see [`device_items`]).
+#[cfg(any(test, feature = "test-support"))]
 pub fn device_lines<'a>(model: &'a Model, view: &ViewState) -> Vec<DevLine<'a>> {
     resolve(&device_items(model, view), model)
 }

@@ -614,12 +614,7 @@ mod tests {
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(&vec![7u8; 10_000]).unwrap();
         f.seek(SeekFrom::Start(1234)).unwrap();
-        let pid = std::process::id() as i32;
-        let r = Reader::new("/");
-        let mut sc = FdScanner::new(Watch {
-            pids: vec![pid],
-            names: vec![],
-        });
+        let (_, r, mut sc) = watching_me();
         let mut lister = ProcLister::default();
         let procs = lister.list(&r, &sc.watch.clone(), false).unwrap();
         assert_eq!(procs.len(), 1);
@@ -641,12 +636,7 @@ mod tests {
         // file on a mount that may block ("size unknown: FUSE/net").
         let (rx, mut tx) = std::io::pipe().unwrap();
         tx.write_all(b"x").unwrap();
-        let pid = std::process::id() as i32;
-        let r = Reader::new("/");
-        let mut sc = FdScanner::new(Watch {
-            pids: vec![pid],
-            names: vec![],
-        });
+        let (_, r, mut sc) = watching_me();
         let mut lister = ProcLister::default();
         let procs = lister.list(&r, &sc.watch.clone(), false).unwrap();
         let snap = sc.scan(&r, &procs);

@@ -302,8 +302,9 @@ pub struct RawProc {
 }
 
 impl RawProc {
-    /// A readable process with zero counters, for tests and examples: the
-    /// caller sets the fields that matter to it.
+    /// A readable process with zero counters (also what an exit record
+    /// gives of a process never seen alive): the caller sets the fields
+    /// that matter to it.
     pub fn example(pid: i32, start_time: u64, comm: &str) -> Self {
         RawProc {
             key: ProcKey { pid, start_time },

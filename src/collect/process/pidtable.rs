@@ -25,14 +25,17 @@ impl<V> Default for PidTable<V> {
 }
 
 impl<V> PidTable<V> {
+    #[cfg(any(test, feature = "test-support"))]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    #[cfg(any(test, feature = "test-support"))]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    #[cfg(any(test, feature = "test-support"))]
     pub fn get(&self, pid: i32) -> Option<&V> {
         let &i = self.at.get(&pid)?;
         self.entries.get(i as usize).map(|(_, v)| v)
@@ -81,6 +84,7 @@ impl<V> PidTable<V> {
         Some(v)
     }
 
+    #[cfg(any(test, feature = "test-support"))]
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.entries.iter().map(|(_, v)| v)
     }

@@ -185,6 +185,7 @@ impl ProcReader {
 
     /// Samples since the stat of a process was last read (0: this sample);
     /// `None` for a process not read.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn stat_age(&self, key: ProcKey) -> Option<u64> {
         let st = self.facts(key)?.stat?;
         Some(self.generation.saturating_sub(st.at))
@@ -192,11 +193,13 @@ impl ProcReader {
 
     /// Samples since the io file of a process was last read (0: this
     /// sample); `None` for a process not read.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn io_age(&self, key: ProcKey) -> Option<u64> {
         Some(self.generation.saturating_sub(self.facts(key)?.io_at))
     }
 
     /// What was last read of process `key`.
+    #[cfg(any(test, feature = "test-support"))]
     fn facts(&self, key: ProcKey) -> Option<&Static> {
         self.known.get(key.pid).filter(|k| k.is(key))?.facts.as_ref()
     }
@@ -207,11 +210,13 @@ impl ProcReader {
 
     /// Limit the descriptors that kept files may use (normally from
     /// RLIMIT_NOFILE: see `keep_fds`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn set_fd_budget(&mut self, fds: usize) {
         self.keep_fds = Some(fds);
     }
 
     /// Kept files now: (stat, schedstat, io).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn kept_files(&self) -> (usize, usize, usize) {
         let count = |f: fn(&PidFiles) -> bool| {
             self.known

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::format::{EventFormat, Field};
+use super::layout::{EventFormat, Field};
 use super::page::{RawEvent, read_uint};
 
 /// What a block event says happened to a request.
@@ -283,7 +283,7 @@ pub fn data_loc_str<'a>(payload: &'a [u8], f: &Field) -> Option<&'a [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::trace::format::parse_event_format;
+    use crate::collect::trace::layout::parse_event_format;
 
     #[test]
     fn rwbs_strings() {

@@ -8,7 +8,7 @@
 //! model code: `model::files`.
 
 use super::block::Dev;
-use super::format::EventFormat;
+use super::layout::EventFormat;
 use super::page::{RawEvent, read_uint};
 
 /// The tracepoints, as `(system, event)` under `events/`.
@@ -202,7 +202,7 @@ impl FileDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::trace::format::parse_event_format;
+    use crate::collect::trace::layout::parse_event_format;
 
     const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/files-6.18/events");
 

@@ -3,7 +3,7 @@
 //! iolens reads the raw pages of `per_cpu/cpuN/trace_pipe_raw` of a private
 //! tracefs instance ([`instance`]) and decodes them itself: no BPF, no
 //! libtraceevent. Layouts come from the instance's own files
-//! ([`format`]: `events/header_page`, `events/header_event` and each event's
+//! ([`layout`]: `events/header_page`, `events/header_event` and each event's
 //! `format`); pages are decoded by [`page`], block events by [`block`], and
 //! the CPUs' streams merged into one time order by [`merge`]. What the events
 //! mean (queue / device time, sequential share, per-process attribution) is
@@ -11,8 +11,8 @@
 
 pub mod block;
 pub mod file;
-pub mod format;
 pub mod instance;
+pub mod layout;
 pub mod merge;
 pub mod page;
 pub mod reader;
@@ -21,7 +21,7 @@ use std::path::Path;
 
 use block::{BlockDecoder, BlockEvent, EVENTS, Kind};
 use file::{FileDecoder, FileEvent};
-use format::{parse_event_format, parse_header_event, parse_header_page};
+use layout::{parse_event_format, parse_header_event, parse_header_page};
 use page::{Layout, Page};
 
 /// Counts kept while decoding pages.

@@ -16,7 +16,7 @@
 //! describe: bit 31, events were lost before this page, and bit 30, their
 //! number is stored as a long right after the data.
 
-use super::format::{EventHeader, PageHeader};
+use super::layout::{EventHeader, PageHeader};
 
 /// Events were lost (overwritten or dropped) before this page.
 pub const MISSED_EVENTS: u64 = 1 << 31;
@@ -236,7 +236,7 @@ impl<'a> Iterator for Events<'a> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::collect::trace::format::{parse_header_event, parse_header_page};
+    use crate::collect::trace::layout::{parse_header_event, parse_header_page};
 
     pub(crate) const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trace-6.18");
 

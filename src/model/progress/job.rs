@@ -142,7 +142,7 @@ impl Job {
 
 /// A job as the tracker fills it in for `label` (for snapshot tests of the
 /// progress pane and the dashboard).
-#[doc(hidden)]
+#[cfg(any(test, feature = "test-support"))]
 pub fn example_job(pid: i32, comm: &str, path: &[u8], pos: u64, size: u64, rate: f64, label: Label) -> Job {
     // As the model fills them in for each label.
     let has_pct = matches!(label, Label::Progress | Label::Stalled { .. } | Label::Done { .. });

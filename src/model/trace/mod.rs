@@ -1,5 +1,5 @@
 //! Per-request statistics from decoded block events (pure: no I/O, no
-//! clock). The tracer thread feeds events to a [`Tracker`]; each sample
+//! clock). The tracer thread feeds events to a [`Accumulator`]; each sample
 //! takes the interval's [`TraceInterval`]: per device the sequential share
 //! in issue order (of requests and of bytes: [`seq`] says what is
 //! sequential), latency histograms per op for queue / device / total
@@ -36,18 +36,18 @@ pub const MIN_REQUESTS: u64 = 10;
 /// Where the labels switch: SEQ at or above `seq`, RAND at or below `rand`
 /// (of the sequential share of bytes: [`DeviceTrace::pattern`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Thresholds {
+pub struct PatternThresholds {
     pub seq: f64,
     pub rand: f64,
 }
 
-impl Default for Thresholds {
+impl Default for PatternThresholds {
     fn default() -> Self {
-        Thresholds { seq: 0.7, rand: 0.3 }
+        PatternThresholds { seq: 0.7, rand: 0.3 }
     }
 }
 
-impl Thresholds {
+impl PatternThresholds {
     pub fn label(&self, share: f64) -> Pattern {
         if share >= self.seq {
             Pattern::Seq
@@ -142,7 +142,7 @@ impl DeviceTrace {
 
     /// SEQ / MIXED / RAND of the sequential share of bytes; `None` under
     /// [`MIN_REQUESTS`] requests.
-    pub fn pattern(&self, t: &Thresholds) -> Option<Pattern> {
+    pub fn pattern(&self, t: &PatternThresholds) -> Option<Pattern> {
         if self.issued < MIN_REQUESTS {
             return None;
         }
@@ -246,7 +246,7 @@ mod pairs {
 /// histograms have fixed buckets, process rows are capped per interval and
 /// the log is a ring.
 #[derive(Debug, Default)]
-pub struct Tracker {
+pub struct Accumulator {
     matcher: Matcher,
     /// The stream ends per process and per device (sequential share).
     streams: Classifier,
@@ -259,7 +259,7 @@ pub struct Tracker {
     last_ts: u64,
 }
 
-impl Tracker {
+impl Accumulator {
     pub fn feed(&mut self, events: &[BlockEvent]) {
         for e in events {
             self.last_ts = self.last_ts.max(e.ts);

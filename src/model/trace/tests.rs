@@ -22,7 +22,7 @@ fn ev(ts: u64, kind: Kind, rwbs: &str, sector: u64, sectors: u32, pid: i32) -> B
 }
 
 fn run(events: &[BlockEvent]) -> (TraceInterval, Vec<Request>) {
-    let mut t = Tracker::default();
+    let mut t = Accumulator::default();
     t.feed(events);
     let log = t.log().copied().collect();
     (t.take_interval(), log)
@@ -63,7 +63,7 @@ fn merges_are_followed() {
     assert_eq!(log[0].bytes, 8192);
     // bio-level starts (block_bio_queue kernels): the earliest in range
     // wins, the merged ones are absorbed and not left over
-    let mut t = Tracker::default();
+    let mut t = Accumulator::default();
     t.feed(&[
         ev(100, Kind::Start, "R", 800, 8, 7),
         ev(110, Kind::Start, "R", 808, 8, 7),
@@ -121,7 +121,7 @@ fn flush_sequence_of_this_kernel() {
 
 #[test]
 fn unmatched_and_expired() {
-    let mut t = Tracker::default();
+    let mut t = Accumulator::default();
     // a completion of a request issued before tracing began
     t.feed(&[ev(5, Kind::Complete, "R", 64, 8, 0)]);
     // an issue whose completion is lost: expires after FLIGHT_TTL_NS
@@ -148,7 +148,7 @@ fn sequential_share_and_labels() {
     let d = &iv.devices[&D];
     assert_eq!((d.issued, d.sequential), (10, 7));
     assert_eq!(d.seq_share(), Some(0.7));
-    let th = Thresholds::default();
+    let th = PatternThresholds::default();
     assert_eq!(d.pattern(&th), Some(Pattern::Seq));
     assert_eq!(th.label(0.69), Pattern::Mixed);
     assert_eq!(th.label(0.3), Pattern::Rand);
@@ -202,7 +202,7 @@ fn a_sequential_reader_next_to_a_random_one() {
     assert_eq!(d.seq_byte_share(), Some(bytes));
     assert!((0.87..0.88).contains(&bytes), "{bytes}");
     // the label is of the bytes' share
-    assert_eq!(d.pattern(&Thresholds::default()), Some(Pattern::Seq));
+    assert_eq!(d.pattern(&PatternThresholds::default()), Some(Pattern::Seq));
 }
 
 const MIB: u64 = 1 << 20;

@@ -7,18 +7,18 @@ use std::fmt;
 
 /// What a layout file could not be parsed as, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FormatError(pub String);
+pub struct LayoutError(pub String);
 
-impl fmt::Display for FormatError {
+impl fmt::Display for LayoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for FormatError {}
+impl std::error::Error for LayoutError {}
 
-fn err(what: impl Into<String>) -> FormatError {
-    FormatError(what.into())
+fn err(what: impl Into<String>) -> LayoutError {
+    LayoutError(what.into())
 }
 
 /// One `field:` line of a format file.
@@ -51,7 +51,7 @@ impl EventFormat {
 
 /// Parse `field:TYPE NAME;\toffset:N;\tsize:N;\tsigned:N;` (a trailing `[N]`
 /// on the name is an array; the type keeps the brackets out of the name).
-fn parse_field(line: &str) -> Result<Field, FormatError> {
+fn parse_field(line: &str) -> Result<Field, LayoutError> {
     let mut decl = None;
     let (mut offset, mut size, mut signed) = (None, None, None);
     for part in line.split(';') {
@@ -86,7 +86,7 @@ fn parse_field(line: &str) -> Result<Field, FormatError> {
 }
 
 /// Parse an event's `format` file.
-pub fn parse_event_format(text: &str) -> Result<EventFormat, FormatError> {
+pub fn parse_event_format(text: &str) -> Result<EventFormat, LayoutError> {
     let mut name = None;
     let mut id = None;
     let mut fields = Vec::new();
@@ -130,8 +130,8 @@ impl PageHeader {
 
 /// Parse `events/header_page`: fields `timestamp`, `commit` and `data`
 /// (`overwrite` shares `commit`'s bytes and is not used).
-pub fn parse_header_page(text: &str) -> Result<PageHeader, FormatError> {
-    let get = |n: &str| -> Result<Field, FormatError> {
+pub fn parse_header_page(text: &str) -> Result<PageHeader, LayoutError> {
+    let get = |n: &str| -> Result<Field, LayoutError> {
         text.lines()
             .map(str::trim)
             .filter(|l| l.starts_with("field:"))
@@ -171,7 +171,7 @@ pub struct EventHeader {
 }
 
 /// Parse `events/header_event`.
-pub fn parse_header_event(text: &str) -> Result<EventHeader, FormatError> {
+pub fn parse_header_event(text: &str) -> Result<EventHeader, LayoutError> {
     let mut type_len_bits = None;
     let mut time_delta_bits = None;
     let (mut padding, mut time_extend, mut time_stamp, mut data_max) = (None, None, None, None);
