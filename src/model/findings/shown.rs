@@ -1,7 +1,7 @@
 //! Findings set from outside the rules: a recording's (replay shows the
 //! findings the recorder saw) and an example for the outputs' tests.
 
-use super::{Culprit, Engine, Evidence, Finding, Severity, Subject};
+use super::{Engine, Finding};
 
 impl Engine {
     /// Hold these findings (most severe first) until the next
@@ -13,7 +13,8 @@ impl Engine {
 
 impl Finding {
     /// A finding with made-up evidence, for the outputs' tests.
-    pub fn example(rule: &'static str, severity: Severity, subject: Subject) -> Finding {
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn example(rule: &'static str, severity: super::Severity, subject: super::Subject) -> Finding {
         Finding {
             rule,
             severity,
@@ -21,15 +22,15 @@ impl Finding {
             since_mono_ns: 1_000_000_000,
             since_unix_ns: 1_764_000_000_000_000_000,
             evidence: vec![
-                Evidence::new(
+                super::Evidence::new(
                     "device latency p50",
                     Some(20.4),
                     "ms",
                     "traced requests (issue -> complete)",
                 ),
-                Evidence::new("aqu-sz", None, "", "/proc/diskstats"),
+                super::Evidence::new("aqu-sz", None, "", "/proc/diskstats"),
             ],
-            culprits: vec![Culprit {
+            culprits: vec![super::Culprit {
                 pid: 4242,
                 comm: "fio".into(),
                 value: 48.0,
