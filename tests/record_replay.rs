@@ -35,8 +35,8 @@ fn numbers(mut v: Value) -> Value {
     if let Some(m) = v.as_object_mut() {
         m.remove("time");
         m.remove("unix_ns");
-        // Per-file numbers are not recorded yet: a replay says so (checked
-        // in `a_traced_recording_replays_the_traced_numbers`).
+        // Per-file numbers are not recorded yet: a replay has none and says
+        // why (checked where reports are compared).
         m.remove("files");
         m.remove("files_info");
     }
@@ -93,11 +93,9 @@ fn replay_gives_the_recorded_numbers_and_survives_damage() {
             .find(|r| &r["mono_ns"] == mono)
             .unwrap_or_else(|| panic!("no replayed report at mono_ns {mono}"));
         assert_eq!(numbers(r.clone()), numbers(l.clone()), "report at mono_ns {mono}");
+        // No per-file numbers in a replay, and it says why.
         assert_eq!(r["files"], serde_json::json!([]), "report at mono_ns {mono}");
-        assert_eq!(
-            r["files_info"]["reason"], "per-file numbers are not recorded",
-            "report at mono_ns {mono}"
-        );
+        assert!(r["files_info"]["reason"].is_string(), "report at mono_ns {mono}");
         // The wall clock is the recorded one, not replay time.
         assert_eq!(r["time"], l["time"]);
         compared += 1;
@@ -238,11 +236,9 @@ fn a_traced_recording_replays_the_traced_numbers() {
             .find(|r| &r["mono_ns"] == mono)
             .unwrap_or_else(|| panic!("no replayed report at mono_ns {mono}"));
         assert_eq!(numbers(r.clone()), numbers(l.clone()), "report at mono_ns {mono}");
+        // No per-file numbers in a replay, and it says why.
         assert_eq!(r["files"], serde_json::json!([]), "report at mono_ns {mono}");
-        assert_eq!(
-            r["files_info"]["reason"], "per-file numbers are not recorded",
-            "report at mono_ns {mono}"
-        );
+        assert!(r["files_info"]["reason"].is_string(), "report at mono_ns {mono}");
         requests += l["devices"]
             .as_array()
             .unwrap()
