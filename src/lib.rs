@@ -92,7 +92,7 @@
 //! method (target, block size, queue depth, count, duration, cache
 //! handling, the raw histogram).
 
-// `unsafe` only in `sys` (checked by tests/source_rules.rs).
+// `unsafe` only in `sys` (checked by tests/pure/source_rules.rs).
 #![deny(unsafe_code)]
 
 pub mod app;
