@@ -157,7 +157,7 @@ fn readme_is_short_with_the_two_commands_on_top() {
     let top: Vec<&str> = text.lines().take(30).collect();
     let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
     assert!(
-        ci.contains("cargo test --release"),
+        ci.contains("cargo test --profile ci"),
         ".ci/run no longer runs the release tests"
     );
     assert!(
