@@ -21,7 +21,10 @@ use live::{Attach, Loop};
 #[path = "common/tmux.rs"]
 mod tmux;
 
-const BLKIO: &str = "/sys/fs/cgroup/blkio";
+#[path = "common/blkio.rs"]
+mod blkio;
+use blkio::{BLKIO, Cgroup};
+
 const LIMIT: u64 = 20_000_000;
 const HELPER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/ioload.py");
 
@@ -37,49 +40,21 @@ impl Drop for Kid {
     }
 }
 
-/// A v1 blkio cgroup, removed on drop (its processes moved to the root first
-/// if any are left).
-struct Cgroup(PathBuf);
-
-impl Drop for Cgroup {
-    fn drop(&mut self) {
-        for _ in 0..100 {
-            if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
-                return;
-            }
-            if let Ok(procs) = std::fs::read_to_string(self.0.join("cgroup.procs")) {
-                for pid in procs.split_whitespace() {
-                    let _ = std::fs::write(Path::new(BLKIO).join("cgroup.procs"), pid);
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        eprintln!("warning: could not remove {}", self.0.display());
-    }
-}
-
 /// Root, the v1 blkio hierarchy, and the tools; else the reason is printed.
 fn ready() -> bool {
     if !tools::is_root() {
         eprintln!("skipped: creating cgroups and loop devices needs root");
         return false;
     }
-    if !Path::new(BLKIO).join("blkio.throttle.read_bps_device").exists() {
-        eprintln!("skipped: no cgroup v1 blkio hierarchy at {BLKIO} (v2 io tests not written)");
+    if let Some(why) = Cgroup::unavailable() {
+        eprintln!("skipped: {why}");
         return false;
     }
     need("losetup") && need("dd") && need("python3")
 }
 
 fn make_cgroup(tag: &str) -> Option<Cgroup> {
-    let p = Path::new(BLKIO).join(format!("iolens-test-{}-{tag}", std::process::id()));
-    match std::fs::create_dir(&p) {
-        Ok(()) => Some(Cgroup(p)),
-        Err(e) => {
-            eprintln!("skipped: cannot create cgroup {}: {e}", p.display());
-            None
-        }
-    }
+    Cgroup::new(tag).map_err(|e| eprintln!("skipped: {e}")).ok()
 }
 
 fn attach(file: &Path) -> Option<Loop> {
@@ -111,7 +86,7 @@ fn throttle_active(dev: &str) -> bool {
 
 /// Start `cmd` (a shell command) inside the cgroup.
 fn spawn_in(cg: &Cgroup, cmd: &str) -> Kid {
-    let procs = cg.0.join("cgroup.procs");
+    let procs = cg.procs();
     let script = format!("echo $$ > {} && exec {cmd}", procs.display());
     Kid(Command::new("sh")
         .args(["-c", &script])
@@ -170,8 +145,8 @@ fn throttled_cgroup_is_at_its_limit() {
         return;
     };
     let Some(cg) = make_cgroup("thr") else { return };
-    let dev = majmin(&lo);
-    std::fs::write(cg.0.join("blkio.throttle.read_bps_device"), format!("{dev} {LIMIT}")).unwrap();
+    let (major, minor) = lo.numbers().expect("the loop device in sysfs");
+    cg.throttle_reads(major, minor, LIMIT).unwrap();
     let _dd = spawn_in(&cg, &format!("dd if={} of=/dev/null iflag=direct bs=64k", lo.dev));
     std::thread::sleep(Duration::from_secs(2));
     let (v, truth) = iolens_json(5, lo.name());

@@ -4,7 +4,9 @@
 //! before and during the run, `--batch --interval 0.5` prints every report
 //! on time, `iolens progress` says the size is unknown instead of hanging,
 //! and in the dashboard (tmux) a stuck sample shows in the header within 3 s
-//! and `q` gives the shell back within 1 s.
+//! and `q` gives the shell back within 1 s. A job's walk into the hung
+//! mount (`--walk-network`) is given up after 5 s without progress while
+//! the reports keep their pace.
 //!
 //! Every mount is released however a test ends: the daemon is killed with
 //! SIGKILL (which aborts the FUSE connection and frees every waiter), then
@@ -248,6 +250,90 @@ fn batch_reports_on_time_with_a_hung_fuse_mount() {
     let mut m = HungMount::start();
     let lines = batch_lines(8, Duration::from_millis(1200), &mut || m.hang());
     assert_on_time("hang during the run", &lines, 8);
+}
+
+/// A job whose source is on the hung mount, walked with `--walk-network`:
+/// the walk (a child process) sticks in the mount's getattr, the reports
+/// of `iolens progress --watch` keep coming every 0.5 s, and once the walk
+/// has printed nothing for 5 s the total says so, with no percent.
+#[test]
+fn a_walk_into_a_hung_fuse_mount_is_given_up_on_time() {
+    if let Some(why) = unavailable() {
+        return skip(&why);
+    }
+    let mut m = HungMount::start();
+    m.hang();
+    // tar stats its operand: stuck on the mount too (freed with the daemon).
+    let tar = Command::new("tar")
+        .arg("cf")
+        .arg("/dev/null")
+        .arg(m.mnt())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    m.stuck.push(tar);
+    let start = Instant::now();
+    let mut child = Command::new(BIN)
+        .args([
+            "progress",
+            "--watch",
+            "--walk-network",
+            "--name",
+            "tar",
+            "--json",
+            "-i",
+            "0.5",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send((start.elapsed(), line)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut jobs = Vec::new();
+    while start.elapsed() < Duration::from_secs(8) {
+        if let Ok((t, l)) = rx.recv_timeout(Duration::from_millis(50))
+            && l.contains("\"jobs\"")
+        {
+            let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+            jobs.push((t, v["jobs"][0].clone()));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(m);
+    let gaps = jobs.windows(2).map(|w| w[1].0 - w[0].0).max().unwrap_or(Duration::MAX);
+    let states: Vec<_> = jobs
+        .iter()
+        .map(|(t, j)| (t.as_secs_f64(), j["total"]["state"].as_str().unwrap_or("?").to_string()))
+        .collect();
+    eprintln!("{} reports, longest gap {gaps:?}: {states:?}", jobs.len());
+    assert!(jobs.len() >= 12, "{} job reports in 8 s", jobs.len());
+    assert!(gaps <= Duration::from_millis(1500), "a gap of {gaps:?} between reports");
+    assert_eq!(jobs[0].1["total"]["state"], "counting", "{:?}", jobs[0]);
+    let (t, last) = jobs.last().unwrap();
+    assert_eq!(last["total"]["state"], "unknown", "{last}");
+    assert!(
+        last["total"]["why"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no progress for 5 s"),
+        "{last}"
+    );
+    assert!(last["percent"].is_null(), "{last}");
+    let given_up = jobs.iter().find(|j| j.1["total"]["state"] == "unknown").unwrap().0;
+    assert!(
+        given_up <= Duration::from_secs(7),
+        "given up at {given_up:?} (last report at {t:?})"
+    );
 }
 
 #[test]

@@ -138,6 +138,7 @@ impl Pass {
             let inputs = self.jobs.read(&tools);
             let seen = Seen {
                 files: &self.tracker.jobs,
+                fds: &snap.procs,
             };
             self.job_tracker.update(inputs, &seen, now);
         }

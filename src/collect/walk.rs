@@ -252,8 +252,16 @@ pub struct Walk {
     out: std::process::ChildStdout,
     buf: Vec<u8>,
     deadline: Instant,
+    /// When the child last printed a line (or started).
+    heard: Instant,
     pub state: WalkState,
 }
+
+/// A walk that prints nothing for this long is stuck (a hung FUSE or
+/// network mount: its stat or readdir never returns) and is ended: the
+/// child counts a file at least every few milliseconds on a disk, and
+/// prints at most every 100 ms while it does.
+pub const WALK_STALL: Duration = Duration::from_secs(5);
 
 impl Walk {
     /// Start `iolens __walk` for `req`, ending it after `limit`.
@@ -275,6 +283,7 @@ impl Walk {
             out,
             buf: Vec::new(),
             deadline: Instant::now() + limit,
+            heard: Instant::now(),
             state: WalkState::Counting {
                 so_far: Counts::default(),
             },
@@ -301,7 +310,17 @@ impl Walk {
             let line: Vec<u8> = self.buf.drain(..=nl).collect();
             if let Some(s) = parse_line(&line) {
                 self.state = s;
+                self.heard = Instant::now();
             }
+        }
+        if matches!(self.state, WalkState::Counting { .. }) && self.heard.elapsed() >= WALK_STALL {
+            let _ = self.child.kill();
+            self.state = WalkState::Failed {
+                why: format!(
+                    "the walk made no progress for {} s (a hung filesystem?): not counted",
+                    WALK_STALL.as_secs()
+                ),
+            };
         }
         if matches!(self.state, WalkState::Counting { .. }) && Instant::now() >= self.deadline {
             let _ = self.child.kill();

@@ -35,6 +35,7 @@ impl Model {
         }
         let seen = Seen {
             files: &self.progress.jobs,
+            fds: &cur.fds.procs,
         };
         self.jobs.update(std::mem::take(&mut cur.jobs), &seen, cur.mono_ns);
         // The transfers of a job follow it, in the jobs' order; the others

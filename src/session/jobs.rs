@@ -105,7 +105,8 @@ impl Engine {
             let Some(k) = self.known.get_mut(&key) else { continue };
             let total = poll_total(k, &busy);
             // The root's reads; cp/mv copy with copy_file_range, whose bytes
-            // count on both sides once a call returns (a whole file).
+            // count on both sides once a call returns (a whole file): the
+            // tracker adds what the destination holds beyond its position.
             let position = root.io.map(|io| match k.tool {
                 Tool::Cp | Tool::Mv => io.rchar.max(io.wchar),
                 _ => io.rchar,

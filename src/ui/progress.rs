@@ -426,7 +426,10 @@ mod tests {
             ]
         };
         let files = model.progress.jobs.clone();
-        let seen = Seen { files: &files };
+        let seen = Seen {
+            files: &files,
+            fds: &[],
+        };
         model.jobs.update(inputs(0), &seen, 0);
         model.jobs.update(inputs(1), &seen, S);
         let mut last = inputs(2);

@@ -489,7 +489,7 @@ fn job_model() -> Model {
         notes: vec![],
         current: None,
     };
-    let seen = Seen { files: &[] };
+    let seen = Seen { files: &[], fds: &[] };
     m.jobs.update(vec![input(760_000_000)], &seen, 1_000_000_000);
     m.jobs.update(vec![input(800_000_000)], &seen, 2_000_000_000);
     m

@@ -4,9 +4,13 @@
 //!
 //! - **position** = the bytes of its sources read so far: the read counters
 //!   (`rchar`) of the job's processes that read sources — its root, not the
-//!   compressor or `pv` reading its pipe — and for `cp`/`mv` (which copy
-//!   with `copy_file_range`) the larger of its read and write counters
-//!   (they move when a call returns: once per file);
+//!   compressor or `pv` reading its pipe — and for `cp`/`mv` the larger of
+//!   its read and write counters plus what the destination it is writing
+//!   holds beyond its fd's position. Within one filesystem they copy with
+//!   `copy_file_range`, whose counters and file positions move once the
+//!   call returns (a whole file; measured on 6.18: `rchar`, `wchar` and
+//!   both fds' `pos` stay put through a 64 MiB copy while the destination's
+//!   size grows along): see [`copy_position`];
 //! - **percent** = position / total, only once the walk has finished;
 //! - **rate** over the last [`RATE_WINDOW`](crate::model::progress::RATE_WINDOW)
 //!   samples, **ETA** = (total − position) / rate;
@@ -22,6 +26,7 @@ use std::collections::{HashMap, VecDeque};
 use serde::Serialize;
 
 use super::Tool;
+use crate::collect::fdinfo::{FdProc, FdTarget};
 pub use crate::collect::jobproc::{JobInput, Total};
 use crate::model::progress::{DONE_KEEP_NS, RATE_WINDOW};
 
@@ -80,6 +85,27 @@ pub struct JobTracker {
 pub struct Seen<'a> {
     /// The transfers (the jobs' current files).
     pub files: &'a [crate::model::progress::Job],
+    /// The open files read in this sample (the destinations being written).
+    pub fds: &'a [FdProc],
+}
+
+/// The position of a `cp` or `mv` whose process `pid` is in the sample's
+/// open files: the larger of its read and write counters as read with its
+/// fds, plus what the regular files it has open for writing hold beyond
+/// their fds' positions (a `copy_file_range` or `sendfile` call moves the
+/// positions and the counters only when it returns; a `write` moves both at
+/// once, leaving nothing over). Files of unknown size (on a FUSE or network
+/// filesystem) add nothing. `None` when its fds or counters were not read.
+pub fn copy_position(fds: &[FdProc], pid: i32) -> Option<u64> {
+    let p = fds.iter().find(|p| p.key.pid == pid)?;
+    let io = p.io?;
+    let in_flight: u64 = p
+        .fds
+        .iter()
+        .filter(|f| f.target == FdTarget::File && f.access().writes())
+        .filter_map(|f| Some(f.size?.saturating_sub(f.pos)))
+        .sum();
+    Some(io.rchar.max(io.wchar) + in_flight)
 }
 
 /// The file a process is reading as the transfers show it (path, position,
@@ -119,6 +145,15 @@ impl JobTracker {
         for mut inp in inputs {
             if inp.current.is_none() {
                 inp.current = current_file(seen.files, inp.key.0);
+            }
+            // Both are what was done at some moment of the sample (the
+            // counters read with the fds may be older than the job's own:
+            // a call that returned between the two reads is in the later
+            // counters, not in the fds): the larger is the nearer.
+            if matches!(inp.tool, Tool::Cp | Tool::Mv)
+                && let Some(p) = copy_position(seen.fds, inp.key.0)
+            {
+                inp.position = Some(inp.position.map_or(p, |q| q.max(p)));
             }
             let st = self.jobs.entry(inp.key).or_default();
             if let Some(p) = inp.position {
@@ -271,7 +306,7 @@ mod tests {
     }
 
     const S: u64 = 1_000_000_000;
-    const NONE: Seen = Seen { files: &[] };
+    const NONE: Seen = Seen { files: &[], fds: &[] };
 
     #[test]
     fn percent_rate_eta_and_end() {
@@ -337,6 +372,73 @@ mod tests {
             ("failed", Some(30.0), Some(1), Some("exit 2".into()))
         );
         assert_eq!(run(Some(9)), ("failed", Some(30.0), Some(1), Some("signal 9".into())));
+    }
+
+    /// cp inside a copy_file_range call: counters at the files before it
+    /// (300, as read with its fds), its destination fd at 0 with 250 bytes
+    /// already there; a file it reads, one of unknown size and one of
+    /// another process add nothing.
+    #[test]
+    fn cp_counts_its_destination_in_flight() {
+        use crate::collect::fdinfo::RawFd;
+        use crate::collect::process::ProcKey;
+        let fd = |fd, flags, pos, size| RawFd {
+            fd,
+            target: FdTarget::File,
+            pos,
+            flags,
+            mnt_id: Some(1),
+            ino: fd as u64,
+            dev: 1,
+            size,
+            remote: false,
+            path: None,
+        };
+        let proc_ = |pid, fds| FdProc {
+            key: ProcKey { pid, start_time: 1 },
+            comm: "cp".into(),
+            io: Some(crate::collect::process::ProcIo {
+                rchar: 300,
+                wchar: 290,
+                ..Default::default()
+            }),
+            reason: crate::collect::fdinfo::ScanReason::Active,
+            fds,
+            unread: 0,
+            devs: vec![],
+        };
+        let wr = libc::O_WRONLY as u32;
+        let fds = vec![
+            proc_(
+                7,
+                vec![fd(3, 0, 0, Some(1000)), fd(4, wr, 0, Some(250)), fd(5, wr, 9, None)],
+            ),
+            proc_(9, vec![fd(4, wr, 0, Some(5000))]),
+        ];
+        assert_eq!(copy_position(&fds, 7), Some(550));
+        assert_eq!(copy_position(&fds, 8), None);
+        let known = Total::Known { files: 2, bytes: 1000 };
+        let mut t = JobTracker::default();
+        let cp = JobInput {
+            tool: Tool::Cp,
+            ..input(100, known.clone())
+        };
+        let seen = Seen { files: &[], fds: &fds };
+        t.update(vec![cp.clone()], &seen, 0);
+        assert_eq!(t.views[0].bytes_done, Some(550));
+        // The job's own counters, read after a call returned: they win.
+        t.update(
+            vec![JobInput {
+                tool: Tool::Cp,
+                ..input(700, known.clone())
+            }],
+            &seen,
+            S,
+        );
+        assert_eq!(t.views[0].bytes_done, Some(700));
+        // tar reads: its written archive is not a source.
+        t.update(vec![JobInput { tool: Tool::Tar, ..cp }], &seen, 2 * S);
+        assert_eq!(t.views[0].bytes_done, Some(100));
     }
 
     #[test]
