@@ -44,7 +44,7 @@ pub const FILE_COLUMNS: [FileColumn; 5] = [
     },
     FileColumn {
         id: FileCol::Device,
-        head: "DEVICE",
+        head: "DEV",
         width: 8,
         right: false,
     },
@@ -196,4 +196,25 @@ pub fn files_info_json(model: &Model) -> Value {
         "unplaced_dirtied_folios": f.interval.unplaced_dirtied,
         "direct_io": "not seen (bypasses the page cache)",
     })
+}
+
+/// The files view's title.
+pub const FILES_TITLE: &str = "Files";
+
+/// What the files view says about its figures: why there are none, or
+/// what they leave out (events the kernel lost make them a lower bound).
+pub fn files_note(model: &Model) -> String {
+    let f = &model.trace.files;
+    if !f.active {
+        let why = f.reason.as_deref().unwrap_or(NOT_TRACED);
+        return format!("{NOT_TRACED}: {}", format::escape(why));
+    }
+    let lost = model.trace.interval.lost_events;
+    if lost > 0 {
+        return format!("{lost} trace events lost this interval: figures are a lower bound");
+    }
+    if model.interval_s.is_none() {
+        return "waiting for the first interval".to_string();
+    }
+    "read from disk into the page cache, folios dirtied; direct I/O not seen".to_string()
 }
