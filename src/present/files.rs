@@ -218,3 +218,74 @@ pub fn files_note(model: &Model) -> String {
     }
     "read from disk into the page cache, folios dirtied; direct I/O not seen".to_string()
 }
+
+/// Whose files a detail lists.
+#[derive(Debug, Clone, Copy)]
+pub enum FilesOf<'a> {
+    /// What the process (thread group id) did to each file.
+    Process(i32),
+    /// The files on the named device or its partitions.
+    Device(&'a str),
+}
+
+/// Files shown in a detail.
+pub const DETAIL_FILES: usize = 5;
+
+/// The devices `name` stands for: itself and its partitions.
+fn device_and_partitions(model: &Model, name: &str) -> Vec<Dev> {
+    model
+        .devices
+        .iter()
+        .filter(|d| d.name == name || d.info.as_ref().and_then(|i| i.parent.as_deref()) == Some(name))
+        .map(|d| Dev {
+            major: d.major,
+            minor: d.minor,
+        })
+        .collect()
+}
+
+/// A detail's files part: a line saying what it is, then up to
+/// [`DETAIL_FILES`] files busiest first ("12.3 MB/s 32 /path": read from
+/// disk per second, folios dirtied per second), or why there are none;
+/// nothing when block tracing is off altogether (the header says why).
+pub fn detail_file_lines(model: &Model, of: FilesOf<'_>) -> Vec<String> {
+    let f = &model.trace.files;
+    if !model.trace.active {
+        return Vec::new();
+    }
+    if !f.active {
+        return vec![match f.reason.as_deref() {
+            Some(why) => format!("files: {NOT_TRACED} ({})", format::escape(why)),
+            None => format!("files: {NOT_TRACED}"),
+        }];
+    }
+    let devs = match of {
+        FilesOf::Device(name) => device_and_partitions(model, name),
+        FilesOf::Process(_) => Vec::new(),
+    };
+    let mut rows: Vec<(usize, FileIo)> = f
+        .interval
+        .files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (key, row))| match of {
+            FilesOf::Process(pid) => row.procs.get(&pid).map(|io| (i, *io)),
+            FilesOf::Device(_) => devs.contains(&key.dev).then_some((i, row.io)),
+        })
+        .filter(|(_, io)| io.read > 0 || io.dirtied > 0)
+        .collect();
+    rows.sort_by(|a, b| b.1.busy().cmp(&a.1.busy()).then(a.0.cmp(&b.0)));
+    let head = format!("files ({}): disk read/s, dirtied folios/s", rows.len());
+    let mut out = vec![head];
+    for (i, io) in rows.iter().take(DETAIL_FILES) {
+        let key = f.interval.files[*i].0;
+        let read = per_s(io.read, model).map_or_else(|| format::NA.to_string(), format::rate);
+        let dirtied = per_s(io.dirtied, model).map_or_else(|| format::NA.to_string(), |v| format!("{v:.0}"));
+        let name = file_name(model, key, f.names.get(*i).and_then(|n| n.as_deref()));
+        out.push(format!("  {read:>10} {dirtied:>5} {name}"));
+    }
+    if rows.len() > DETAIL_FILES {
+        out.push(format!("  +{} more (I: all files)", rows.len() - DETAIL_FILES));
+    }
+    out
+}
