@@ -27,6 +27,9 @@ pub struct FileColumn {
     pub head: &'static str,
     pub width: usize,
     pub right: bool,
+    /// The exporter's per-file counter of the column (public name) and its
+    /// help text.
+    pub metric: Option<(&'static str, &'static str)>,
 }
 
 pub const FILE_COLUMNS: [FileColumn; 5] = [
@@ -35,28 +38,39 @@ pub const FILE_COLUMNS: [FileColumn; 5] = [
         head: "DISK READ/s",
         width: 11,
         right: true,
+        metric: Some((
+            "file_read_bytes",
+            "Bytes read from storage into this file's page cache (page-cache tracepoints; direct I/O not seen), accumulated by iolens",
+        )),
     },
     FileColumn {
         id: FileCol::Dirtied,
         head: "DIRTY FOL/s",
         width: 11,
         right: true,
+        metric: Some((
+            "file_dirtied_folios",
+            "Page-cache folios of this file marked dirty (in folios: the event gives no size), accumulated by iolens",
+        )),
     },
     FileColumn {
         id: FileCol::Device,
         head: "DEV",
+        metric: None,
         width: 8,
         right: false,
     },
     FileColumn {
         id: FileCol::Processes,
         head: "PROCESSES",
+        metric: None,
         width: 28,
         right: false,
     },
     FileColumn {
         id: FileCol::Path,
         head: "FILE",
+        metric: None,
         width: 0,
         right: false,
     },
