@@ -366,14 +366,18 @@ impl FilesView {
     }
 
     /// Give the interval's files their names.
+    /// Names the view already has (a replay's recorded ones) stay where
+    /// the open files and the cache know none.
     pub fn name_with(&mut self, names: &mut names::Names) {
+        let given = std::mem::take(&mut self.names);
         self.names = self
             .interval
             .files
             .iter()
-            .map(|(k, r)| {
+            .enumerate()
+            .map(|(i, (k, r))| {
                 let pids: Vec<i32> = r.procs.keys().copied().collect();
-                names.name(*k, &pids)
+                names.name(*k, &pids).or_else(|| given.get(i).cloned().flatten())
             })
             .collect();
     }
