@@ -89,6 +89,7 @@ impl App {
             Popup::DelayAcct => return self.on_delayacct_key(key.code),
             Popup::Process(k) => return self.on_proc_detail_key(k, key.code),
             Popup::Findings(i) => return self.on_findings_key(i, key.code),
+            Popup::Files(i) => return self.on_files_key(i, key.code),
             Popup::Help | Popup::Detail(_) | Popup::Cgroup(_) => {
                 if self.view.popup == Popup::Help {
                     self.scroll_help(key.code);
@@ -205,6 +206,7 @@ impl App {
             }
             Action::Accumulated => self.view.accumulated = !self.view.accumulated,
             Action::Findings => self.view.popup = Popup::Findings(0),
+            Action::Files => self.view.popup = Popup::Files(0),
             Action::Cgroups => {
                 self.view.show_cgroups = !self.view.show_cgroups;
                 if self.view.show_cgroups {

@@ -18,6 +18,7 @@
 
 mod actions;
 mod delay;
+mod files;
 mod findings;
 mod input;
 mod mouse;

@@ -1177,3 +1177,44 @@ fn key_sequences_findings_pane_jumps_to_the_subject() {
     assert_eq!(a.view.popup, Popup::None);
     assert!(a.view.status.as_ref().is_some_and(|s| s.error && s.text.contains("99")));
 }
+
+/// `I` opens the files view; ↓ selects; Enter opens the detail of the
+/// selected file's busiest process; a file only kernel threads touched
+/// says so; Esc closes.
+#[test]
+fn key_sequences_files_view_opens_the_busiest_process() {
+    use crate::collect::trace::block::Dev;
+    use crate::collect::trace::file::{FileEvent, FileKind, Where};
+    use crate::model::files::{FileTracker, FilesView};
+    let mut a = app_with_processes();
+    let ev = |ino, index, pid, kernel| FileEvent {
+        ts: 0,
+        kind: FileKind::Added { order: 0 },
+        place: Where::Sb(Dev { major: 8, minor: 0 }),
+        ino,
+        index,
+        pid,
+        tgid: pid,
+        kernel,
+    };
+    let mut t = FileTracker::default();
+    // file 5: tar reads 3 pages, gzip 1; file 6: 1 page by a kernel thread
+    t.feed(&[ev(5, 0, 20, false), ev(5, 1, 20, false), ev(5, 2, 20, false)]);
+    t.feed(&[ev(5, 3, 30, false), ev(6, 0, 2, true)]);
+    a.model.trace.files = FilesView {
+        active: true,
+        reason: None,
+        interval: t.take_interval(),
+        names: Vec::new(),
+    };
+    assert_eq!(press(&mut a, "I"), []);
+    assert_eq!(a.view.popup, Popup::Files(0));
+    assert_eq!(press(&mut a, "Enter"), [Command::ReadProcInfo(pid(20))]);
+    assert_eq!(a.view.popup, Popup::Process(pid(20)));
+    press(&mut a, "Esc I Down Down");
+    assert_eq!(a.view.popup, Popup::Files(1));
+    assert_eq!(press(&mut a, "Enter"), []);
+    assert_eq!(a.view.popup, Popup::Files(1));
+    press(&mut a, "Esc");
+    assert_eq!(a.view.popup, Popup::None);
+}

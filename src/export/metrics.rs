@@ -49,9 +49,9 @@ const PROC_COUNTERS: [(&str, &str); 7] = [
 /// The series for commands outside the top N.
 pub const OTHER: &str = "other";
 /// Samples a command stays exported after it left the top 2N.
-const HOLD_SAMPLES: u32 = 30;
+pub(super) const HOLD_SAMPLES: u32 = 30;
 /// Per-sample decay of a command's recent activity (its ranking).
-const DECAY: f64 = 0.9;
+pub(super) const DECAY: f64 = 0.9;
 /// Commands tracked at most (the least active idle ones are forgotten).
 const MAX_COMMS: usize = 4096;
 
@@ -76,10 +76,38 @@ struct Comm {
     /// Accumulated while the command was exported on its own series.
     own: [f64; 7],
     /// Storage bytes per sample, decayed: what ranks the commands.
-    recent: f64,
-    exported: bool,
+    rank: Ranked,
+}
+
+/// A series' place in the ranking that gives the top N their own series.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Ranked {
+    /// Activity per sample, decayed by [`DECAY`] each sample.
+    pub recent: f64,
+    pub exported: bool,
     /// Consecutive samples outside the top 2N while exported.
-    out_for: u32,
+    pub out_for: u32,
+}
+
+/// Ranking with hysteresis, before a step is counted (a busy newcomer
+/// gets its own series at once): in at the top `n`, out after
+/// [`HOLD_SAMPLES`] samples below the top 2`n`; ties by key.
+pub(super) fn rerank<K: Ord>(mut items: Vec<(&K, &mut Ranked)>, n: usize) {
+    items.sort_by(|a, b| b.1.recent.total_cmp(&a.1.recent).then_with(|| a.0.cmp(b.0)));
+    for (r, (_, c)) in items.into_iter().enumerate() {
+        if r < n && c.recent >= 1.0 {
+            c.exported = true;
+            c.out_for = 0;
+        } else if c.exported && r >= 2 * n {
+            c.out_for += 1;
+            if c.out_for >= HOLD_SAMPLES {
+                c.exported = false;
+                c.out_for = 0;
+            }
+        } else {
+            c.out_for = 0;
+        }
+    }
 }
 
 /// One device's traced counters.
@@ -117,6 +145,8 @@ pub struct Exported {
     pub findings: super::findings::Held,
     /// The jobs of the last sample.
     pub jobs: Vec<super::jobs::JobSeries>,
+    /// The per-file counters.
+    pub files: super::files::Files,
     /// How many commands get their own series.
     pub top: usize,
     comms: HashMap<String, Comm>,
@@ -158,6 +188,7 @@ impl Exported {
         let Some(dt) = m.interval_s else { return };
         self.update_comms(m, dt);
         self.update_cgroups(m, dt);
+        self.files.update(m, self.top);
         let iv = &m.trace.interval;
         self.trace_lost_events += iv.lost_events;
         self.trace_unmatched += iv.unmatched;
@@ -196,44 +227,26 @@ impl Exported {
             }
         }
         for c in self.comms.values_mut() {
-            c.recent *= DECAY;
+            c.rank.recent *= DECAY;
         }
         for (comm, a) in &step {
             if let Some(c) = self.comms.get_mut(comm) {
-                c.recent += a[0] + a[1];
+                c.rank.recent += a[0] + a[1];
             } else if self.comms.len() < MAX_COMMS {
                 let c = Comm {
-                    recent: a[0] + a[1],
+                    rank: Ranked {
+                        recent: a[0] + a[1],
+                        ..Default::default()
+                    },
                     ..Default::default()
                 };
                 self.comms.insert(comm.clone(), c);
             }
         }
-        // Ranking with hysteresis, before this step is counted (a busy
-        // newcomer gets its own series at once): in at the top N, out
-        // after HOLD_SAMPLES samples below the top 2N.
-        let mut ranked: Vec<(&String, f64)> = self.comms.iter().map(|(k, c)| (k, c.recent)).collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        let rank: HashMap<String, usize> = ranked.iter().enumerate().map(|(i, (k, _))| ((*k).clone(), i)).collect();
-        let n = self.top;
-        for (k, c) in self.comms.iter_mut() {
-            let r = rank.get(k).copied().unwrap_or(usize::MAX);
-            if r < n && c.recent >= 1.0 {
-                c.exported = true;
-                c.out_for = 0;
-            } else if c.exported && r >= 2 * n {
-                c.out_for += 1;
-                if c.out_for >= HOLD_SAMPLES {
-                    c.exported = false;
-                    c.out_for = 0;
-                }
-            } else {
-                c.out_for = 0;
-            }
-        }
+        rerank(self.comms.iter_mut().map(|(k, c)| (k, &mut c.rank)).collect(), self.top);
         for (comm, a) in step {
             let target = match self.comms.get_mut(&comm) {
-                Some(c) if c.exported => &mut c.own,
+                Some(c) if c.rank.exported => &mut c.own,
                 _ => &mut self.other,
             };
             for (x, y) in target.iter_mut().zip(a) {
@@ -243,7 +256,7 @@ impl Exported {
         // Forget idle commands that have no series of their own (their
         // series, if they had one, ended when they left the top).
         if self.comms.len() > MAX_COMMS / 2 {
-            self.comms.retain(|_, c| c.exported || c.recent >= 1.0);
+            self.comms.retain(|_, c| c.rank.exported || c.rank.recent >= 1.0);
         }
     }
 
@@ -276,7 +289,7 @@ impl Exported {
         let mut v: Vec<&str> = self
             .comms
             .iter()
-            .filter(|(_, c)| c.exported)
+            .filter(|(_, c)| c.rank.exported)
             .map(|(k, _)| k.as_str())
             .collect();
         v.sort_unstable();
@@ -320,6 +333,7 @@ impl Collector for Exported {
         self.encode_comms(&mut enc)?;
         self.encode_cgroups(&mut enc)?;
         self.encode_devices(&mut enc)?;
+        self.files.encode(&mut enc)?;
         self.encode_health(&mut enc)?;
         super::findings::encode(&self.findings, &mut enc)?;
         super::probes::encode(&self.probes, &mut enc)?;
@@ -330,7 +344,7 @@ impl Collector for Exported {
 impl Exported {
     /// The per-command process counters, the rest summed under `OTHER`.
     fn encode_comms(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let mut comms: Vec<(&String, &Comm)> = self.comms.iter().filter(|(_, c)| c.exported).collect();
+        let mut comms: Vec<(&String, &Comm)> = self.comms.iter().filter(|(_, c)| c.rank.exported).collect();
         comms.sort_by(|a, b| a.0.cmp(b.0));
         for (i, (name, help)) in PROC_COUNTERS.iter().enumerate() {
             let mut series: Vec<(Labels, f64)> = comms

@@ -5,6 +5,7 @@
 //! writes it atomically for node_exporter's textfile collector.
 
 mod family;
+pub mod files;
 pub mod findings;
 pub mod hist;
 pub mod http;

@@ -21,6 +21,7 @@ fn headings() -> Vec<(&'static str, Vec<&'static str>)> {
         ("cgroup text_head", CG_COLUMNS.iter().map(|c| c.text_head).collect()),
         ("device head", DEV_COLUMNS.iter().map(|c| c.head).collect()),
         ("transfer head", TRANSFER_COLUMNS.iter().map(|c| c.head).collect()),
+        ("file head", super::files::FILE_COLUMNS.iter().map(|c| c.head).collect()),
     ]
 }
 

@@ -203,6 +203,15 @@ impl Writer {
         self.append_payload(kind::FINDINGS, wall_ns, &sample_payload(&found)?)
     }
 
+    /// The per-file figures of the sample of `wall_ns` (appended after it;
+    /// nothing while the page-cache events are not traced).
+    pub fn append_files(&mut self, wall_ns: u64, files: &crate::model::files::FilesView) -> anyhow::Result<()> {
+        match super::files::RecordedFiles::of(files) {
+            Some(r) => self.append_payload(kind::FILES, wall_ns, &sample_payload(&r)?),
+            None => Ok(()),
+        }
+    }
+
     fn append_payload(&mut self, kind: u8, wall_ns: u64, payload: &[u8]) -> anyhow::Result<()> {
         anyhow::ensure!(
             payload.len() <= frame::MAX_PAYLOAD as usize,
@@ -326,6 +335,8 @@ pub struct Segment {
     pub traces: std::collections::HashMap<usize, FrameRef>,
     /// The findings frame after sample `i`, if any.
     pub findings: std::collections::HashMap<usize, FrameRef>,
+    /// The per-file frame after sample `i`, if any.
+    pub files: std::collections::HashMap<usize, FrameRef>,
 }
 
 /// A recording read into memory, indexed.
@@ -379,16 +390,17 @@ impl Recording {
                         why: "sample before any host frame",
                     }),
                 },
-                // Trace and findings frames belong to the sample just before.
-                kind::TRACE | kind::FINDINGS => {
+                // Trace, findings and files frames belong to the sample
+                // just before.
+                kind::TRACE | kind::FINDINGS | kind::FILES => {
                     if let Some(seg) = segments.last_mut()
                         && let Some(i) = seg.samples.len().checked_sub(1)
                         && seg.samples[i].wall_ns == f.wall_ns
                     {
-                        let at = if f.kind == kind::TRACE {
-                            &mut seg.traces
-                        } else {
-                            &mut seg.findings
+                        let at = match f.kind {
+                            kind::TRACE => &mut seg.traces,
+                            kind::FINDINGS => &mut seg.findings,
+                            _ => &mut seg.files,
                         };
                         at.insert(i, f);
                     }
@@ -416,9 +428,22 @@ impl Recording {
                 reason: None,
                 interval,
                 log: Vec::new(),
-                files: crate::model::files::FilesView::off(FILES_NOT_RECORDED),
+                files: self.files(seg, idx),
             },
             Err(e) => TraceView::off(format!("recorded trace unreadable: {e:#}")),
+        }
+    }
+
+    /// The per-file figures recorded after sample `idx` of `seg` (a
+    /// recording made before they were kept has none: not recorded).
+    fn files(&self, seg: &Segment, idx: usize) -> crate::model::files::FilesView {
+        use crate::model::files::FilesView;
+        let Some(f) = seg.files.get(&idx) else {
+            return FilesView::off(FILES_NOT_RECORDED);
+        };
+        match self.decode::<super::files::RecordedFiles>(f) {
+            Ok(r) => r.into_view(),
+            Err(e) => FilesView::off(format!("recorded per-file numbers unreadable: {e:#}")),
         }
     }
 

@@ -35,6 +35,11 @@ pub mod kind {
     /// `[model::findings::Finding]`); recordings made before findings
     /// have none (replay then runs the findings engine on the samples).
     pub const FINDINGS: u8 = 4;
+    /// The per-file figures of the interval ending at the sample before it
+    /// (zstd JSON, `record::files::RecordedFiles`), with `--trace` where the
+    /// page-cache events are traced; recordings made before them have none
+    /// (replay then says the per-file numbers are not recorded).
+    pub const FILES: u8 = 5;
 }
 
 /// Flag: the payload is zstd-compressed.

@@ -11,6 +11,7 @@
 
 mod crc;
 pub mod file;
+pub mod files;
 pub mod findings;
 pub mod frame;
 pub mod player;
@@ -80,12 +81,14 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
         schedule,
         |s, trace| writer.borrow_mut().record(s, trace),
         |r| {
-            if let headless::Report::Fresh { model, .. } = &r
-                && let Err(e) = writer
-                    .borrow_mut()
-                    .append_findings(model.wall_ns, model.findings.findings())
-            {
-                eprintln!("iolens: {e:#}: findings not recorded");
+            if let headless::Report::Fresh { model, .. } = &r {
+                let mut w = writer.borrow_mut();
+                if let Err(e) = w.append_findings(model.wall_ns, model.findings.findings()) {
+                    eprintln!("iolens: {e:#}: findings not recorded");
+                }
+                if let Err(e) = w.append_files(model.wall_ns, &model.trace.files) {
+                    eprintln!("iolens: {e:#}: per-file numbers not recorded");
+                }
             }
             printer.as_ref().map_or(ControlFlow::Continue(()), |p| p.print(r))
         },

@@ -79,6 +79,20 @@ impl Tracing {
         }
     }
 
+    /// Which filesystems each backing device (bdi) holds, for placing the
+    /// dirtied folios (the event names the bdi, a partition's is its
+    /// disk's): from the sample's device rows and their mounts.
+    pub fn learn_devices(&self, rows: &[crate::model::DeviceRow]) {
+        if self.handle.is_none() {
+            return;
+        }
+        let map = crate::model::files::BdiMap::from_devices(rows);
+        let mut f = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        if f.bdis() != &map {
+            f.set_bdis(map);
+        }
+    }
+
     pub fn active(&self) -> bool {
         self.handle.is_some()
     }

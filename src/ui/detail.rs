@@ -12,6 +12,7 @@ use super::{Theme, ViewState, pane_block, processes};
 use crate::format;
 use crate::model::procdev::on_device;
 use crate::model::{AlignVerdict, DeviceFacts, DeviceRow, Model, exact_size};
+use crate::present::files::{FilesOf, detail_file_lines};
 
 fn opt_u(v: Option<u64>) -> String {
     v.map_or_else(|| format::NA.to_string(), |v| v.to_string())
@@ -269,7 +270,13 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, na
         frame.render_widget(Paragraph::new("this device is gone"), inner);
         return;
     };
-    let (mut lines, more) = facts(d, model, t);
+    let (mut lines, mut more) = facts(d, model, t);
+    more.push(Line::raw(""));
+    more.extend(
+        detail_file_lines(model, FilesOf::Device(name))
+            .into_iter()
+            .map(Line::raw),
+    );
     // Wide: facts in a column left of the charts. Narrow: facts and
     // partitions side by side above the charts.
     let charts_area = if inner.width >= 100 {

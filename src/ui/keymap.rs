@@ -53,6 +53,8 @@ pub enum Action {
     Cgroups,
     /// The findings pane.
     Findings,
+    /// The files view.
+    Files,
     Ionice,
     Kill,
     /// Follow the process under the cursor as rows re-sort (or stop).

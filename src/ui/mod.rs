@@ -11,6 +11,7 @@ mod columns;
 pub mod depth;
 pub mod detail;
 pub mod devices;
+pub mod files;
 pub mod findings;
 pub mod header;
 pub mod help;
@@ -82,6 +83,8 @@ pub enum Popup {
     Process(ProcKey),
     /// The findings (`w`), the selected one by its index.
     Findings(usize),
+    /// The files (`I`), the selected one by its index.
+    Files(usize),
 }
 
 /// The choices of the probe menu, before the probe starts.
@@ -354,6 +357,7 @@ pub fn render_view(frame: &mut Frame, model: &Model, view: &ViewState, vm: &View
         Popup::Cgroup(path) => cgroup_detail::render(frame, body, model, view, path),
         Popup::Process(k) => procdetail::render(frame, body, model, view, *k),
         Popup::Findings(i) => findings::render(frame, body, model, view, *i),
+        Popup::Files(i) => files::render(frame, body, model, view, *i),
         _ => render_panes(frame, body, model, view, vm),
     }
     status::render(frame, status_area, model, view);
@@ -362,7 +366,12 @@ pub fn render_view(frame: &mut Frame, model: &Model, view: &ViewState, vm: &View
         Popup::Confirm(c) => status::render_confirm(frame, body, view, c),
         Popup::DelayAcct => status::render_delayacct(frame, body, view),
         Popup::ProbeMenu(m) => menu::render(frame, body, view, m, model.host.is_root),
-        Popup::None | Popup::Detail(_) | Popup::Cgroup(_) | Popup::Process(_) | Popup::Findings(_) => {}
+        Popup::None
+        | Popup::Detail(_)
+        | Popup::Cgroup(_)
+        | Popup::Process(_)
+        | Popup::Findings(_)
+        | Popup::Files(_) => {}
     }
 }
 

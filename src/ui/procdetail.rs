@@ -17,6 +17,7 @@ use super::{ViewState, pane_block};
 use crate::format;
 use crate::model::prochist::PROC_HISTORY_LEN;
 use crate::model::{Access, FdTarget, Model, ProcInfo, ProcKey, RawFd};
+use crate::present::files::{FilesOf, detail_file_lines};
 use crate::present::transfer::job_summary;
 
 /// The keys of the detail, shown at its bottom.
@@ -186,13 +187,17 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, ke
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let head = head_lines(model, view.proc_info.as_ref(), key);
-    let files = if view.replay.is_some() {
-        vec![Line::raw(
+    let mut files: Vec<Line> = detail_file_lines(model, FilesOf::Process(key.pid))
+        .into_iter()
+        .map(Line::raw)
+        .collect();
+    if view.replay.is_some() {
+        files.push(Line::raw(
             "open files, cwd, cgroup: not recorded (replay shows the recorded counters only)",
-        )]
+        ));
     } else {
-        file_lines(view.proc_info.as_ref(), key)
-    };
+        files.extend(file_lines(view.proc_info.as_ref(), key));
+    }
     let keys = if view.replay.is_some() {
         "replay: signals and ionice are off (they would reach the live machine) · Esc close"
     } else {

@@ -254,3 +254,98 @@ fn jobs_export_their_progress_ratio_and_eta_bounded() {
             .any(|v| v.pid == 800 && v.percent.is_none() && v.eta_s.is_none())
     );
 }
+
+/// The page-cache events of one interval: `n` files on loop0, file `i`
+/// read `(n - i)` MiB by pid 4242 (1 MiB folios), file 1000 dirtied in
+/// 32 folios by pid 31337 and named with an escape sequence.
+fn files_model(n: u64) -> iolens::model::Model {
+    use std::sync::Arc;
+
+    use iolens::collect::trace::block::Dev;
+    use iolens::collect::trace::file::{FileEvent, FileKind, Where};
+    use iolens::model::files::{FileTracker, FilesView};
+    let mut bdi = [0u8; 32];
+    bdi[..3].copy_from_slice(b"7:0");
+    let ev = |kind, place, ino, index, pid| FileEvent {
+        ts: 0,
+        kind,
+        place,
+        ino,
+        index,
+        pid,
+        tgid: pid,
+        kernel: false,
+    };
+    let loop0 = Where::Sb(Dev { major: 7, minor: 0 });
+    let mut events = Vec::new();
+    for i in 0..n {
+        for j in 0..(n - i) {
+            events.push(ev(FileKind::Added { order: 8 }, loop0, i, j * 256, 4242));
+        }
+    }
+    for j in 0..32 {
+        events.push(ev(FileKind::Dirtied, Where::Bdi(bdi), 1000, j, 31337));
+    }
+    let mut t = FileTracker::default();
+    t.feed(&events);
+    let interval = t.take_interval();
+    let names = interval
+        .files
+        .iter()
+        .map(|(k, _)| match k.ino {
+            1000 => Some(Arc::from(&b"/mnt/B\x1b[31m"[..])),
+            i => Some(Arc::from(format!("/mnt/f{i}").as_bytes())),
+        })
+        .collect();
+    let mut m = common::model();
+    m.trace.files = FilesView {
+        active: true,
+        reason: None,
+        interval,
+        names,
+    };
+    m
+}
+
+/// The busiest files get their own series (device, inode, name), the rest
+/// add up under `file="other"`; 40 files with the top 3 give 4 series per
+/// counter; the counters accumulate; an escaped name; nothing without the
+/// events.
+#[test]
+fn files_top_n_with_other_bounded() {
+    let m = files_model(40);
+    let mut e = Exported::new(3);
+    e.update(&m, 0.001);
+    let om = e.openmetrics();
+    assert_eq!(e.files.exported(), ["/mnt/f0", "/mnt/f1", "/mnt/f2"], "{om}");
+    let mib = 1_048_576.0;
+    let f0 = "iolens_file_read_bytes_total{device=\"loop0\",inode=\"0\",file=\"/mnt/f0\"}";
+    assert_eq!(value(&om, f0), Some(40.0 * mib), "{om}");
+    // 1 + 2 + ... + 37 MiB outside the top 3
+    let other = "iolens_file_read_bytes_total{device=\"\",inode=\"\",file=\"other\"}";
+    assert_eq!(value(&om, other), Some(703.0 * mib), "{om}");
+    let dirt = "iolens_file_dirtied_folios_total{device=\"\",inode=\"\",file=\"other\"}";
+    assert_eq!(value(&om, dirt), Some(32.0), "{om}");
+    let n = |body: &str| {
+        body.lines()
+            .filter(|l| l.starts_with("iolens_file_read_bytes_total"))
+            .count()
+    };
+    assert_eq!(n(&om), 4, "{om}");
+    e.update(&m, 0.001);
+    assert_eq!(value(&e.openmetrics(), f0), Some(80.0 * mib));
+    // with the top 100 the escaped name is a label of its own
+    let mut e = Exported::new(100);
+    e.update(&m, 0.001);
+    let om = e.openmetrics();
+    assert!(om.contains("file=\"/mnt/B\\\\x1b[31m\""), "{om}");
+    assert!(!om.contains('\x1b'));
+    // 41 files and `other`
+    assert_eq!(n(&om), 42);
+    // not traced: no family at all
+    let mut off = common::model();
+    off.trace = iolens::model::trace::view::TraceView::off("block tracing needs root");
+    let mut e = Exported::new(3);
+    e.update(&off, 0.001);
+    assert!(!e.openmetrics().contains("iolens_file_"));
+}

@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+mod common;
+
 use iolens::collect::trace::block::Dev;
 use iolens::collect::trace::file::{FileEvent, FileKind, Where};
 use iolens::collect::trace::{DecodeStats, Decoder};
@@ -169,4 +171,127 @@ fn captured_events_through_the_model() {
         (0, 16, 65_536)
     );
     assert_eq!((w.procs[&cat].read, w.procs[&cat].dirtied), (65_536, 0));
+}
+
+/// The common model with a files view: a 64 MiB cold read of /mnt/A by
+/// dd (pid 4242, 1 MiB folios), a 32 MiB buffered write by the process
+/// with an escape in its name (31337) of a file whose name has one too,
+/// readahead by a kernel thread of an unnamed file, over the model's
+/// 1 s interval.
+fn files_model() -> iolens::model::Model {
+    use std::sync::Arc;
+
+    use iolens::model::files::{FileTracker, FilesView};
+    let loop0 = Where::Sb(Dev { major: 7, minor: 0 });
+    let mut bdi = [0u8; 32];
+    bdi[..3].copy_from_slice(b"7:0");
+    let ev = |kind, place, ino, index, pid: i32, kernel| FileEvent {
+        ts: 0,
+        kind,
+        place,
+        ino,
+        index,
+        pid,
+        tgid: pid,
+        kernel,
+    };
+    let mut events = Vec::new();
+    for i in 0..64 {
+        events.push(ev(FileKind::Added { order: 8 }, loop0, 12, i * 256, 4242, false));
+    }
+    for i in 0..32 {
+        events.push(ev(FileKind::Added { order: 8 }, loop0, 13, i * 256, 31337, false));
+        events.push(ev(FileKind::Dirtied, Where::Bdi(bdi), 13, i * 256, 31337, false));
+    }
+    events.push(ev(FileKind::Added { order: 2 }, loop0, 1, 0, 50, true));
+    let mut t = FileTracker::default();
+    t.feed(&events);
+    let interval = t.take_interval();
+    let mut m = common::model();
+    m.trace.active = true;
+    m.trace.reason = None;
+    m.trace.files = FilesView {
+        active: true,
+        reason: None,
+        names: vec![
+            Some(Arc::from(&b"/mnt/A"[..])),
+            Some(Arc::from(&b"/mnt/B\x1b[31m (deleted)"[..])),
+            None,
+        ],
+        interval,
+    };
+    m
+}
+
+fn draw_files(m: &iolens::model::Model, sel: usize, w: u16, h: u16) -> String {
+    draw_popup(m, iolens::ui::Popup::Files(sel), w, h)
+}
+
+fn draw_popup(m: &iolens::model::Model, popup: iolens::ui::Popup, w: u16, h: u16) -> String {
+    use iolens::ui::{self, ViewState};
+    let view = ViewState {
+        popup,
+        ..Default::default()
+    };
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::render(f, m, &view)).unwrap();
+    t.backend().to_string()
+}
+
+/// The files view (`I`): busiest first, rates over the interval, the
+/// processes by name, "kernel" for kernel threads, escaped names, the
+/// unnamed file by inode and device; at the smallest size the processes
+/// column gives way to the path.
+#[test]
+fn files_view_normal_and_small() {
+    let m = files_model();
+    let normal = draw_files(&m, 1, 120, 16);
+    assert!(normal.contains("67.1 MB/s"), "{normal}");
+    assert!(normal.contains("inode 1 on loop0"), "{normal}");
+    assert!(!normal.contains('\x1b'));
+    insta::assert_snapshot!("files_view_120x16", normal);
+    let small = draw_files(&m, 0, 50, 12);
+    insta::assert_snapshot!("files_view_50x12", small);
+}
+
+/// Without tracing the view says why and shows no figures (never 0).
+#[test]
+fn files_view_says_why_it_is_off() {
+    let mut m = files_model();
+    m.trace = iolens::model::trace::view::TraceView::off("block tracing needs root");
+    let s = draw_files(&m, 0, 80, 12);
+    assert!(s.contains("not traced: block tracing needs root"), "{s}");
+    assert!(!s.contains("DISK READ/s"), "{s}");
+    insta::assert_snapshot!("files_view_off", s);
+}
+
+/// A process's detail lists what it did to each file (dd: /mnt/A read
+/// at 67.1 MB/s); loop0's detail lists the files on it, busiest first.
+#[test]
+fn files_in_the_process_and_device_details() {
+    use iolens::ui::Popup;
+    let m = files_model();
+    let key = m.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap().raw.key;
+    let p = draw_popup(&m, Popup::Process(key), 120, 30);
+    assert!(p.contains("files (1): disk read/s, dirtied folios/s"), "{p}");
+    assert!(p.contains("67.1 MB/s     0 /mnt/A"), "{p}");
+    assert!(!p.contains("/mnt/B"), "{p}");
+    let evil = draw_popup(
+        &m,
+        Popup::Process(m.procs.iter().find(|p| p.raw.key.pid == 31337).unwrap().raw.key),
+        120,
+        30,
+    );
+    assert!(evil.contains("0 B/s    32 /mnt/B\\x1b[31m (deleted)"), "{evil}");
+    let d = draw_popup(&m, Popup::Detail("loop0".into()), 120, 40);
+    insta::assert_snapshot!("files_in_device_detail", d);
+    let lines: Vec<&str> = d
+        .lines()
+        .filter(|l| l.contains("/mnt/") || l.contains("inode 1 on"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{d}");
+    assert!(
+        lines[0].contains("/mnt/A") && lines[2].contains("inode 1 on loop0"),
+        "{d}"
+    );
 }

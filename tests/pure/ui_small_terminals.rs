@@ -197,7 +197,7 @@ fn device_detail_names_end_before_the_charts() {
             // facts and partitions share half the height: what is left
             // out is counted
             let row = line(&s, "+7 more lines");
-            assert!(row.contains("+4 more lines"), "{w}x{h}: {row}");
+            assert!(row.contains("+6 more lines"), "{w}x{h}: {row}");
             continue;
         }
         let row = line(&s, "   4242 rd");

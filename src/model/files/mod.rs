@@ -151,6 +151,33 @@ pub struct BdiMap {
 }
 
 impl BdiMap {
+    /// From the device rows: each mounted device (a whole disk, a
+    /// partition, a device-mapper or loop device) under its bdi's name,
+    /// the "MAJ:MIN" of its whole disk (a partition's is its disk's).
+    pub fn from_devices(rows: &[crate::model::DeviceRow]) -> BdiMap {
+        let mut map = BdiMap::default();
+        for r in rows {
+            let Some(info) = r.info.as_ref().filter(|i| !i.mounts.is_empty()) else {
+                continue;
+            };
+            let disk = info
+                .parent
+                .as_deref()
+                .and_then(|p| rows.iter().find(|d| d.name == p))
+                .unwrap_or(r);
+            let dev = Dev {
+                major: r.major,
+                minor: r.minor,
+            };
+            let v = map.by_name.entry(format!("{}:{}", disk.major, disk.minor)).or_default();
+            if !v.contains(&dev) {
+                v.push(dev);
+                v.sort();
+            }
+        }
+        map
+    }
+
     /// The filesystems on `bdi`: those the map lists, else the device the
     /// name spells ("7:0": a filesystem on a whole disk or a loop device,
     /// "0:53": FUSE or NFS, whose bdi is named after `s_dev`).
@@ -214,6 +241,10 @@ pub struct FileTracker {
 }
 
 impl FileTracker {
+    pub fn bdis(&self) -> &BdiMap {
+        &self.bdis
+    }
+
     pub fn set_bdis(&mut self, map: BdiMap) {
         self.bdis = map;
     }
@@ -366,14 +397,18 @@ impl FilesView {
     }
 
     /// Give the interval's files their names.
+    /// Names the view already has (a replay's recorded ones) stay where
+    /// the open files and the cache know none.
     pub fn name_with(&mut self, names: &mut names::Names) {
+        let given = std::mem::take(&mut self.names);
         self.names = self
             .interval
             .files
             .iter()
-            .map(|(k, r)| {
+            .enumerate()
+            .map(|(i, (k, r))| {
                 let pids: Vec<i32> = r.procs.keys().copied().collect();
-                names.name(*k, &pids)
+                names.name(*k, &pids).or_else(|| given.get(i).cloned().flatten())
             })
             .collect();
     }

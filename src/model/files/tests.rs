@@ -227,3 +227,54 @@ fn totals_are_bounded() {
     let kept: u64 = tot.files.iter().map(|(_, r)| r.io.read).sum();
     assert_eq!(kept + tot.other.read, 5 * 8192 + (MAX_FILES as u64 + 5) * 4096);
 }
+
+/// The bdi map from the device rows: vda's mounted partitions under
+/// "254:0" (vda itself is not mounted), loop0 under its own number, an
+/// unmounted partition left out.
+#[test]
+fn bdi_map_from_the_device_rows() {
+    use crate::collect::mounts::MountInfo;
+    use crate::collect::sysblock::DeviceInfo;
+    use crate::model::DeviceRow;
+    let dev = |name: &str, d: Dev, parent: Option<&str>, mounted: bool| {
+        let mut info = DeviceInfo::example(name);
+        info.parent = parent.map(String::from);
+        if mounted {
+            info.mounts = vec![MountInfo {
+                mount_point: format!("/mnt/{name}"),
+                fs_type: "ext4".into(),
+                total_bytes: None,
+                available_bytes: None,
+            }];
+        }
+        DeviceRow {
+            name: name.into(),
+            major: d.major,
+            minor: d.minor,
+            info: Some(info),
+            rates: None,
+            rebaseline: None,
+            history: Default::default(),
+        }
+    };
+    let vda3 = Dev { major: 254, minor: 3 };
+    let rows = vec![
+        dev("vda", VDA, None, false),
+        dev("vda2", VDA2, Some("vda"), true),
+        dev("vda1", VDA1, Some("vda"), true),
+        dev("vda3", vda3, Some("vda"), false),
+        dev("loop0", LOOP0, None, true),
+    ];
+    let m = BdiMap::from_devices(&rows);
+    assert_eq!(m.by_name.len(), 2, "{m:?}");
+    assert_eq!(m.devs("254:0"), [VDA1, VDA2]);
+    assert_eq!(m.devs("7:0"), [LOOP0]);
+    // a dirty of a file on vda1 named by the disk's bdi lands on vda1
+    let mut t = FileTracker::default();
+    t.set_bdis(m);
+    t.feed(&[add(1, 1, VDA1, 60, 0, 0), dirty(1, 1, "254:0", 60, 0)]);
+    t.feed(&[dirty(1, 1, "254:0", 60, 1)]);
+    let i = t.take_interval();
+    assert_eq!(row(&i, VDA1, 60).io.dirtied, 2);
+    assert_eq!(i.files.len(), 1);
+}

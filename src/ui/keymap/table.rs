@@ -237,6 +237,14 @@ pub const ROWS: &[Row] = &[
         hints: &[],
     },
     Row {
+        label: "I",
+        help: "files: what the disk reads and what gets dirtied, per file, busiest first (block tracing, root)",
+        scope: Scope::Global,
+        layout: Layout::Both,
+        keys: &[(K::Char('I'), A::Files)],
+        hints: &[],
+    },
+    Row {
         label: "i",
         help: "set the I/O priority of the process: idle or best-effort 0-7",
         scope: Scope::Panes(PROCESS_PANES),
