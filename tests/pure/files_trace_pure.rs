@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 use iolens::collect::trace::block::Dev;
 use iolens::collect::trace::file::{FileEvent, FileKind, Where};
