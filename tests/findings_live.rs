@@ -145,6 +145,22 @@ fn findings<'a>(v: &'a serde_json::Value, rule: &str) -> Vec<&'a serde_json::Val
         .collect()
 }
 
+/// fio 4 KiB random direct reads at QD 1 on `dev` (read-only, up to a
+/// minute; killed on drop).
+fn qd1_reader(name: &str, dev: &str) -> Bg {
+    Bg::spawn(Command::new("fio").args([
+        &format!("--name={name}"),
+        &format!("--filename={dev}"),
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=1",
+        "--direct=1",
+        "--readonly",
+        "--time_based",
+        "--runtime=60",
+    ]))
+}
+
 #[test]
 fn slow_device_is_found_and_named() {
     let _serial = serial();
@@ -155,17 +171,7 @@ fn slow_device_is_found_and_named() {
     let fs = SlowMount::start(20);
     let lo = Loop::over_file(&fs.mnt().join("data"), Attach::READ_ONLY_DIRECT).unwrap();
     let name = lo.name().to_string();
-    let _fio = Bg::spawn(Command::new("fio").args([
-        "--name=slow",
-        &format!("--filename={}", lo.dev),
-        "--rw=randread",
-        "--bs=4k",
-        "--iodepth=1",
-        "--direct=1",
-        "--readonly",
-        "--time_based",
-        "--runtime=60",
-    ]));
+    let _fio = qd1_reader("slow", &lo.dev);
     std::thread::sleep(Duration::from_secs(1));
     let before = read_stat(&name);
     let (code, v) = why("6");
@@ -409,17 +415,7 @@ fn maintenance_dd_at_best_effort_beside_a_waiting_reader() {
     // A device copy (maintenance by the job classifier) in 1 MiB direct
     // reads, split into several requests each, beside a QD 1 reader.
     let dd = Bg::spawn(Command::new("dd").args([&format!("if={}", lo.dev), "of=/dev/null", "bs=1M", "iflag=direct"]));
-    let _reader = Bg::spawn(Command::new("fio").args([
-        "--name=reader",
-        &format!("--filename={}", lo.dev),
-        "--rw=randread",
-        "--bs=4k",
-        "--iodepth=1",
-        "--direct=1",
-        "--readonly",
-        "--time_based",
-        "--runtime=60",
-    ]));
+    let _reader = qd1_reader("reader", &lo.dev);
     std::thread::sleep(Duration::from_secs(1));
     let (code, v) = why("6");
     let f = findings(&v, "maintenance_not_idle");

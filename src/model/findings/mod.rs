@@ -315,12 +315,10 @@ pub(crate) fn device_culprits(m: &Model, dev: &super::DeviceRow, n: usize) -> Ve
     };
     let mut v: Vec<Culprit> = m
         .trace
-        .interval
-        .procs
-        .iter()
-        .filter(|((_, d), p)| *d == key && p.issued > 0)
-        .map(|((pid, _), p)| Culprit {
-            pid: *pid,
+        .procs_on(key)
+        .filter(|(_, p)| p.issued > 0)
+        .map(|(pid, p)| Culprit {
+            pid,
             comm: p.comm.clone(),
             value: p.issued as f64,
             unit: "requests (traced)",

@@ -50,13 +50,9 @@ pub(super) fn info(name: &str, rot: Option<bool>) -> DeviceInfo {
 
 pub(super) fn device(name: &str, minor: u32, rot: Option<bool>, r: DiskRates) -> DeviceRow {
     DeviceRow {
-        name: name.into(),
-        major: 7,
-        minor,
         info: Some(info(name, rot)),
         rates: Some(r),
-        rebaseline: None,
-        history: Default::default(),
+        ..DeviceRow::example(name, 7, minor, DirRates::default())
     }
 }
 
