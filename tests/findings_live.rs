@@ -16,6 +16,11 @@
 //!   measures the flushes/s it made (sysfs stat), `why` names fio.
 //! - hung mount: `stat` on a FUSE mount whose getattr never answers
 //!   (`tests/helpers/hangfs.py`): `why` names the mount and the stat.
+//! - queue-bound: the slow device with `nr_requests` 4 under `none`, fio
+//!   QD 32 (io_uring, whose waiters queue bios while the 4 tags are
+//!   taken): `why` names the device and fio, its traced wait (bio queued
+//!   → issue) above the device time; the test measured aqu-sz ≈ 4 and
+//!   await from the device's stat.
 //! - maintenance job: `dd if=/dev/loopN bs=1M iflag=direct` on the slow
 //!   device beside a fio QD 1 reader: `why` names dd (best-effort class)
 //!   with fio waiting.
@@ -430,5 +435,101 @@ fn maintenance_dd_at_best_effort_beside_a_waiting_reader() {
         "the waiting reader not named: {f}"
     );
     assert!(f["text"].as_str().unwrap().contains(&name), "{f}");
+    assert_eq!(code, 1);
+}
+
+/// A sysfs value of a block device's queue, put back on drop.
+struct QueueKnob {
+    path: PathBuf,
+    old: String,
+}
+
+impl QueueKnob {
+    fn set(dev: &str, knob: &str, value: &str) -> QueueKnob {
+        let path = PathBuf::from(format!("/sys/block/{dev}/queue/{knob}"));
+        let old = std::fs::read_to_string(&path).unwrap().trim().to_string();
+        std::fs::write(&path, value).unwrap();
+        QueueKnob { path, old }
+    }
+}
+
+impl Drop for QueueKnob {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, &self.old);
+    }
+}
+
+/// (completed reads, read ticks ms, weighted ticks ms) of a block device.
+fn queue_stat(dev: &str) -> (u64, u64, u64) {
+    let t = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    let f: Vec<u64> = t.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    (f[0], f[3], f[10])
+}
+
+#[test]
+fn queue_bound_slow_device_with_4_tags_names_fio() {
+    let _serial = serial();
+    if let Some(r) = unavailable(&["fio", "losetup", "fusermount3"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let fs = SlowMount::start(20);
+    let lo = Loop::over_file(&fs.mnt().join("data"), Attach::READ_ONLY_DIRECT).unwrap();
+    let name = lo.name().to_string();
+    let _sched = QueueKnob::set(&name, "scheduler", "none");
+    let _tags = QueueKnob::set(&name, "nr_requests", "4");
+    let fio = Bg::spawn(Command::new("fio").args([
+        "--name=deep",
+        &format!("--filename={}", lo.dev),
+        "--rw=randread",
+        "--bs=4k",
+        "--ioengine=io_uring",
+        "--iodepth=32",
+        "--direct=1",
+        "--readonly",
+        "--time_based",
+        "--runtime=60",
+    ]));
+    std::thread::sleep(Duration::from_secs(1));
+    let (before, t0) = (queue_stat(&name), Instant::now());
+    let (code, v) = why("6");
+    let after = queue_stat(&name);
+    let ms = t0.elapsed().as_secs_f64() * 1000.0;
+    let (ios, ticks) = (after.0 - before.0, after.1 - before.1);
+    assert!(ios > 0, "fio did no reads on {name}");
+    let aqu = (after.2 - before.2) as f64 / ms;
+    eprintln!(
+        "{name}: {ios} reads, await {:.1} ms, aqu-sz {aqu:.2} measured over the why run; why exit {code}",
+        ticks as f64 / ios as f64
+    );
+    assert!(aqu >= 3.0, "the 4 tags were not kept busy: aqu-sz {aqu:.2}");
+    let q = findings(&v, "queue_bound");
+    eprintln!("{}", serde_json::to_string_pretty(&q).unwrap());
+    let f = q
+        .iter()
+        .find(|f| f["subject"]["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no queue_bound finding on {name}: {v}"));
+    let (wait, device) = (
+        f["evidence"][0]["value"].as_f64().unwrap(),
+        f["evidence"][1]["value"].as_f64().unwrap(),
+    );
+    assert!(
+        f["evidence"][0]["source"].as_str().unwrap().contains("block_bio_queue"),
+        "{f}"
+    );
+    assert!(wait >= device && wait >= 20.0, "wait {wait} ms, device {device} ms");
+    // fio's job runs in a child process; io_uring's workers submit from
+    // its threads named iou-wrk-<pid>: the process is named by its PID.
+    let is_fio = |c: &serde_json::Value| {
+        c["comm"] == "fio"
+            || c["pid"]
+                .as_i64()
+                .is_some_and(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|s| s.trim() == "fio"))
+    };
+    assert!(
+        f["culprits"].as_array().unwrap().iter().any(is_fio),
+        "fio (PID {} or its job) not named: {f}",
+        fio.pid()
+    );
     assert_eq!(code, 1);
 }
