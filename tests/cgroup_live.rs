@@ -16,12 +16,12 @@ use std::time::Duration;
 #[path = "common/live.rs"]
 mod live;
 use live::tools::{self, need};
-use live::{Attach, Loop};
+use live::{Attach, Cgroup, Loop};
 
 #[path = "common/tmux.rs"]
 mod tmux;
 
-const BLKIO: &str = "/sys/fs/cgroup/blkio";
+use live::BLKIO;
 const LIMIT: u64 = 20_000_000;
 const HELPER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/ioload.py");
 
@@ -34,27 +34,6 @@ impl Drop for Kid {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// A v1 blkio cgroup, removed on drop (its processes moved to the root first
-/// if any are left).
-struct Cgroup(PathBuf);
-
-impl Drop for Cgroup {
-    fn drop(&mut self) {
-        for _ in 0..100 {
-            if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
-                return;
-            }
-            if let Ok(procs) = std::fs::read_to_string(self.0.join("cgroup.procs")) {
-                for pid in procs.split_whitespace() {
-                    let _ = std::fs::write(Path::new(BLKIO).join("cgroup.procs"), pid);
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        eprintln!("warning: could not remove {}", self.0.display());
     }
 }
 

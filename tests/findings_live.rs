@@ -21,6 +21,11 @@
 //!   taken): `why` names the device and fio, its traced wait (bio queued
 //!   → issue) above the device time; the test measured aqu-sz ≈ 4 and
 //!   await from the device's stat.
+//! - capped: `dd iflag=direct bs=64k` reading a loop device, then its
+//!   v1 blkio cgroup throttled to 20 MB/s of reads (the throttle and the
+//!   cgroup are removed at the end; never on vda): `why -i 0.5` names the
+//!   loop device capped at about 20 MB/s (diskstats measured) with dd
+//!   waiting.
 //! - maintenance job: `dd if=/dev/loopN bs=1M iflag=direct` on the slow
 //!   device beside a fio QD 1 reader: `why` names dd (best-effort class)
 //!   with fio waiting.
@@ -36,7 +41,7 @@ use std::time::{Duration, Instant};
 #[path = "common/live.rs"]
 mod live;
 use live::tools::{have, is_root};
-use live::{Attach, Bg, Loop};
+use live::{Attach, BLKIO, Bg, Cgroup, Loop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 const SLOWFS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/slowfs.py");
@@ -530,6 +535,85 @@ fn queue_bound_slow_device_with_4_tags_names_fio() {
         f["culprits"].as_array().unwrap().iter().any(is_fio),
         "fio (PID {} or its job) not named: {f}",
         fio.pid()
+    );
+    assert_eq!(code, 1);
+}
+
+/// Read bytes of a device in /proc/diskstats (sectors × 512).
+fn read_bytes(dev: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/diskstats").unwrap();
+    let l = s.lines().find(|l| l.split_whitespace().nth(2) == Some(dev)).unwrap();
+    l.split_whitespace().nth(5).unwrap().parse::<u64>().unwrap() * 512
+}
+
+#[test]
+fn capped_loop_device_under_a_blkio_throttle_set_while_watched() {
+    const LIMIT: u64 = 20_000_000;
+    let _serial = serial();
+    if let Some(r) = missing(&["losetup", "dd"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    if !Path::new(BLKIO).join("blkio.throttle.read_bps_device").exists() {
+        eprintln!("skipped: no cgroup v1 blkio hierarchy at {BLKIO}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::File::create(&data).unwrap().set_len(4 << 30).unwrap();
+    let lo = Loop::over_file(&data, Attach::DIRECT).unwrap();
+    let name = lo.name().to_string();
+    let (major, minor) = lo.numbers().unwrap();
+    assert_eq!(major, 7, "throttles only a loop device");
+    let cg = Cgroup(Path::new(BLKIO).join(format!("iolens-capped-{}", std::process::id())));
+    std::fs::create_dir(&cg.0).unwrap();
+    let procs = cg.0.join("cgroup.procs");
+    let dd = Bg::spawn(Command::new("sh").args([
+        "-c",
+        &format!(
+            "echo $$ > {} && exec dd if={} of=/dev/null iflag=direct bs=64k",
+            procs.display(),
+            lo.dev
+        ),
+    ]));
+    // iolens sees the unthrottled rate first (its highest this session),
+    // then the throttle binds from 1.5 s on.
+    let why = Command::new(BIN)
+        .args(["--config", "/dev/null", "-i", "0.5", "why", "--json", "-d", "9"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let rule = cg.0.join("blkio.throttle.read_bps_device");
+    std::fs::write(&rule, format!("{major}:{minor} {LIMIT}")).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let (b0, t0) = (read_bytes(&name), Instant::now());
+    let out = why.wait_with_output().unwrap();
+    let truth = (read_bytes(&name) - b0) as f64 / t0.elapsed().as_secs_f64();
+    // Remove the throttle before anything can fail (the cgroup on drop).
+    std::fs::write(&rule, format!("{major}:{minor} 0")).unwrap();
+    drop(dd);
+    let code = out.status.code().unwrap_or(-1);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("{name}: {truth:.0} B/s by diskstats under the throttle; why exit {code}");
+    assert!(
+        (truth - LIMIT as f64).abs() <= LIMIT as f64 * 0.1,
+        "throttled rate {truth}"
+    );
+    let f = findings(&v, "capped_device");
+    eprintln!("{}", serde_json::to_string_pretty(&f).unwrap());
+    let f = f
+        .iter()
+        .find(|f| f["subject"]["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no capped_device finding on {name}: {v}"));
+    let level = f["evidence"][0]["value"].as_f64().unwrap();
+    let peak = f["evidence"][1]["value"].as_f64().unwrap();
+    assert!((level - LIMIT as f64).abs() <= LIMIT as f64 * 0.1, "level {level}");
+    assert!(peak >= level / 0.8, "peak {peak}");
+    assert!(f["text"].as_str().unwrap().contains("throttle"), "{f}");
+    assert!(
+        f["culprits"].as_array().unwrap().iter().any(|c| c["comm"] == "dd"),
+        "dd not named: {f}"
     );
     assert_eq!(code, 1);
 }

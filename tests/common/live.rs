@@ -161,3 +161,27 @@ impl Drop for Loop {
         let _ = Command::new("losetup").args(["-d", &self.dev]).status();
     }
 }
+
+/// The v1 blkio hierarchy.
+pub const BLKIO: &str = "/sys/fs/cgroup/blkio";
+
+/// A v1 blkio cgroup, removed on drop (its processes moved to the root first
+/// if any are left).
+pub struct Cgroup(pub std::path::PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
+                return;
+            }
+            if let Ok(procs) = std::fs::read_to_string(self.0.join("cgroup.procs")) {
+                for pid in procs.split_whitespace() {
+                    let _ = std::fs::write(std::path::Path::new(BLKIO).join("cgroup.procs"), pid);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        eprintln!("warning: could not remove {}", self.0.display());
+    }
+}

@@ -44,6 +44,9 @@ pub const LATENCY_FACTOR: f64 = 1.5;
 pub const WAIT_PCT: f64 = 10.0;
 /// Cap below the device: await at least this many times its baseline.
 pub const AWAIT_GROWTH: f64 = 2.0;
+/// Latency differences under this are "at the baseline", ms (a loop
+/// device's await at 300 requests/s wanders 0.02–0.5 ms).
+pub const MIN_EXCESS_MS: f64 = 2.0;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -56,6 +59,7 @@ pub struct CappedCfg {
     pub latency_factor: f64,
     pub wait_pct: f64,
     pub await_growth: f64,
+    pub min_excess_ms: f64,
 }
 
 impl Default for CappedCfg {
@@ -69,6 +73,7 @@ impl Default for CappedCfg {
             latency_factor: LATENCY_FACTOR,
             wait_pct: WAIT_PCT,
             await_growth: AWAIT_GROWTH,
+            min_excess_ms: MIN_EXCESS_MS,
         }
     }
 }
@@ -76,8 +81,9 @@ impl Default for CappedCfg {
 /// One device's recent throughput and the most it showed.
 #[derive(Debug, Clone, Default)]
 struct Tput {
-    /// (bytes/s, IOPS) of the last [`FLAT_N`] intervals.
-    recent: VecDeque<(f64, f64)>,
+    /// (bytes/s, IOPS, a process on it waited) of the last [`FLAT_N`]
+    /// intervals.
+    recent: VecDeque<(f64, f64, bool)>,
     peak_bps: f64,
     peak_iops: f64,
 }
@@ -90,19 +96,23 @@ pub struct CapState {
 }
 
 impl CapState {
-    /// Fold in the last interval's throughput of every device.
-    pub fn update(&mut self, m: &Model) {
+    /// Fold in the last interval's throughput of every device, and
+    /// whether a process on it waited on I/O (state D is a point sample:
+    /// a throttled reader is caught running now and then).
+    pub fn update(&mut self, m: &Model, c: &CappedCfg) {
+        let accounted = super::delay_accounted(m);
         for d in &m.devices {
             let Some(r) = &d.rates else { continue };
             let (bps, iops) = (
                 r.read.bytes_per_s + r.write.bytes_per_s,
                 r.read.ios_per_s + r.write.ios_per_s,
             );
+            let waited = bps >= c.min_bps && !super::device_waiters(m, d, None, accounted, c.wait_pct).is_empty();
             let t = self.devs.entry(d.name.clone()).or_default();
             if t.recent.len() >= FLAT_N {
                 t.recent.pop_front();
             }
-            t.recent.push_back((bps, iops));
+            t.recent.push_back((bps, iops, waited));
             t.peak_bps = t.peak_bps.max(bps);
             t.peak_iops = t.peak_iops.max(iops);
         }
@@ -129,7 +139,13 @@ fn flat_level(t: &Tput, c: &CappedCfg) -> Option<(f64, f64)> {
 
 /// Why the level is held: the sentence's cause, the evidence of it and
 /// the processes to name; `None` when neither a throttle nor a cap shows.
-fn cause(m: &Model, d: &DeviceRow, base: &Baselines, c: &CappedCfg) -> Option<(String, Vec<Evidence>, Vec<Culprit>)> {
+fn cause(
+    m: &Model,
+    d: &DeviceRow,
+    t: &Tput,
+    base: &Baselines,
+    c: &CappedCfg,
+) -> Option<(String, Vec<Evidence>, Vec<Culprit>)> {
     let r = d.rates.as_ref()?;
     let (a, b) = (r.await_ms()?, base.await_ms(&d.name)?);
     let lat = vec![
@@ -142,7 +158,7 @@ fn cause(m: &Model, d: &DeviceRow, base: &Baselines, c: &CappedCfg) -> Option<(S
         ),
         Evidence::new("%util", Some(r.util_pct), "%", "/proc/diskstats"),
     ];
-    if a >= b * c.await_growth {
+    if a >= b * c.await_growth && a - b >= c.min_excess_ms {
         let who = device_culprits(m, d, CULPRITS);
         let text = format!(
             "while its await grew to {} from {} at low load: a cap below the device (a hypervisor or a cloud volume's limit)",
@@ -151,17 +167,21 @@ fn cause(m: &Model, d: &DeviceRow, base: &Baselines, c: &CappedCfg) -> Option<(S
         );
         return Some((text, lat, who));
     }
-    if r.util_pct > c.max_util_pct || a > b * c.latency_factor {
+    if r.util_pct > c.max_util_pct || (a > b * c.latency_factor && a - b >= c.min_excess_ms) {
+        return None;
+    }
+    // Someone waited in most of the window's intervals.
+    if t.recent.iter().filter(|v| v.2).count() * 2 <= t.recent.len() {
         return None;
     }
     let accounted = super::delay_accounted(m);
     let mut who = super::device_waiters(m, d, None, accounted, c.wait_pct);
     if who.is_empty() {
-        return None;
+        who = device_culprits(m, d, CULPRITS);
     }
     who.truncate(CULPRITS);
     let text = format!(
-        "while {} wait{} on it ({}) and the device is {:.0}% busy with its latency at its baseline ({} against {}): a throttle iolens cannot see (a cgroup limit in another hierarchy, a volume or hypervisor limit)",
+        "while {} wait{} on it ({} in most intervals) and the device is {:.0}% busy with its latency at its baseline ({} against {}): a throttle iolens cannot see (a cgroup limit in another hierarchy, a volume or hypervisor limit)",
         culprit_list(&who),
         if who.len() == 1 { "s" } else { "" },
         if accounted {
@@ -184,7 +204,7 @@ pub fn eval(m: &Model, st: &CapState, base: &Baselines, c: &CappedCfg, out: &mut
         if bps > t.peak_bps * keep || iops > t.peak_iops * keep {
             continue;
         }
-        let Some((why, mut evidence, culprits)) = cause(m, d, base, c) else {
+        let Some((why, mut evidence, culprits)) = cause(m, d, t, base, c) else {
             continue;
         };
         let below = (1.0 - bps / t.peak_bps) * 100.0;

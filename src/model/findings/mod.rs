@@ -237,7 +237,7 @@ impl Engine {
         swapping::eval(m, &c.swapping, out);
         hung_mount::eval(m, &c.hung_mount, out);
         cgroup_limit::eval(m, &c.cgroup_at_limit, out);
-        self.capped.update(m);
+        self.capped.update(m, &c.capped_device);
         capped::eval(m, &self.capped, &self.baselines, &c.capped_device, out);
         sync_heavy::eval(m, &c.sync_heavy, out);
     }
