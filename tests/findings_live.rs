@@ -25,7 +25,7 @@
 //!   v1 blkio cgroup throttled to 20 MB/s of reads (the throttle and the
 //!   cgroup are removed at the end; never on vda): `why -i 0.5` names the
 //!   loop device capped at about 20 MB/s (diskstats measured) with dd
-//!   waiting.
+//!   waiting, and cgroup_at_limit on the cgroup at that rate.
 //! - maintenance job: `dd if=/dev/loopN bs=1M iflag=direct` on the slow
 //!   device beside a fio QD 1 reader: `why` names dd (best-effort class)
 //!   with fio waiting.
@@ -560,7 +560,7 @@ fn capped_loop_device_under_a_blkio_throttle_set_while_watched() {
     }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    std::fs::File::create(&data).unwrap().set_len(4 << 30).unwrap();
+    std::fs::File::create(&data).unwrap().set_len(64 << 30).unwrap();
     let lo = Loop::over_file(&data, Attach::DIRECT).unwrap();
     let name = lo.name().to_string();
     let (major, minor) = lo.numbers().unwrap();
@@ -577,13 +577,14 @@ fn capped_loop_device_under_a_blkio_throttle_set_while_watched() {
         ),
     ]));
     // iolens sees the unthrottled rate first (its highest this session),
-    // then the throttle binds from 1.5 s on.
+    // then the throttle binds from 2 s on. The file is sparse and large
+    // enough that dd never reaches its end (1-2 GB/s unthrottled).
     let why = Command::new(BIN)
-        .args(["--config", "/dev/null", "-i", "0.5", "why", "--json", "-d", "9"])
+        .args(["--config", "/dev/null", "-i", "0.5", "why", "--json", "-d", "11"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_secs(2));
     let rule = cg.0.join("blkio.throttle.read_bps_device");
     std::fs::write(&rule, format!("{major}:{minor} {LIMIT}")).unwrap();
     std::thread::sleep(Duration::from_secs(2));
@@ -614,6 +615,32 @@ fn capped_loop_device_under_a_blkio_throttle_set_while_watched() {
     assert!(
         f["culprits"].as_array().unwrap().iter().any(|c| c["comm"] == "dd"),
         "dd not named: {f}"
+    );
+    // The same throttle seen from the cgroup collector: cgroup_at_limit
+    // on the test's cgroup at about the limit, dd named.
+    let path = format!("/{}", cg.0.file_name().unwrap().to_string_lossy());
+    let at = findings(&v, "cgroup_at_limit");
+    let g = at
+        .iter()
+        .find(|f| f["subject"]["path"] == path.as_str())
+        .unwrap_or_else(|| panic!("no cgroup_at_limit finding on {path}: {v}"));
+    let ev = |n: &str| {
+        g["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == n)
+            .and_then(|e| e["value"].as_f64())
+    };
+    assert_eq!(ev("limit"), Some(LIMIT as f64), "{g}");
+    let rate = ev("rate").unwrap();
+    assert!(
+        (rate - truth).abs() <= truth * 0.1,
+        "cgroup rate {rate} vs diskstats {truth}"
+    );
+    assert!(
+        g["culprits"].as_array().unwrap().iter().any(|c| c["comm"] == "dd"),
+        "dd not named: {g}"
     );
     assert_eq!(code, 1);
 }
