@@ -9,10 +9,9 @@ use std::sync::Arc;
 
 use iolens::collect::process::RawProc;
 use iolens::collect::process_cpu_ns;
-use iolens::collect::sysblock::DeviceInfo;
 use iolens::collect::system::{Pressure, PsiLine};
 use iolens::collect::trace::block::Dev;
-use iolens::model::disk::{DirRates, DiskRates};
+use iolens::model::disk::DirRates;
 use iolens::model::findings::Engine;
 use iolens::model::process::ProcRates;
 use iolens::model::trace::{DeviceTrace, ProcDevTrace};
@@ -20,34 +19,17 @@ use iolens::model::{DeviceRow, Model, ProcRow};
 
 fn device(m: &mut Model, minor: u32, ms: f64) {
     let name = format!("loop{minor}");
-    m.devices.push(DeviceRow {
-        name: name.clone(),
-        major: 7,
+    m.devices.push(DeviceRow::example(
+        &name,
+        7,
         minor,
-        info: Some(DeviceInfo::example(&name)),
-        rates: Some(DiskRates {
-            name,
-            interval_s: 1.0,
-            read: DirRates {
-                ios_per_s: 200.0,
-                await_ms: Some(ms),
-                d_ios: 200,
-                ..Default::default()
-            },
-            write: DirRates::default(),
-            discard: None,
-            flush: None,
-            aqu_sz: 1.0,
-            util_pct: 100.0,
-            in_flight: 0,
-            pattern: None,
-            seq_share: None,
-            seq_byte_share: None,
-            pattern_basis: Default::default(),
-        }),
-        rebaseline: None,
-        history: Default::default(),
-    });
+        DirRates {
+            ios_per_s: 200.0,
+            await_ms: Some(ms),
+            d_ios: 200,
+            ..Default::default()
+        },
+    ));
     let dev = Dev { major: 7, minor };
     let mut d = DeviceTrace {
         issued: 200,

@@ -16,6 +16,16 @@
 //!   measures the flushes/s it made (sysfs stat), `why` names fio.
 //! - hung mount: `stat` on a FUSE mount whose getattr never answers
 //!   (`tests/helpers/hangfs.py`): `why` names the mount and the stat.
+//! - queue-bound: the slow device with `nr_requests` 4 under `none`, fio
+//!   QD 32 (io_uring, whose waiters queue bios while the 4 tags are
+//!   taken): `why` names the device and fio, its traced wait (bio queued
+//!   → issue) above the device time; the test measured aqu-sz ≈ 4 and
+//!   await from the device's stat.
+//! - capped: `dd iflag=direct bs=64k` reading a loop device, then its
+//!   v1 blkio cgroup throttled to 20 MB/s of reads (the throttle and the
+//!   cgroup are removed at the end; never on vda): `why -i 0.5` names the
+//!   loop device capped at about 20 MB/s (diskstats measured) with dd
+//!   waiting, and cgroup_at_limit on the cgroup at that rate.
 //! - maintenance job: `dd if=/dev/loopN bs=1M iflag=direct` on the slow
 //!   device beside a fio QD 1 reader: `why` names dd (best-effort class)
 //!   with fio waiting.
@@ -32,6 +42,10 @@ use std::time::{Duration, Instant};
 mod live;
 use live::tools::{have, is_root};
 use live::{Attach, Bg, Loop};
+
+#[path = "common/blkio.rs"]
+mod blkio;
+use blkio::Cgroup;
 
 const BIN: &str = env!("CARGO_BIN_EXE_iolens");
 const SLOWFS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/helpers/slowfs.py");
@@ -145,6 +159,22 @@ fn findings<'a>(v: &'a serde_json::Value, rule: &str) -> Vec<&'a serde_json::Val
         .collect()
 }
 
+/// fio 4 KiB random direct reads at QD 1 on `dev` (read-only, up to a
+/// minute; killed on drop).
+fn qd1_reader(name: &str, dev: &str) -> Bg {
+    Bg::spawn(Command::new("fio").args([
+        &format!("--name={name}"),
+        &format!("--filename={dev}"),
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=1",
+        "--direct=1",
+        "--readonly",
+        "--time_based",
+        "--runtime=60",
+    ]))
+}
+
 #[test]
 fn slow_device_is_found_and_named() {
     let _serial = serial();
@@ -155,17 +185,7 @@ fn slow_device_is_found_and_named() {
     let fs = SlowMount::start(20);
     let lo = Loop::over_file(&fs.mnt().join("data"), Attach::READ_ONLY_DIRECT).unwrap();
     let name = lo.name().to_string();
-    let _fio = Bg::spawn(Command::new("fio").args([
-        "--name=slow",
-        &format!("--filename={}", lo.dev),
-        "--rw=randread",
-        "--bs=4k",
-        "--iodepth=1",
-        "--direct=1",
-        "--readonly",
-        "--time_based",
-        "--runtime=60",
-    ]));
+    let _fio = qd1_reader("slow", &lo.dev);
     std::thread::sleep(Duration::from_secs(1));
     let before = read_stat(&name);
     let (code, v) = why("6");
@@ -409,17 +429,7 @@ fn maintenance_dd_at_best_effort_beside_a_waiting_reader() {
     // A device copy (maintenance by the job classifier) in 1 MiB direct
     // reads, split into several requests each, beside a QD 1 reader.
     let dd = Bg::spawn(Command::new("dd").args([&format!("if={}", lo.dev), "of=/dev/null", "bs=1M", "iflag=direct"]));
-    let _reader = Bg::spawn(Command::new("fio").args([
-        "--name=reader",
-        &format!("--filename={}", lo.dev),
-        "--rw=randread",
-        "--bs=4k",
-        "--iodepth=1",
-        "--direct=1",
-        "--readonly",
-        "--time_based",
-        "--runtime=60",
-    ]));
+    let _reader = qd1_reader("reader", &lo.dev);
     std::thread::sleep(Duration::from_secs(1));
     let (code, v) = why("6");
     let f = findings(&v, "maintenance_not_idle");
@@ -434,5 +444,205 @@ fn maintenance_dd_at_best_effort_beside_a_waiting_reader() {
         "the waiting reader not named: {f}"
     );
     assert!(f["text"].as_str().unwrap().contains(&name), "{f}");
+    assert_eq!(code, 1);
+}
+
+/// A sysfs value of a block device's queue, put back on drop.
+struct QueueKnob {
+    path: PathBuf,
+    old: String,
+}
+
+impl QueueKnob {
+    fn set(dev: &str, knob: &str, value: &str) -> QueueKnob {
+        let path = PathBuf::from(format!("/sys/block/{dev}/queue/{knob}"));
+        let old = std::fs::read_to_string(&path).unwrap().trim().to_string();
+        std::fs::write(&path, value).unwrap();
+        QueueKnob { path, old }
+    }
+}
+
+impl Drop for QueueKnob {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, &self.old);
+    }
+}
+
+/// (completed reads, read ticks ms, weighted ticks ms) of a block device.
+fn queue_stat(dev: &str) -> (u64, u64, u64) {
+    let t = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    let f: Vec<u64> = t.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    (f[0], f[3], f[10])
+}
+
+#[test]
+fn queue_bound_slow_device_with_4_tags_names_fio() {
+    let _serial = serial();
+    if let Some(r) = unavailable(&["fio", "losetup", "fusermount3"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let fs = SlowMount::start(20);
+    let lo = Loop::over_file(&fs.mnt().join("data"), Attach::READ_ONLY_DIRECT).unwrap();
+    let name = lo.name().to_string();
+    let _sched = QueueKnob::set(&name, "scheduler", "none");
+    let _tags = QueueKnob::set(&name, "nr_requests", "4");
+    let fio = Bg::spawn(Command::new("fio").args([
+        "--name=deep",
+        &format!("--filename={}", lo.dev),
+        "--rw=randread",
+        "--bs=4k",
+        "--ioengine=io_uring",
+        "--iodepth=32",
+        "--direct=1",
+        "--readonly",
+        "--time_based",
+        "--runtime=60",
+    ]));
+    std::thread::sleep(Duration::from_secs(1));
+    let (before, t0) = (queue_stat(&name), Instant::now());
+    let (code, v) = why("6");
+    let after = queue_stat(&name);
+    let ms = t0.elapsed().as_secs_f64() * 1000.0;
+    let (ios, ticks) = (after.0 - before.0, after.1 - before.1);
+    assert!(ios > 0, "fio did no reads on {name}");
+    let aqu = (after.2 - before.2) as f64 / ms;
+    eprintln!(
+        "{name}: {ios} reads, await {:.1} ms, aqu-sz {aqu:.2} measured over the why run; why exit {code}",
+        ticks as f64 / ios as f64
+    );
+    assert!(aqu >= 3.0, "the 4 tags were not kept busy: aqu-sz {aqu:.2}");
+    let q = findings(&v, "queue_bound");
+    eprintln!("{}", serde_json::to_string_pretty(&q).unwrap());
+    let f = q
+        .iter()
+        .find(|f| f["subject"]["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no queue_bound finding on {name}: {v}"));
+    let (wait, device) = (
+        f["evidence"][0]["value"].as_f64().unwrap(),
+        f["evidence"][1]["value"].as_f64().unwrap(),
+    );
+    assert!(
+        f["evidence"][0]["source"].as_str().unwrap().contains("block_bio_queue"),
+        "{f}"
+    );
+    assert!(wait >= device && wait >= 20.0, "wait {wait} ms, device {device} ms");
+    // fio's job runs in a child process; io_uring's workers submit from
+    // its threads named iou-wrk-<pid>: the process is named by its PID.
+    let is_fio = |c: &serde_json::Value| {
+        c["comm"] == "fio"
+            || c["pid"]
+                .as_i64()
+                .is_some_and(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|s| s.trim() == "fio"))
+    };
+    assert!(
+        f["culprits"].as_array().unwrap().iter().any(is_fio),
+        "fio (PID {} or its job) not named: {f}",
+        fio.pid()
+    );
+    assert_eq!(code, 1);
+}
+
+/// Read bytes of a device in /proc/diskstats (sectors × 512).
+fn read_bytes(dev: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/diskstats").unwrap();
+    let l = s.lines().find(|l| l.split_whitespace().nth(2) == Some(dev)).unwrap();
+    l.split_whitespace().nth(5).unwrap().parse::<u64>().unwrap() * 512
+}
+
+#[test]
+fn capped_loop_device_under_a_blkio_throttle_set_while_watched() {
+    const LIMIT: u64 = 20_000_000;
+    let _serial = serial();
+    if let Some(r) = missing(&["losetup", "dd"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    if let Some(why) = Cgroup::unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::File::create(&data).unwrap().set_len(64 << 30).unwrap();
+    let lo = Loop::over_file(&data, Attach::DIRECT).unwrap();
+    let name = lo.name().to_string();
+    let (major, minor) = lo.numbers().unwrap();
+    assert_eq!(major, 7, "throttles only a loop device");
+    let cg = Cgroup::new("capped").unwrap();
+    let procs = cg.procs();
+    let dd = Bg::spawn(Command::new("sh").args([
+        "-c",
+        &format!(
+            "echo $$ > {} && exec dd if={} of=/dev/null iflag=direct bs=64k",
+            procs.display(),
+            lo.dev
+        ),
+    ]));
+    // iolens sees the unthrottled rate first (its highest this session),
+    // then the throttle binds from 2 s on. The file is sparse and large
+    // enough that dd never reaches its end (1-2 GB/s unthrottled).
+    let why = Command::new(BIN)
+        .args(["--config", "/dev/null", "-i", "0.5", "why", "--json", "-d", "11"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    cg.throttle_reads(major, minor, LIMIT).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let (b0, t0) = (read_bytes(&name), Instant::now());
+    let out = why.wait_with_output().unwrap();
+    let truth = (read_bytes(&name) - b0) as f64 / t0.elapsed().as_secs_f64();
+    // Remove the throttle before anything can fail (the cgroup on drop).
+    cg.throttle_reads(major, minor, 0).unwrap();
+    drop(dd);
+    let code = out.status.code().unwrap_or(-1);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("{name}: {truth:.0} B/s by diskstats under the throttle; why exit {code}");
+    assert!(
+        (truth - LIMIT as f64).abs() <= LIMIT as f64 * 0.1,
+        "throttled rate {truth}"
+    );
+    let f = findings(&v, "capped_device");
+    eprintln!("{}", serde_json::to_string_pretty(&f).unwrap());
+    let f = f
+        .iter()
+        .find(|f| f["subject"]["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no capped_device finding on {name}: {v}"));
+    let level = f["evidence"][0]["value"].as_f64().unwrap();
+    let peak = f["evidence"][1]["value"].as_f64().unwrap();
+    assert!((level - LIMIT as f64).abs() <= LIMIT as f64 * 0.1, "level {level}");
+    assert!(peak >= level / 0.8, "peak {peak}");
+    assert!(f["text"].as_str().unwrap().contains("throttle"), "{f}");
+    assert!(
+        f["culprits"].as_array().unwrap().iter().any(|c| c["comm"] == "dd"),
+        "dd not named: {f}"
+    );
+    // The same throttle seen from the cgroup collector: cgroup_at_limit
+    // on the test's cgroup at about the limit, dd named.
+    let path = format!("/{}", cg.0.file_name().unwrap().to_string_lossy());
+    let at = findings(&v, "cgroup_at_limit");
+    let g = at
+        .iter()
+        .find(|f| f["subject"]["path"] == path.as_str())
+        .unwrap_or_else(|| panic!("no cgroup_at_limit finding on {path}: {v}"));
+    let ev = |n: &str| {
+        g["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == n)
+            .and_then(|e| e["value"].as_f64())
+    };
+    assert_eq!(ev("limit"), Some(LIMIT as f64), "{g}");
+    let rate = ev("rate").unwrap();
+    assert!(
+        (rate - truth).abs() <= truth * 0.1,
+        "cgroup rate {rate} vs diskstats {truth}"
+    );
+    assert!(
+        g["culprits"].as_array().unwrap().iter().any(|c| c["comm"] == "dd"),
+        "dd not named: {g}"
+    );
     assert_eq!(code, 1);
 }

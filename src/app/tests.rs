@@ -694,6 +694,7 @@ fn request_log_keys() {
         bytes: 4096,
         done_ts: 1,
         queue_ns: None,
+        wait_ns: None,
         device_ns: Some(1000),
         total_ns: None,
         task: Task {

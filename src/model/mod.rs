@@ -105,6 +105,36 @@ pub struct DeviceRow {
 }
 
 impl DeviceRow {
+    /// A device `major:minor` with example facts ([`DeviceInfo::example`])
+    /// doing the reads `read` over a 1 s interval at aqu-sz 1 and 100%
+    /// util, for tests and benches: the caller sets the fields that matter.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn example(name: &str, major: u32, minor: u32, read: disk::DirRates) -> Self {
+        DeviceRow {
+            name: name.into(),
+            major,
+            minor,
+            info: Some(DeviceInfo::example(name)),
+            rates: Some(disk::DiskRates {
+                name: name.into(),
+                interval_s: 1.0,
+                read,
+                write: disk::DirRates::default(),
+                discard: None,
+                flush: None,
+                aqu_sz: 1.0,
+                util_pct: 100.0,
+                in_flight: 0,
+                pattern: None,
+                seq_share: None,
+                seq_byte_share: None,
+                pattern_basis: Default::default(),
+            }),
+            rebaseline: None,
+            history: Default::default(),
+        }
+    }
+
     /// A device without media (an unattached loop device, an empty drive):
     /// it cannot do I/O, so the views leave it out.
     pub fn has_no_media(&self) -> bool {
@@ -290,6 +320,20 @@ impl Model {
     /// they are in [`Model::procs`]).
     pub fn last_sample(&self) -> Option<&RawSample> {
         self.prev.as_ref()
+    }
+
+    /// The traced devices of the last interval: each device row with its
+    /// number and its traced requests (none while tracing is off, nor for
+    /// a device without a traced request).
+    pub fn traced_devices(&self) -> impl Iterator<Item = (&DeviceRow, trace::requests::Dev, &trace::DeviceTrace)> {
+        let on = self.trace.active;
+        self.devices.iter().filter(move |_| on).filter_map(|d| {
+            let key = trace::requests::Dev {
+                major: d.major,
+                minor: d.minor,
+            };
+            self.trace.interval.devices.get(&key).map(|t| (d, key, t))
+        })
     }
 
     /// Start over from the next sample: it becomes the baseline without

@@ -54,12 +54,14 @@ fn op_json(l: &OpLatency) -> Value {
     }
     json!({
         "queue": hist_json(&l.queue),
+        "wait": hist_json(&l.wait),
         "device": hist_json(&l.device),
         "total": hist_json(&l.total),
     })
 }
 
-/// `latency` of a device: per op, queue / device / total.
+/// `latency` of a device: per op, queue / wait (from the bio queued) /
+/// device / total.
 pub fn latency_json(d: &DeviceTrace) -> Value {
     let mut m = serde_json::Map::new();
     for (i, op) in Op::ALL.iter().enumerate() {

@@ -309,35 +309,15 @@ mod tests {
     #[test]
     fn util_is_coloured_as_saturation_only_on_a_disk_known_to_rotate() {
         use crate::model::DeviceInfo;
-        use crate::model::disk::{DirRates, DiskRates};
+        use crate::model::disk::DirRates;
         let model = |name: &str, rot: bool| {
             let mut m = crate::model::Model::default();
-            m.devices.push(crate::model::DeviceRow {
-                name: name.into(),
-                major: 8,
-                minor: 0,
-                info: Some(DeviceInfo {
-                    rotational: Some(rot),
-                    ..DeviceInfo::example(name)
-                }),
-                rates: Some(DiskRates {
-                    name: name.into(),
-                    interval_s: 1.0,
-                    read: DirRates::default(),
-                    write: DirRates::default(),
-                    discard: None,
-                    flush: None,
-                    aqu_sz: 1.0,
-                    util_pct: 100.0,
-                    in_flight: 0,
-                    pattern: None,
-                    seq_share: None,
-                    seq_byte_share: None,
-                    pattern_basis: Default::default(),
-                }),
-                rebaseline: None,
-                history: Default::default(),
+            let mut d = crate::model::DeviceRow::example(name, 8, 0, DirRates::default());
+            d.info = Some(DeviceInfo {
+                rotational: Some(rot),
+                ..DeviceInfo::example(name)
             });
+            m.devices.push(d);
             m
         };
         let view = ViewState::default();

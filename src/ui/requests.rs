@@ -230,6 +230,7 @@ mod tests {
             // completed 1.250 s before the sample
             done_ts: 998_750_000_000,
             queue_ns: Some(2_000),
+            wait_ns: Some(3_000),
             device_ns: Some(48_000),
             total_ns: Some(50_000),
             task: Task {

@@ -13,6 +13,11 @@ pub enum Kind {
     /// A request was started for a bio (`block_io_start`), or, on kernels
     /// without that event, a bio was queued (`block_bio_queue`).
     Start,
+    /// A bio was queued (`block_bio_queue`), before any writeback
+    /// throttling or tag wait: its wait runs from here to the issue of
+    /// its request. On kernels without `block_io_start` this tracepoint
+    /// is the [`Kind::Start`] and not taken twice.
+    Queue,
     /// A request went into the I/O scheduler (`block_rq_insert`).
     Insert,
     /// A request was sent to the driver (`block_rq_issue`).
@@ -31,6 +36,7 @@ pub enum Kind {
 /// The tracepoints iolens enables, the first name of each pair preferred.
 pub const EVENTS: &[(&str, Option<&str>, Kind)] = &[
     ("block_io_start", Some("block_bio_queue"), Kind::Start),
+    ("block_bio_queue", None, Kind::Queue),
     ("block_rq_insert", None, Kind::Insert),
     ("block_rq_issue", None, Kind::Issue),
     ("block_rq_complete", None, Kind::Complete),

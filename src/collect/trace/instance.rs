@@ -376,6 +376,9 @@ impl Instance {
             }
             for n in std::iter::once(name).chain(fallback) {
                 let enable = d.join("events/block").join(n).join("enable");
+                if self.enabled.iter().any(|e| e == n) {
+                    break;
+                }
                 if enable.exists() {
                     write_file(&enable, "1")?;
                     self.enabled.push(n.to_string());

@@ -99,7 +99,9 @@ impl Decoder {
         for &(name, fallback, kind) in EVENTS {
             for n in std::iter::once(name).chain(fallback) {
                 let p = events.join("block").join(n).join("format");
-                if !p.exists() {
+                // A tracepoint taken as the start already (block_bio_queue
+                // on kernels without block_io_start) is not a second kind.
+                if !p.exists() || found.iter().any(|(_, f)| f == n) {
                     continue;
                 }
                 let f = parse_event_format(&read_small(&p)?).map_err(|e| format!("{}: {e}", p.display()))?;

@@ -1,6 +1,7 @@
 //! What the device rules compare against: each device's own latency at
 //! low load (a low percentile of the recent low-load intervals, bounded),
-//! the traced latency split of an interval, whether a device's rotation
+//! the traced latency split of an interval (device, queue and the whole
+//! wait from the bio's queueing), whether a device's rotation
 //! flag can be trusted, and the basis its saturation is judged on.
 
 use std::collections::{HashMap, VecDeque};
@@ -29,6 +30,8 @@ pub struct TracedLat {
     pub n: u64,
     pub device_p50_ms: Option<f64>,
     pub queue_p50_ms: Option<f64>,
+    /// Bio queued → issue (`block_bio_queue`), `None` where not traced.
+    pub wait_p50_ms: Option<f64>,
 }
 
 fn p50_ms(a: &LatHist, b: &LatHist) -> Option<f64> {
@@ -49,6 +52,7 @@ pub fn traced(m: &Model, d: &DeviceRow) -> Option<TracedLat> {
         n,
         device_p50_ms: p50_ms(&t.latency[0].device, &t.latency[1].device),
         queue_p50_ms: p50_ms(&t.latency[0].queue, &t.latency[1].queue),
+        wait_p50_ms: p50_ms(&t.latency[0].wait, &t.latency[1].wait),
     })
 }
 

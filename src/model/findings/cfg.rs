@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::capped::CappedCfg;
 pub use super::cgroup_limit::CgroupLimitCfg;
 pub use super::hung_mount::HungMountCfg;
 pub use super::io_errors::IoErrorsCfg;
@@ -51,6 +52,7 @@ pub struct FindingsCfg {
     pub hung_mount: HungMountCfg,
     pub cgroup_at_limit: CgroupLimitCfg,
     pub sync_heavy: SyncHeavyCfg,
+    pub capped_device: CappedCfg,
 }
 
 impl Default for FindingsCfg {
@@ -70,6 +72,7 @@ impl Default for FindingsCfg {
             hung_mount: Default::default(),
             cgroup_at_limit: Default::default(),
             sync_heavy: Default::default(),
+            capped_device: Default::default(),
         }
     }
 }
@@ -91,6 +94,7 @@ impl FindingsCfg {
             super::hung_mount::ID => self.hung_mount.on_s,
             super::cgroup_limit::ID => self.cgroup_at_limit.on_s,
             super::sync_heavy::ID => self.sync_heavy.on_s,
+            super::capped::ID => self.capped_device.on_s,
             _ => ON_S,
         }
     }

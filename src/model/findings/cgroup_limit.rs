@@ -105,10 +105,7 @@ fn members(m: &Model, row: &CgroupRow, accounted: bool, c: &CgroupLimitCfg) -> (
 
 pub fn eval(m: &Model, c: &CgroupLimitCfg, out: &mut Vec<Candidate>) {
     let Some(view) = &m.cgroups else { return };
-    let accounted = m.delayacct != Some(false)
-        && m.procs
-            .iter()
-            .any(|p| p.rates.as_ref().is_some_and(|r| r.io_wait_pct.is_some()));
+    let accounted = super::delay_accounted(m);
     for row in &view.rows {
         let Some((d, (kind, limit, rate))) = row
             .devices

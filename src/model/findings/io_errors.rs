@@ -7,7 +7,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::{CULPRITS, Candidate, Culprit, Evidence, Severity, Subject, culprit_list};
-use crate::collect::trace::block::Dev;
 use crate::model::Model;
 
 pub const ID: &str = "io_errors";
@@ -34,29 +33,17 @@ impl Default for IoErrorsCfg {
 }
 
 pub fn eval(m: &Model, c: &IoErrorsCfg, out: &mut Vec<Candidate>) {
-    if !m.trace.active {
-        return;
-    }
-    for d in &m.devices {
-        let key = Dev {
-            major: d.major,
-            minor: d.minor,
-        };
-        let Some(t) = m.trace.interval.devices.get(&key) else {
-            continue;
-        };
+    for (d, key, t) in m.traced_devices() {
         if (t.errors as f64) < c.min_errors.max(1.0) {
             continue;
         }
         let done: u64 = t.completed.iter().sum();
         let mut culprits: Vec<Culprit> = m
             .trace
-            .interval
-            .procs
-            .iter()
-            .filter(|((_, dv), p)| *dv == key && p.errors > 0)
-            .map(|((pid, _), p)| Culprit {
-                pid: *pid,
+            .procs_on(key)
+            .filter(|(_, p)| p.errors > 0)
+            .map(|(pid, p)| Culprit {
+                pid,
                 comm: p.comm.clone(),
                 value: p.errors as f64,
                 unit: "failed requests (traced)",

@@ -59,10 +59,7 @@ fn share(prev: Option<u64>, cur: Option<u64>, dt_us: f64) -> Option<f64> {
 /// accounting gives it, else state D (value 100).
 fn waiters(m: &Model, c: &IoStallCfg) -> (Vec<Culprit>, &'static str) {
     let user = m.procs.iter().filter(|p| !p.exited && !p.raw.cmdline.is_empty());
-    let accounted = m.delayacct != Some(false)
-        && m.procs
-            .iter()
-            .any(|p| p.rates.as_ref().is_some_and(|r| r.io_wait_pct.is_some()));
+    let accounted = super::delay_accounted(m);
     let mut v: Vec<Culprit> = if accounted {
         user.filter_map(|p| {
             let w = p.rates.as_ref()?.io_wait_pct?;

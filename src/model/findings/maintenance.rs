@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::cfg::ON_S;
-use super::{CULPRITS, Candidate, Culprit, Evidence, Severity, Subject, culprit_list, device_culprits};
-use crate::model::{DeviceRow, IoClass, Model, ProcRow};
+use super::{CULPRITS, Candidate, Evidence, Severity, Subject, culprit_list, device_culprits};
+use crate::model::{IoClass, Model, ProcRow};
 
 pub const ID: &str = "maintenance_not_idle";
 
@@ -54,47 +54,6 @@ fn argv(p: &ProcRow) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Whether (and how much) `p` waits on I/O: IO% where delay accounting
-/// gives it, else state D (100).
-fn waits(p: &ProcRow, accounted: bool, c: &MaintenanceCfg) -> Option<f64> {
-    if accounted {
-        let w = p.rates.as_ref()?.io_wait_pct?;
-        (w >= c.wait_pct).then_some(w)
-    } else {
-        (p.raw.state == 'D').then_some(100.0)
-    }
-}
-
-/// The other user processes on `d` that wait on I/O, most waiting first:
-/// those with traced requests on it, or with open files on it.
-fn waiters(m: &Model, d: &DeviceRow, job: i32, accounted: bool, c: &MaintenanceCfg) -> Vec<Culprit> {
-    let key = crate::collect::trace::block::Dev {
-        major: d.major,
-        minor: d.minor,
-    };
-    let traced = |pid: i32| m.trace.interval.procs.get(&(pid, key)).is_some_and(|t| t.issued > 0);
-    let mut v: Vec<Culprit> = m
-        .procs
-        .iter()
-        .filter(|p| p.raw.key.pid != job && !p.exited && p.worker.is_none() && !p.raw.cmdline.is_empty())
-        .filter(|p| traced(p.raw.key.pid) || p.devices.iter().any(|x| x.name == d.name))
-        .filter_map(|p| {
-            Some(Culprit {
-                pid: p.raw.key.pid,
-                comm: p.raw.comm.to_string(),
-                value: waits(p, accounted, c)?,
-                unit: if accounted {
-                    "% IO wait (delay accounting)"
-                } else {
-                    "% (in state D)"
-                },
-            })
-        })
-        .collect();
-    v.sort_by(|a, b| b.value.total_cmp(&a.value).then(a.pid.cmp(&b.pid)));
-    v
-}
-
 /// What to do, by the device's scheduler.
 fn next_step(sched: Option<&str>, dev: &str, pid: i32) -> String {
     match sched {
@@ -110,10 +69,7 @@ fn next_step(sched: Option<&str>, dev: &str, pid: i32) -> String {
 }
 
 pub fn eval(m: &Model, c: &MaintenanceCfg, out: &mut Vec<Candidate>) {
-    let accounted = m.delayacct != Some(false)
-        && m.procs
-            .iter()
-            .any(|p| p.rates.as_ref().is_some_and(|r| r.io_wait_pct.is_some()));
+    let accounted = super::delay_accounted(m);
     for d in &m.devices {
         let Some(info) = &d.info else { continue };
         if !matches!(info.kind, crate::model::DevKind::Disk | crate::model::DevKind::Loop) {
@@ -135,7 +91,7 @@ pub fn eval(m: &Model, c: &MaintenanceCfg, out: &mut Vec<Candidate>) {
         {
             continue;
         }
-        let mut waiting = waiters(m, d, top.pid, accounted, c);
+        let mut waiting = super::device_waiters(m, d, Some(top.pid), accounted, c.wait_pct);
         let n = waiting.len();
         if (n as f64) < c.min_waiters || n == 0 {
             continue;

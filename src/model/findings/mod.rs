@@ -16,6 +16,7 @@
 //! device, dropped when the device goes.
 
 pub mod baseline;
+mod capped;
 pub mod cfg;
 mod cgroup_limit;
 mod hung_mount;
@@ -187,6 +188,7 @@ pub struct Engine {
     states: HashMap<(&'static str, Subject), State>,
     pub(crate) baselines: baseline::Baselines,
     pub(crate) psi: io_stall::PsiState,
+    pub(crate) capped: capped::CapState,
     findings: Vec<Finding>,
     /// A process the rules leave out (iolens itself: its reads of /proc
     /// are many small syscalls).
@@ -235,6 +237,8 @@ impl Engine {
         swapping::eval(m, &c.swapping, out);
         hung_mount::eval(m, &c.hung_mount, out);
         cgroup_limit::eval(m, &c.cgroup_at_limit, out);
+        self.capped.update(m, &c.capped_device);
+        capped::eval(m, &self.capped, &self.baselines, &c.capped_device, out);
         sync_heavy::eval(m, &c.sync_heavy, out);
     }
 
@@ -315,12 +319,10 @@ pub(crate) fn device_culprits(m: &Model, dev: &super::DeviceRow, n: usize) -> Ve
     };
     let mut v: Vec<Culprit> = m
         .trace
-        .interval
-        .procs
-        .iter()
-        .filter(|((_, d), p)| *d == key && p.issued > 0)
-        .map(|((pid, _), p)| Culprit {
-            pid: *pid,
+        .procs_on(key)
+        .filter(|(_, p)| p.issued > 0)
+        .map(|(pid, p)| Culprit {
+            pid,
             comm: p.comm.clone(),
             value: p.issued as f64,
             unit: "requests (traced)",
@@ -344,6 +346,62 @@ pub(crate) fn device_culprits(m: &Model, dev: &super::DeviceRow, n: usize) -> Ve
     }
     v.sort_by(|a, b| b.value.total_cmp(&a.value).then(a.pid.cmp(&b.pid)));
     v.truncate(n);
+    v
+}
+
+/// Whether delay accounting gives the processes' I/O wait (IO%): not
+/// switched off, and some row has it.
+pub(crate) fn delay_accounted(m: &Model) -> bool {
+    m.delayacct != Some(false)
+        && m.procs
+            .iter()
+            .any(|p| p.rates.as_ref().is_some_and(|r| r.io_wait_pct.is_some()))
+}
+
+/// Whether (and how much) `p` waits on I/O: IO% at or above `wait_pct`
+/// where delay accounting gives it, else state D (100).
+fn io_wait(p: &super::ProcRow, accounted: bool, wait_pct: f64) -> Option<f64> {
+    if accounted {
+        let w = p.rates.as_ref()?.io_wait_pct?;
+        (w >= wait_pct).then_some(w)
+    } else {
+        (p.raw.state == 'D').then_some(100.0)
+    }
+}
+
+/// The user processes on `d` (with traced requests on it, or open files
+/// on it) that wait on I/O, most waiting first, but `except`.
+pub(crate) fn device_waiters(
+    m: &Model,
+    d: &super::DeviceRow,
+    except: Option<i32>,
+    accounted: bool,
+    wait_pct: f64,
+) -> Vec<Culprit> {
+    let key = crate::collect::trace::block::Dev {
+        major: d.major,
+        minor: d.minor,
+    };
+    let traced = |pid: i32| m.trace.interval.procs.get(&(pid, key)).is_some_and(|t| t.issued > 0);
+    let mut v: Vec<Culprit> = m
+        .procs
+        .iter()
+        .filter(|p| Some(p.raw.key.pid) != except && !p.exited && p.worker.is_none() && !p.raw.cmdline.is_empty())
+        .filter(|p| traced(p.raw.key.pid) || p.devices.iter().any(|x| x.name == d.name))
+        .filter_map(|p| {
+            Some(Culprit {
+                pid: p.raw.key.pid,
+                comm: p.raw.comm.to_string(),
+                value: io_wait(p, accounted, wait_pct)?,
+                unit: if accounted {
+                    "% IO wait (delay accounting)"
+                } else {
+                    "% (in state D)"
+                },
+            })
+        })
+        .collect();
+    v.sort_by(|a, b| b.value.total_cmp(&a.value).then(a.pid.cmp(&b.pid)));
     v
 }
 

@@ -1,8 +1,10 @@
 //! Queue-bound device: requests wait before the device takes them.
-//! Traced, the wait is start → issue (`block_io_start`, or
-//! `block_bio_queue` on kernels without it, to `block_rq_issue`): the
-//! scheduler's queue (on kernels with `block_io_start`, tag waits come
-//! before the start and are not in it). Untraced, the queue (aqu-sz) is
+//! Traced, the wait is `block_bio_queue` → `block_rq_issue`: the
+//! scheduler's queue and the waits before a request exists (a tag, the
+//! writeback throttle), which `block_io_start` → issue leaves out (the
+//! start fires once a tag is allocated, so under `none` start → issue is
+//! about 0 however long the tag wait); start → issue where no bio was
+//! traced. Untraced, the queue (aqu-sz) is
 //! long and `await` well above the device's own low-load baseline.
 //! Names the processes that fill the queue.
 
@@ -61,7 +63,14 @@ pub fn eval(m: &Model, base: &Baselines, c: &QueueBoundCfg, out: &mut Vec<Candid
         }
         let traced = baseline::traced(m, d).filter(|t| t.n as f64 >= MIN_IOS);
         let (evidence, what) = if let Some(t) = traced {
-            let (Some(q), Some(dev)) = (t.queue_p50_ms, t.device_p50_ms) else {
+            let (wait, source) = match t.wait_p50_ms {
+                Some(w) => (
+                    Some(w),
+                    "traced block_bio_queue → block_rq_issue, p50 (tag and writeback-throttling waits included)",
+                ),
+                None => (t.queue_p50_ms, "traced start → block_rq_issue, p50"),
+            };
+            let (Some(q), Some(dev)) = (wait, t.device_p50_ms) else {
                 continue;
             };
             if q < c.min_queue_ms || q < c.queue_vs_device * dev {
@@ -69,7 +78,7 @@ pub fn eval(m: &Model, base: &Baselines, c: &QueueBoundCfg, out: &mut Vec<Candid
             }
             (
                 vec![
-                    Evidence::new("queue wait", Some(q), "ms", "traced start → block_rq_issue, p50"),
+                    Evidence::new("queue wait", Some(q), "ms", source),
                     Evidence::new(
                         "device latency",
                         Some(dev),

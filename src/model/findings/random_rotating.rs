@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use super::cfg::ON_S;
 use super::{CULPRITS, Candidate, Culprit, Evidence, Severity, Subject, culprit_list};
-use crate::collect::trace::block::Dev;
 use crate::model::Model;
 
 pub const ID: &str = "random_rotating";
@@ -47,10 +46,7 @@ impl Default for RandomRotatingCfg {
 
 pub fn eval(m: &Model, c: &RandomRotatingCfg, out: &mut Vec<Candidate>) {
     let Some(dt) = m.interval_s else { return };
-    if !m.trace.active {
-        return;
-    }
-    for d in &m.devices {
+    for (d, key, _) in m.traced_devices() {
         let (Some(r), Some(info)) = (&d.rates, &d.info) else {
             continue;
         };
@@ -58,20 +54,14 @@ pub fn eval(m: &Model, c: &RandomRotatingCfg, out: &mut Vec<Candidate>) {
         if !(declared || super::rotates(info) == Some(true)) || r.util_pct < c.min_util_pct {
             continue;
         }
-        let key = Dev {
-            major: d.major,
-            minor: d.minor,
-        };
         let mut culprits: Vec<Culprit> = m
             .trace
-            .interval
-            .procs
-            .iter()
-            .filter(|((_, dv), p)| *dv == key && p.issued as f64 / dt >= c.min_req_per_s)
-            .filter_map(|((pid, _), p)| {
+            .procs_on(key)
+            .filter(|(_, p)| p.issued as f64 / dt >= c.min_req_per_s)
+            .filter_map(|(pid, p)| {
                 let s = p.seq_byte_share()? * 100.0;
                 (s <= c.max_seq_pct).then(|| Culprit {
-                    pid: *pid,
+                    pid,
                     comm: p.comm.clone(),
                     value: s,
                     unit: "% sequential bytes (traced)",

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use super::cfg::ON_S;
 use super::{CULPRITS, Candidate, Culprit, Evidence, Severity, Subject, culprit_list};
-use crate::collect::trace::block::Dev;
 use crate::model::Model;
 
 pub const ID: &str = "sync_heavy";
@@ -45,27 +44,17 @@ pub fn eval(m: &Model, c: &SyncHeavyCfg, out: &mut Vec<Candidate>) {
     let Some(dt) = m.interval_s.filter(|d| *d > 0.0) else {
         return;
     };
-    if !m.trace.active {
-        return;
-    }
-    for d in &m.devices {
-        let key = Dev {
-            major: d.major,
-            minor: d.minor,
-        };
-        let Some(t) = m.trace.interval.devices.get(&key) else {
-            continue;
-        };
+    for (d, key, t) in m.traced_devices() {
         let flushes = t.completed[3] as f64 / dt;
         if flushes < c.min_flushes_per_s {
             continue;
         }
-        let rows = m.trace.interval.procs.iter().filter(|((_, dv), _)| *dv == key);
-        let mut by_flush: Vec<Culprit> = rows
-            .clone()
+        let mut by_flush: Vec<Culprit> = m
+            .trace
+            .procs_on(key)
             .filter(|(_, p)| p.flushes > 0)
-            .map(|((pid, _), p)| Culprit {
-                pid: *pid,
+            .map(|(pid, p)| Culprit {
+                pid,
                 comm: p.comm.clone(),
                 value: p.flushes as f64 / dt,
                 unit: "flushes/s submitted (traced)",
@@ -73,10 +62,12 @@ pub fn eval(m: &Model, c: &SyncHeavyCfg, out: &mut Vec<Candidate>) {
             .collect();
         by_flush.sort_by(|a, b| b.value.total_cmp(&a.value).then(a.pid.cmp(&b.pid)));
         let journal_led = by_flush.first().is_some_and(|f| journal(&f.comm));
-        let mut writers: Vec<Culprit> = rows
+        let mut writers: Vec<Culprit> = m
+            .trace
+            .procs_on(key)
             .filter(|(_, p)| p.write_bytes > 0 && !p.kernel && !journal(&p.comm))
-            .map(|((pid, _), p)| Culprit {
-                pid: *pid,
+            .map(|(pid, p)| Culprit {
+                pid,
                 comm: p.comm.clone(),
                 value: p.write_bytes as f64 / dt,
                 unit: "B/s written (traced); likely fsync caller",

@@ -50,13 +50,9 @@ pub(super) fn info(name: &str, rot: Option<bool>) -> DeviceInfo {
 
 pub(super) fn device(name: &str, minor: u32, rot: Option<bool>, r: DiskRates) -> DeviceRow {
     DeviceRow {
-        name: name.into(),
-        major: 7,
-        minor,
         info: Some(info(name, rot)),
         rates: Some(r),
-        rebaseline: None,
-        history: Default::default(),
+        ..DeviceRow::example(name, 7, minor, DirRates::default())
     }
 }
 
@@ -233,6 +229,36 @@ fn queue_bound_traced_names_the_filler() {
     assert_eq!(rules(&f), [("queue_bound", "loop4".to_string())]);
     assert_eq!(f[0].culprits[0].comm, "fio");
     assert!(f[0].text.contains("fio (PID 900)"), "{}", f[0].text);
+}
+
+#[test]
+fn queue_bound_on_the_wait_from_the_bio_queued() {
+    // Under `none` with few tags, start → issue is ~0: the wait is for a
+    // tag, before the start. Measured from block_bio_queue it shows.
+    let at = |wait: f64| {
+        let mut m = model();
+        m.devices
+            .push(device("loop5", 5, None, rates("loop5", 200, wait + 2.0, 8.0, 100.0)));
+        trace(&mut m, 5, 200, (0.01, 2.0), (901, "fio"), (0, 0));
+        let d = m.trace.interval.devices.get_mut(&Dev { major: 7, minor: 5 }).unwrap();
+        for _ in 0..200 {
+            d.latency[0].wait.record((wait * 1e6) as u64);
+        }
+        m
+    };
+    let mut e = Engine::default();
+    for t in 1..=5 {
+        assert!(step(&mut e, &mut at(4.9), t).is_empty(), "t={t}");
+    }
+    let mut e = Engine::default();
+    step(&mut e, &mut at(20.0), 1);
+    step(&mut e, &mut at(20.0), 2);
+    let f = step(&mut e, &mut at(20.0), 3);
+    assert_eq!(rules(&f), [("queue_bound", "loop5".to_string())]);
+    let q = &f[0].evidence[0];
+    assert_eq!((q.name, q.value.map(|v| v.round())), ("queue wait", Some(20.0)));
+    assert!(q.source.contains("block_bio_queue"), "{}", q.source);
+    assert!(f[0].text.contains("fio (PID 901)"), "{}", f[0].text);
 }
 
 #[test]

@@ -77,6 +77,9 @@ fn dir(op: Op) -> Option<usize> {
 #[serde(default)]
 pub struct OpLatency {
     pub queue: LatHist,
+    /// Bio queued → issue (empty without `block_bio_queue`, and in
+    /// recordings made before it was kept).
+    pub wait: LatHist,
     pub device: LatHist,
     pub total: LatHist,
 }
@@ -85,6 +88,9 @@ impl OpLatency {
     fn record(&mut self, r: &Request) {
         if let Some(v) = r.queue_ns {
             self.queue.record(v);
+        }
+        if let Some(v) = r.wait_ns {
+            self.wait.record(v);
         }
         if let Some(v) = r.device_ns {
             self.device.record(v);

@@ -2,6 +2,12 @@
 //!
 //! - start (`block_io_start`, or `block_bio_queue`): remembered per device
 //!   by sector;
+//! - bio queued (`block_bio_queue`, where it is not the start): remembered
+//!   per device by sector with its end; the request issued over it takes
+//!   the earliest queued bio it covers (a bio split into several requests
+//!   stays until its last part is issued) — wait = issue − queued, which
+//!   includes the writeback-throttling and tag waits that come before
+//!   `block_io_start`;
 //! - issue: the request `[sector, sector + n)` takes the earliest start
 //!   inside its range (its first bio; a front merge moves the request's
 //!   start sector, a back merge or a merged request leaves further starts
@@ -62,6 +68,8 @@ struct Start {
 struct InFlight {
     /// When its first bio started (unknown when its start was not seen).
     start_ts: Option<u64>,
+    /// When its first bio was queued (unknown without `block_bio_queue`).
+    queued_ts: Option<u64>,
     issue_ts: u64,
     op: Op,
     first_sector: u64,
@@ -80,6 +88,9 @@ pub struct Request {
     pub bytes: u64,
     pub done_ts: u64,
     pub queue_ns: Option<u64>,
+    /// Bio queued → issue: the queue time plus the waits before the
+    /// start (writeback throttling, tags); `None` untraced.
+    pub wait_ns: Option<u64>,
     pub device_ns: Option<u64>,
     pub total_ns: Option<u64>,
     /// The submitter (from the start event), else the task that issued it.
@@ -113,6 +124,9 @@ pub enum Outcome {
 pub struct Matcher {
     starts: HashMap<Dev, BTreeMap<u64, Start>>,
     n_starts: usize,
+    /// Queued bios per device: sector → (time, end sector).
+    queued: HashMap<Dev, BTreeMap<u64, (u64, u64)>>,
+    n_queued: usize,
     flight: HashMap<(Dev, u64), InFlight>,
     flush_waiters: HashMap<Dev, VecDeque<Start>>,
     flush_issued: HashMap<Dev, VecDeque<(u64, Task)>>,
@@ -154,6 +168,11 @@ impl Matcher {
                 }
                 Outcome::Nothing
             }
+            Kind::Queue if sectors == 0 => Outcome::Nothing,
+            Kind::Queue => {
+                self.queue(e.dev, e.sector, e.ts, e.sector.saturating_add(sectors));
+                Outcome::Nothing
+            }
             Kind::Issue if op == Op::Flush && sectors == 0 => {
                 let q = self.flush_issued.entry(e.dev).or_default();
                 if q.len() >= 1024 {
@@ -177,18 +196,58 @@ impl Matcher {
             }
             Kind::Complete => self.complete(e, op, sectors),
             Kind::Requeue => {
-                if let Some(f) = self.flight.remove(&(e.dev, e.sector))
-                    && let Some(ts) = f.start_ts
-                {
-                    let s = Start { ts, task: f.task };
-                    self.starts.entry(e.dev).or_default().insert(f.first_sector, s);
-                    self.n_starts += 1;
+                if let Some(f) = self.flight.remove(&(e.dev, e.sector)) {
+                    if let Some(ts) = f.start_ts {
+                        let s = Start { ts, task: f.task };
+                        self.starts.entry(e.dev).or_default().insert(f.first_sector, s);
+                        self.n_starts += 1;
+                    }
+                    if let Some(ts) = f.queued_ts {
+                        let end = f.first_sector.saturating_add(f.sectors_total);
+                        self.queue(e.dev, f.first_sector, ts, end);
+                    }
                 }
                 Outcome::Nothing
             }
             Kind::BackMerge | Kind::FrontMerge | Kind::RqMerge => Outcome::Merge(e.dev),
             Kind::Insert => Outcome::Nothing,
         }
+    }
+
+    fn queue(&mut self, dev: Dev, sector: u64, ts: u64, end: u64) {
+        if self.n_queued >= MAX_ENTRIES {
+            self.dropped += self.n_queued as u64;
+            self.queued.clear();
+            self.n_queued = 0;
+        }
+        if self.queued.entry(dev).or_default().insert(sector, (ts, end)).is_none() {
+            self.n_queued += 1;
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The earliest queued bio the request `[sector, end)` covers: the one
+    /// it starts inside (a split bio's later part) and those starting in
+    /// it; the bios it covers to their end are done.
+    fn take_queued(&mut self, dev: Dev, sector: u64, end: u64) -> Option<u64> {
+        let map = self.queued.get_mut(&dev)?;
+        let mut first: Option<u64> = None;
+        let before = map.range(..sector).next_back().filter(|(_, (_, e))| *e > sector);
+        let keys: Vec<u64> = before
+            .map(|(k, _)| *k)
+            .into_iter()
+            .chain(map.range(sector..end).map(|(k, _)| *k))
+            .collect();
+        for k in keys {
+            let Some(&(ts, e)) = map.get(&k) else { continue };
+            first = Some(first.map_or(ts, |f: u64| f.min(ts)));
+            if e <= end {
+                map.remove(&k);
+                self.n_queued -= 1;
+            }
+        }
+        first
     }
 
     fn issue(&mut self, e: &BlockEvent, op: Op, sectors: u64) -> Outcome {
@@ -204,6 +263,7 @@ impl Matcher {
                 }
             }
         }
+        let queued_ts = self.take_queued(e.dev, e.sector, e.sector.saturating_add(sectors.max(1)));
         let task = start.map_or_else(|| Task::of(e), |s| s.task);
         if self.flight.len() >= MAX_ENTRIES {
             self.dropped += self.flight.len() as u64;
@@ -211,6 +271,7 @@ impl Matcher {
         }
         let f = InFlight {
             start_ts: start.map(|s| s.ts),
+            queued_ts,
             issue_ts: e.ts,
             op,
             first_sector: e.sector,
@@ -247,6 +308,7 @@ impl Matcher {
             bytes: f.sectors_total * 512,
             done_ts: e.ts,
             queue_ns: f.start_ts.map(|s| f.issue_ts.saturating_sub(s)),
+            wait_ns: f.queued_ts.map(|s| f.issue_ts.saturating_sub(s)),
             device_ns: Some(e.ts.saturating_sub(f.issue_ts)),
             total_ns: f.start_ts.map(|s| e.ts.saturating_sub(s)),
             task: f.task,
@@ -273,6 +335,7 @@ impl Matcher {
             bytes: 0,
             done_ts: e.ts,
             queue_ns: first.map(|s| issue_ts.saturating_sub(s.ts)),
+            wait_ns: None,
             device_ns: Some(e.ts.saturating_sub(issue_ts)),
             total_ns: first.map(|s| e.ts.saturating_sub(s.ts)),
             task: first.map_or(issuer, |s| s.task),
@@ -290,6 +353,13 @@ impl Matcher {
             dropped += (before - map.len()) as u64;
         }
         self.n_starts = self.starts.values().map(BTreeMap::len).sum();
+        for map in self.queued.values_mut() {
+            let before = map.len();
+            map.retain(|_, (ts, _)| now.saturating_sub(*ts) < START_TTL_NS);
+            dropped += (before - map.len()) as u64;
+        }
+        self.queued.retain(|_, m| !m.is_empty());
+        self.n_queued = self.queued.values().map(BTreeMap::len).sum();
         let before = self.flight.len();
         self.flight
             .retain(|_, f| now.saturating_sub(f.issue_ts) < FLIGHT_TTL_NS);

@@ -238,3 +238,49 @@ fn captured_workload() {
     let kw: Vec<&ProcDevTrace> = iv.procs.iter().filter(|(k, _)| k.1 == vda).map(|(_, v)| v).collect();
     assert!(kw.iter().all(|p| p.comm.starts_with("kworker")));
 }
+
+#[test]
+fn wait_from_the_bio_queued_to_the_issue_of_each_part() {
+    // A 16-sector bio queued at 100, throttled until 5_000 (no start
+    // before then), split into two requests of 8: both parts wait from
+    // the bio's queueing; the queue time starts at each start.
+    let (iv, log) = run(&[
+        ev(100, Kind::Queue, "R", 800, 16, 7),
+        ev(5_000, Kind::Start, "R", 800, 8, 7),
+        ev(5_010, Kind::Issue, "R", 800, 8, 7),
+        ev(6_000, Kind::Start, "R", 808, 8, 7),
+        ev(6_020, Kind::Issue, "R", 808, 8, 7),
+        ev(7_000, Kind::Complete, "R", 800, 8, 0),
+        ev(7_500, Kind::Complete, "R", 808, 8, 0),
+        // A bio queued alone: its request has the queued time only.
+        ev(8_000, Kind::Queue, "W", 64, 8, 7),
+        ev(8_300, Kind::Issue, "W", 64, 8, 7),
+        ev(9_000, Kind::Complete, "W", 64, 8, 0),
+    ]);
+    let w: Vec<_> = log.iter().map(|r| (r.sector, r.wait_ns, r.queue_ns)).collect();
+    assert_eq!(
+        w,
+        [
+            (800, Some(4_910), Some(10)),
+            (808, Some(5_920), Some(20)),
+            (64, Some(300), None)
+        ]
+    );
+    assert_eq!(iv.devices[&D].latency[0].wait.n, 2);
+    assert_eq!(iv.devices[&D].latency[1].wait.n, 1);
+    // The split bio was taken by its last part: nothing left to match.
+    let (_, log) = run(&[
+        ev(100, Kind::Queue, "R", 800, 16, 7),
+        ev(200, Kind::Issue, "R", 800, 16, 7),
+        ev(300, Kind::Issue, "R", 808, 8, 7),
+    ]);
+    assert!(log.is_empty());
+    let mut t = Accumulator::default();
+    t.feed(&[
+        ev(100, Kind::Queue, "R", 800, 16, 7),
+        ev(200, Kind::Issue, "R", 800, 16, 7),
+        ev(300, Kind::Issue, "R", 808, 8, 7),
+        ev(400, Kind::Complete, "R", 808, 8, 0),
+    ]);
+    assert_eq!(t.log().next().map(|r| r.wait_ns), Some(None));
+}

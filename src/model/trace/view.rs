@@ -34,6 +34,15 @@ impl TraceView {
         self.interval.devices.get(&Dev { major, minor })
     }
 
+    /// Rows of the processes on one device: (process key, row).
+    pub fn procs_on(&self, dev: Dev) -> impl Iterator<Item = (i32, &ProcDevTrace)> {
+        self.interval
+            .procs
+            .iter()
+            .filter(move |((_, d), _)| *d == dev)
+            .map(|((k, _), p)| (*k, p))
+    }
+
     /// Rows of one process key across devices.
     pub fn proc_rows(&self, key: i32) -> impl Iterator<Item = (&Dev, &ProcDevTrace)> {
         self.interval

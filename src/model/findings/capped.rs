@@ -1,0 +1,251 @@
+//! Capped device: throughput flat at a level well below what the device
+//! has shown it can do, held there by something iolens does not see as a
+//! queue:
+//!
+//! - a throttle (a cgroup limit in another hierarchy, or one set while the
+//!   cgroup collector is off): the device is mostly idle (%util low), its
+//!   latency stays at its own baseline, yet the processes issuing to it
+//!   wait on I/O (IO% by delay accounting, else state D) — their bios are
+//!   held before they reach the device;
+//! - a cap below the device (a hypervisor, a cloud volume's IOPS or MB/s
+//!   limit): the level is flat while the device's await grows well above
+//!   its baseline.
+//!
+//! "Shown it can do" is the highest bytes/s and the highest IOPS of an
+//! interval this session (no saved probe result is used yet): the level
+//! must be below both, so a random workload below a sequential peak in
+//! bytes but at its peak in IOPS is not capped. A device running flat out
+//! at its own peak is not capped, and is not a finding.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::baseline::Baselines;
+use super::cfg::ON_S;
+use super::{CULPRITS, Candidate, Culprit, Evidence, Severity, Subject, culprit_list, device_culprits, ms};
+use crate::model::{DeviceRow, Model};
+
+pub const ID: &str = "capped_device";
+
+/// Intervals the level must be flat over.
+pub const FLAT_N: usize = 5;
+/// Flat: (highest − lowest) / mean of the window at most this, %.
+pub const FLAT_SPREAD_PCT: f64 = 15.0;
+/// The level at least this far below the highest bytes/s and IOPS shown, %.
+pub const BELOW_PCT: f64 = 20.0;
+/// Levels below this, bytes/s, are not judged.
+pub const MIN_BPS: f64 = 256_000.0;
+/// Throttle: %util at most this (the device mostly idle) ...
+pub const MAX_UTIL_PCT: f64 = 60.0;
+/// ... with await at most this many times its low-load baseline ...
+pub const LATENCY_FACTOR: f64 = 1.5;
+/// ... and an issuer waiting at least this IO% (delay accounting).
+pub const WAIT_PCT: f64 = 10.0;
+/// Cap below the device: await at least this many times its baseline.
+pub const AWAIT_GROWTH: f64 = 2.0;
+/// Latency differences under this are "at the baseline", ms (a loop
+/// device's await at 300 requests/s wanders 0.02–0.5 ms).
+pub const MIN_EXCESS_MS: f64 = 2.0;
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CappedCfg {
+    pub on_s: f64,
+    pub flat_spread_pct: f64,
+    pub below_pct: f64,
+    pub min_bps: f64,
+    pub max_util_pct: f64,
+    pub latency_factor: f64,
+    pub wait_pct: f64,
+    pub await_growth: f64,
+    pub min_excess_ms: f64,
+}
+
+impl Default for CappedCfg {
+    fn default() -> Self {
+        CappedCfg {
+            on_s: ON_S,
+            flat_spread_pct: FLAT_SPREAD_PCT,
+            below_pct: BELOW_PCT,
+            min_bps: MIN_BPS,
+            max_util_pct: MAX_UTIL_PCT,
+            latency_factor: LATENCY_FACTOR,
+            wait_pct: WAIT_PCT,
+            await_growth: AWAIT_GROWTH,
+            min_excess_ms: MIN_EXCESS_MS,
+        }
+    }
+}
+
+/// One device's recent throughput and the most it showed.
+#[derive(Debug, Clone, Default)]
+struct Tput {
+    /// (bytes/s, IOPS, a process on it waited) of the last [`FLAT_N`]
+    /// intervals.
+    recent: VecDeque<(f64, f64, bool)>,
+    peak_bps: f64,
+    peak_iops: f64,
+}
+
+/// Per-device throughput history (bounded: [`FLAT_N`] values a device,
+/// dropped when the device goes).
+#[derive(Debug, Clone, Default)]
+pub struct CapState {
+    devs: HashMap<String, Tput>,
+}
+
+impl CapState {
+    /// Fold in the last interval's throughput of every device, and
+    /// whether a process on it waited on I/O (state D is a point sample:
+    /// a throttled reader is caught running now and then).
+    pub fn update(&mut self, m: &Model, c: &CappedCfg) {
+        let accounted = super::delay_accounted(m);
+        for d in &m.devices {
+            let Some(r) = &d.rates else { continue };
+            let (bps, iops) = (
+                r.read.bytes_per_s + r.write.bytes_per_s,
+                r.read.ios_per_s + r.write.ios_per_s,
+            );
+            let waited = bps >= c.min_bps && !super::device_waiters(m, d, None, accounted, c.wait_pct).is_empty();
+            let t = self.devs.entry(d.name.clone()).or_default();
+            if t.recent.len() >= FLAT_N {
+                t.recent.pop_front();
+            }
+            t.recent.push_back((bps, iops, waited));
+            t.peak_bps = t.peak_bps.max(bps);
+            t.peak_iops = t.peak_iops.max(iops);
+        }
+        if self.devs.len() > m.devices.len() {
+            self.devs.retain(|n, _| m.devices.iter().any(|d| &d.name == n));
+        }
+    }
+}
+
+/// The flat level (mean bytes/s, mean IOPS) of a full window, if flat.
+fn flat_level(t: &Tput, c: &CappedCfg) -> Option<(f64, f64)> {
+    if t.recent.len() < FLAT_N {
+        return None;
+    }
+    let n = t.recent.len() as f64;
+    let bps = t.recent.iter().map(|v| v.0).sum::<f64>() / n;
+    let iops = t.recent.iter().map(|v| v.1).sum::<f64>() / n;
+    let (lo, hi) = t
+        .recent
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v.0), hi.max(v.0)));
+    (bps >= c.min_bps && hi - lo <= bps * c.flat_spread_pct / 100.0).then_some((bps, iops))
+}
+
+/// Why the level is held: the sentence's cause, the evidence of it and
+/// the processes to name; `None` when neither a throttle nor a cap shows.
+fn cause(
+    m: &Model,
+    d: &DeviceRow,
+    t: &Tput,
+    base: &Baselines,
+    c: &CappedCfg,
+) -> Option<(String, Vec<Evidence>, Vec<Culprit>)> {
+    let r = d.rates.as_ref()?;
+    let (a, b) = (r.await_ms()?, base.await_ms(&d.name)?);
+    let lat = vec![
+        Evidence::new("await", Some(a), "ms", "/proc/diskstats"),
+        Evidence::new(
+            "baseline await",
+            Some(b),
+            "ms",
+            "p10 of this device's low-load intervals",
+        ),
+        Evidence::new("%util", Some(r.util_pct), "%", "/proc/diskstats"),
+    ];
+    if a >= b * c.await_growth && a - b >= c.min_excess_ms {
+        let who = device_culprits(m, d, CULPRITS);
+        let text = format!(
+            "while its await grew to {} from {} at low load: a cap below the device (a hypervisor or a cloud volume's limit)",
+            ms(a),
+            ms(b)
+        );
+        return Some((text, lat, who));
+    }
+    if r.util_pct > c.max_util_pct || (a > b * c.latency_factor && a - b >= c.min_excess_ms) {
+        return None;
+    }
+    // Someone waited in most of the window's intervals.
+    if t.recent.iter().filter(|v| v.2).count() * 2 <= t.recent.len() {
+        return None;
+    }
+    let accounted = super::delay_accounted(m);
+    let mut who = super::device_waiters(m, d, None, accounted, c.wait_pct);
+    if who.is_empty() {
+        who = device_culprits(m, d, CULPRITS);
+    }
+    who.truncate(CULPRITS);
+    let text = format!(
+        "while {} wait{} on it ({} in most intervals) and the device is {:.0}% busy with its latency at its baseline ({} against {}): a throttle iolens cannot see (a cgroup limit in another hierarchy, a volume or hypervisor limit)",
+        culprit_list(&who),
+        if who.len() == 1 { "s" } else { "" },
+        if accounted {
+            "IO% by delay accounting"
+        } else {
+            "in state D"
+        },
+        r.util_pct,
+        ms(a),
+        ms(b)
+    );
+    Some((text, lat, who))
+}
+
+pub fn eval(m: &Model, st: &CapState, base: &Baselines, c: &CappedCfg, out: &mut Vec<Candidate>) {
+    for d in &m.devices {
+        let Some(t) = st.devs.get(&d.name) else { continue };
+        let Some((bps, iops)) = flat_level(t, c) else { continue };
+        let keep = 1.0 - c.below_pct / 100.0;
+        if bps > t.peak_bps * keep || iops > t.peak_iops * keep {
+            continue;
+        }
+        let Some((why, mut evidence, culprits)) = cause(m, d, t, base, c) else {
+            continue;
+        };
+        let below = (1.0 - bps / t.peak_bps) * 100.0;
+        let level = crate::format::rate(bps);
+        let mut ev = vec![
+            Evidence::new(
+                "level",
+                Some(bps),
+                "B/s",
+                "mean of the last 5 intervals, /proc/diskstats",
+            ),
+            Evidence::new(
+                "highest shown",
+                Some(t.peak_bps),
+                "B/s",
+                "the highest interval this session",
+            ),
+            Evidence::new("level IOPS", Some(iops), "1/s", "/proc/diskstats"),
+            Evidence::new(
+                "highest IOPS shown",
+                Some(t.peak_iops),
+                "1/s",
+                "the highest interval this session",
+            ),
+        ];
+        ev.append(&mut evidence);
+        out.push(Candidate {
+            rule: ID,
+            severity: Severity::Warning,
+            subject: Subject::Device { name: d.name.clone() },
+            evidence: ev,
+            text: format!(
+                "{} is capped: flat at {level} ({iops:.0} IOPS), {below:.0}% below the {} it showed this session, {why}.",
+                d.name,
+                crate::format::rate(t.peak_bps),
+            ),
+            culprits,
+            next: format!(
+                "look for a limit on {0}: cgroup v1 blkio.throttle.* and v2 io.max of the waiting processes' cgroups (C), the volume's provisioned IOPS/MB/s; Enter on {0} for its detail",
+                d.name
+            ),
+        });
+    }
+}
