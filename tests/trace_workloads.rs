@@ -1,7 +1,7 @@
 //! Sequential share, labels and latency from traced requests against fio
 //! on a loop device with direct I/O over a file filled with data (root,
 //! tracefs, fio; skipped with the reason otherwise). Each workload runs for
-//! 5 s in 1-second intervals; the first and last are left out (fio starting
+//! 3 s in 1-second intervals; the first and last are left out (fio starting
 //! and stopping), and the share and label must be right in at least 95% of
 //! the rest. For psync 4 KiB at QD1 the traced read total must match the
 //! kernel's own accounting of the same reads (the device's stat, iostat's
@@ -31,7 +31,7 @@ use iolens::model::trace::{Accumulator, PatternThresholds, TraceInterval};
 mod tools;
 
 const SIZE_MB: u64 = 256;
-const SECS: u64 = 5;
+const SECS: u64 = 3;
 /// What fio's clat may hold beyond the block layer's total on a VM at
 /// real-time priority (system call and cross-CPU wakeup; see the top):
 /// ~16 µs on a quiet day of the development VM, but 25 µs beyond the
