@@ -17,8 +17,8 @@
 //! - hung mount: `stat` on a FUSE mount whose getattr never answers
 //!   (`tests/helpers/hangfs.py`): `why` names the mount and the stat.
 //! - queue-bound: the slow device with `nr_requests` 4 under `none`, fio
-//!   QD 32 (io_uring, whose waiters queue bios while the 4 tags are
-//!   taken): `why` names the device and fio, its traced wait (bio queued
+//!   QD 32 (32 threads of psync reads, whose bios wait while the 4 tags
+//!   are taken): `why` names the device and fio, its traced wait (bio queued
 //!   → issue) above the device time; the test measured aqu-sz ≈ 4 and
 //!   await from the device's stat.
 //! - capped: `dd iflag=direct bs=64k` reading a loop device, then its
@@ -487,13 +487,19 @@ fn queue_bound_slow_device_with_4_tags_names_fio() {
     let name = lo.name().to_string();
     let _sched = QueueKnob::set(&name, "scheduler", "none");
     let _tags = QueueKnob::set(&name, "nr_requests", "4");
+    // QD 32 as 32 threads at QD 1 each: every one of them past the 4
+    // tags waits in the tag allocation with its bio queued. (io_uring at
+    // --iodepth=32 waits there only through its io-wq workers, 4 per CPU,
+    // the rest inside io_uring before any bio exists: its traced wait
+    // depends on the machine's CPU count.)
     let fio = Bg::spawn(Command::new("fio").args([
         "--name=deep",
         &format!("--filename={}", lo.dev),
         "--rw=randread",
         "--bs=4k",
-        "--ioengine=io_uring",
-        "--iodepth=32",
+        "--ioengine=psync",
+        "--numjobs=32",
+        "--thread",
         "--direct=1",
         "--readonly",
         "--time_based",
@@ -527,8 +533,8 @@ fn queue_bound_slow_device_with_4_tags_names_fio() {
         "{f}"
     );
     assert!(wait >= device && wait >= 20.0, "wait {wait} ms, device {device} ms");
-    // fio's job runs in a child process; io_uring's workers submit from
-    // its threads named iou-wrk-<pid>: the process is named by its PID.
+    // fio's jobs are threads of one process, named fio; the process is
+    // named by its PID.
     let is_fio = |c: &serde_json::Value| {
         c["comm"] == "fio"
             || c["pid"]

@@ -170,6 +170,21 @@ impl Drop for HungMount {
     }
 }
 
+/// The child's stdout lines, each with when it came (since `start`),
+/// read on a thread of their own; the channel closes at end of output.
+fn timed_lines(child: &mut std::process::Child, start: Instant) -> std::sync::mpsc::Receiver<(Duration, String)> {
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send((start.elapsed(), line)).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 /// Runs `iolens --batch --json --interval 0.5 --count N` and returns, for
 /// each line, when it came (since start) and the line. `during` is called
 /// once `at` after the start.
@@ -181,15 +196,7 @@ fn batch_lines(n: u32, at: Duration, during: &mut dyn FnMut()) -> Vec<(Duration,
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send((start.elapsed(), line)).is_err() {
-                return;
-            }
-        }
-    });
+    let rx = timed_lines(&mut child, start);
     let mut lines = Vec::new();
     let mut called = false;
     let end = start + Duration::from_secs_f64(0.5 * f64::from(n) + 5.0);
@@ -289,15 +296,7 @@ fn a_walk_into_a_hung_fuse_mount_is_given_up_on_time() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send((start.elapsed(), line)).is_err() {
-                return;
-            }
-        }
-    });
+    let rx = timed_lines(&mut child, start);
     let mut jobs = Vec::new();
     while start.elapsed() < Duration::from_secs(8) {
         if let Ok((t, l)) = rx.recv_timeout(Duration::from_millis(50))

@@ -1185,23 +1185,15 @@ fn key_sequences_findings_pane_jumps_to_the_subject() {
 #[test]
 fn key_sequences_files_view_opens_the_busiest_process() {
     use crate::collect::trace::block::Dev;
-    use crate::collect::trace::file::{FileEvent, FileKind, Where};
+    use crate::model::files::example::{add, kernel};
     use crate::model::files::{FileTracker, FilesView};
     let mut a = app_with_processes();
-    let ev = |ino, index, pid, kernel| FileEvent {
-        ts: 0,
-        kind: FileKind::Added { order: 0 },
-        place: Where::Sb(Dev { major: 8, minor: 0 }),
-        ino,
-        index,
-        pid,
-        tgid: pid,
-        kernel,
-    };
+    let sda = Dev { major: 8, minor: 0 };
+    let ev = |ino, index, pid| add(pid, pid, sda, ino, index, 0);
     let mut t = FileTracker::default();
     // file 5: tar reads 3 pages, gzip 1; file 6: 1 page by a kernel thread
-    t.feed(&[ev(5, 0, 20, false), ev(5, 1, 20, false), ev(5, 2, 20, false)]);
-    t.feed(&[ev(5, 3, 30, false), ev(6, 0, 2, true)]);
+    t.feed(&[ev(5, 0, 20), ev(5, 1, 20), ev(5, 2, 20)]);
+    t.feed(&[ev(5, 3, 30), kernel(ev(6, 0, 2))]);
     a.model.trace.files = FilesView {
         active: true,
         reason: None,

@@ -40,58 +40,17 @@ pub(super) fn lines(out: &mut String, model: &Model, top: usize) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::collect::trace::block::Dev;
-    use crate::collect::trace::file::{FileEvent, FileKind, Where};
-    use crate::model::files::{FileTracker, FilesView};
-
-    fn ev(kind: FileKind, place: Where, ino: u64, index: u64, pid: i32, kernel: bool) -> FileEvent {
-        FileEvent {
-            ts: 0,
-            kind,
-            place,
-            ino,
-            index,
-            pid,
-            tgid: pid,
-            kernel,
-        }
-    }
+    use crate::model::files::FilesView;
 
     /// A model state: a 64 MiB cold read of a named file by pid 300, a
     /// 32 MiB buffered write (1 MiB folios) by pid 400 of a file deleted
     /// since, kernel readahead of an unnamed file, over a 2 s interval.
     #[test]
     fn files_section() {
-        let loop0 = Where::Sb(Dev { major: 7, minor: 0 });
-        let mut bdi = [0u8; 32];
-        bdi[..3].copy_from_slice(b"7:0");
-        let mut events = Vec::new();
-        for i in 0..64 {
-            events.push(ev(FileKind::Added { order: 8 }, loop0, 12, i * 256, 300, false));
-        }
-        for i in 0..32 {
-            events.push(ev(FileKind::Added { order: 8 }, loop0, 13, i * 256, 400, false));
-            events.push(ev(FileKind::Dirtied, Where::Bdi(bdi), 13, i * 256, 400, false));
-        }
-        events.push(ev(FileKind::Added { order: 2 }, loop0, 1, 0, 50, true));
-        let mut t = FileTracker::default();
-        t.feed(&events);
-        let interval = t.take_interval();
         let mut m = Model::default();
         m.interval_s = Some(2.0);
-        m.trace.files = FilesView {
-            active: true,
-            reason: None,
-            names: vec![
-                Some(Arc::from(&b"/mnt/A"[..])),
-                Some(Arc::from(&b"/mnt/B\x1b[31m (deleted)"[..])),
-                None,
-            ],
-            interval,
-        };
+        m.trace.files = FilesView::example(300, 400);
         let mut out = String::new();
         lines(&mut out, &m, 10);
         insta::assert_snapshot!(out);

@@ -262,29 +262,17 @@ fn files_model(n: u64) -> iolens::model::Model {
     use std::sync::Arc;
 
     use iolens::collect::trace::block::Dev;
-    use iolens::collect::trace::file::{FileEvent, FileKind, Where};
+    use iolens::model::files::example::{add, dirty};
     use iolens::model::files::{FileTracker, FilesView};
-    let mut bdi = [0u8; 32];
-    bdi[..3].copy_from_slice(b"7:0");
-    let ev = |kind, place, ino, index, pid| FileEvent {
-        ts: 0,
-        kind,
-        place,
-        ino,
-        index,
-        pid,
-        tgid: pid,
-        kernel: false,
-    };
-    let loop0 = Where::Sb(Dev { major: 7, minor: 0 });
+    let loop0 = Dev { major: 7, minor: 0 };
     let mut events = Vec::new();
     for i in 0..n {
         for j in 0..(n - i) {
-            events.push(ev(FileKind::Added { order: 8 }, loop0, i, j * 256, 4242));
+            events.push(add(4242, 4242, loop0, i, j * 256, 8));
         }
     }
     for j in 0..32 {
-        events.push(ev(FileKind::Dirtied, Where::Bdi(bdi), 1000, j, 31337));
+        events.push(dirty(31337, 31337, "7:0", 1000, j));
     }
     let mut t = FileTracker::default();
     t.feed(&events);

@@ -179,47 +179,10 @@ fn captured_events_through_the_model() {
 /// readahead by a kernel thread of an unnamed file, over the model's
 /// 1 s interval.
 fn files_model() -> iolens::model::Model {
-    use std::sync::Arc;
-
-    use iolens::model::files::{FileTracker, FilesView};
-    let loop0 = Where::Sb(Dev { major: 7, minor: 0 });
-    let mut bdi = [0u8; 32];
-    bdi[..3].copy_from_slice(b"7:0");
-    let ev = |kind, place, ino, index, pid: i32, kernel| FileEvent {
-        ts: 0,
-        kind,
-        place,
-        ino,
-        index,
-        pid,
-        tgid: pid,
-        kernel,
-    };
-    let mut events = Vec::new();
-    for i in 0..64 {
-        events.push(ev(FileKind::Added { order: 8 }, loop0, 12, i * 256, 4242, false));
-    }
-    for i in 0..32 {
-        events.push(ev(FileKind::Added { order: 8 }, loop0, 13, i * 256, 31337, false));
-        events.push(ev(FileKind::Dirtied, Where::Bdi(bdi), 13, i * 256, 31337, false));
-    }
-    events.push(ev(FileKind::Added { order: 2 }, loop0, 1, 0, 50, true));
-    let mut t = FileTracker::default();
-    t.feed(&events);
-    let interval = t.take_interval();
     let mut m = common::model();
     m.trace.active = true;
     m.trace.reason = None;
-    m.trace.files = FilesView {
-        active: true,
-        reason: None,
-        names: vec![
-            Some(Arc::from(&b"/mnt/A"[..])),
-            Some(Arc::from(&b"/mnt/B\x1b[31m (deleted)"[..])),
-            None,
-        ],
-        interval,
-    };
+    m.trace.files = iolens::model::files::FilesView::example(4242, 31337);
     m
 }
 

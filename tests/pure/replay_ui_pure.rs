@@ -20,11 +20,10 @@ use ratatui::backend::TestBackend;
 const T0: u64 = 1_795_450_801_000_000_000;
 const SEC: u64 = 1_000_000_000;
 
-fn recording() -> Recording {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fixture.iolens");
+/// The fixture host's recording header, 1 s interval.
+fn header() -> Header {
     let h = common::host();
-    let header = Header {
+    Header {
         iolens: "test".into(),
         host: h.hostname,
         kernel: h.kernel,
@@ -32,8 +31,13 @@ fn recording() -> Recording {
         boot_id: None,
         is_root: h.is_root,
         interval_s: 1.0,
-    };
-    let mut w = Writer::open(&path, &header, None).unwrap();
+    }
+}
+
+fn recording() -> Recording {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fixture.iolens");
+    let mut w = Writer::open(&path, &header(), None).unwrap();
     for s in common::samples(40) {
         w.append(&s, None).unwrap();
     }
@@ -43,7 +47,11 @@ fn recording() -> Recording {
 
 /// The replay dashboard on the fixture recording, at sample `at`.
 fn app_at(at: usize) -> App {
-    let rec = recording();
+    app_on(recording(), at)
+}
+
+/// The replay dashboard on `rec`, at sample `at`.
+fn app_on(rec: Recording, at: usize) -> App {
     let mut app = App::new(
         iolens::record::replay::model_for(&rec.segments[0]),
         ViewState {
@@ -261,22 +269,12 @@ fn a_recording_carries_its_findings_and_an_old_one_replays_with_the_engines() {
     use iolens::model::findings::{Finding, Severity, Subject};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("findings.iolens");
-    let h = common::host();
-    let header = Header {
-        iolens: "test".into(),
-        host: h.hostname,
-        kernel: h.kernel,
-        clk_tck: 100.0,
-        boot_id: None,
-        is_root: h.is_root,
-        interval_s: 1.0,
-    };
     let recorded = Finding::example(
         "slow_device",
         Severity::Critical,
         Subject::Device { name: "loop0".into() },
     );
-    let mut w = Writer::open(&path, &header, None).unwrap();
+    let mut w = Writer::open(&path, &header(), None).unwrap();
     for (i, s) in common::samples(40).into_iter().enumerate() {
         w.append(&s, None).unwrap();
         let found = if i >= 20 { vec![recorded.clone()] } else { Vec::new() };
@@ -286,15 +284,7 @@ fn a_recording_carries_its_findings_and_an_old_one_replays_with_the_engines() {
     let rec = Recording::open(&path).unwrap();
     assert_eq!(rec.unknown_frames, 0);
     assert_eq!(rec.segments[0].findings.len(), 41);
-    let mut app = App::new(
-        iolens::record::replay::model_for(&rec.segments[0]),
-        ViewState {
-            paused: true,
-            ..Default::default()
-        },
-    );
-    app.replay = Some(Box::new(Replay::new(rec, TimeZone::UTC)));
-    app.replay_go(40);
+    let mut app = app_on(rec, 40);
     assert_eq!(app.model.findings.findings(), std::slice::from_ref(&recorded));
     let s = screen(&app.model, &app.view, 120, 40);
     assert!(s.lines().next().unwrap().contains("CRITICAL slow_device loop0"), "{s}");

@@ -47,8 +47,11 @@ fn lines_before_tests(text: &str) -> usize {
     text.lines().take_while(|l| !l.contains("#[cfg(test)]")).count()
 }
 
-/// The files of modules declared `#[cfg(test)] mod name;` in `file`: test
-/// code as a whole.
+/// What gates code that only tests, benches and examples use.
+const GATE: &str = "#[cfg(any(test, feature = \"test-support\"))]";
+
+/// The files of modules declared `#[cfg(test)] mod name;` (or behind
+/// [`GATE`]) in `file`: test code as a whole.
 fn test_modules(file: &Path, text: &str) -> Vec<PathBuf> {
     let dir = file.parent().unwrap();
     let stem = file.file_stem().unwrap().to_str().unwrap();
@@ -60,7 +63,7 @@ fn test_modules(file: &Path, text: &str) -> Vec<PathBuf> {
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
     let mut out = Vec::new();
     for (i, l) in lines.iter().enumerate() {
-        if *l != "#[cfg(test)]" {
+        if *l != "#[cfg(test)]" && *l != GATE {
             continue;
         }
         let Some(decl) = lines[i + 1..].iter().find(|l| !l.starts_with("#[")) else {
@@ -144,7 +147,6 @@ fn the_collector_is_built_by_the_session_alone() {
 /// `example*` not used by iolens itself, carries that gate.
 #[test]
 fn test_support_code_is_gated() {
-    const GATE: &str = "#[cfg(any(test, feature = \"test-support\"))]";
     // `example` constructors the binary uses: the rows of processes known
     // only from their exit record (model::proc_update).
     let used = [

@@ -24,6 +24,8 @@
 //!   the backing device (bdi), which is the whole disk for a partition: a
 //!   [`BdiMap`] (from mountinfo) turns a bdi name into the filesystems on it.
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod example;
 pub mod names;
 #[cfg(test)]
 mod tests;

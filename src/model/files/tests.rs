@@ -1,42 +1,10 @@
+use super::example::{add, dirty, kernel};
 use super::*;
 
 const LOOP0: Dev = Dev { major: 7, minor: 0 };
 const VDA: Dev = Dev { major: 254, minor: 0 };
 const VDA1: Dev = Dev { major: 254, minor: 1 };
 const VDA2: Dev = Dev { major: 254, minor: 2 };
-
-fn add(pid: i32, tgid: i32, dev: Dev, ino: u64, index: u64, order: u8) -> FileEvent {
-    FileEvent {
-        ts: 0,
-        kind: FileKind::Added { order },
-        place: Where::Sb(dev),
-        ino,
-        index,
-        pid,
-        tgid,
-        kernel: false,
-    }
-}
-
-fn dirty(pid: i32, tgid: i32, bdi: &str, ino: u64, index: u64) -> FileEvent {
-    let mut name = [0u8; 32];
-    name[..bdi.len()].copy_from_slice(bdi.as_bytes());
-    FileEvent {
-        ts: 0,
-        kind: FileKind::Dirtied,
-        place: Where::Bdi(name),
-        ino,
-        index,
-        pid,
-        tgid,
-        kernel: false,
-    }
-}
-
-fn kernel(mut e: FileEvent) -> FileEvent {
-    e.kernel = true;
-    e
-}
 
 fn row(i: &FilesInterval, dev: Dev, ino: u64) -> &FileRow {
     &i.files
