@@ -731,6 +731,16 @@ impl Wchan {
     }
 }
 
+/// The `some` total of `/proc/pressure/io`, µs (0 without PSI).
+fn psi_io_some_us() -> u64 {
+    let t = std::fs::read_to_string("/proc/pressure/io").unwrap_or_default();
+    t.lines()
+        .find(|l| l.starts_with("some "))
+        .and_then(|l| l.split_whitespace().find_map(|f| f.strip_prefix("total=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Read await (ms) of a device over `f`: (reads, await).
 fn read_await(dev: &str, f: impl FnOnce()) -> (u64, f64) {
     let before = read_stat(dev);
@@ -767,10 +777,14 @@ fn dirty_throttled_dd_beside_a_reader_but_not_alone() {
     std::thread::sleep(Duration::from_millis(500));
     // Alone: paused by design, nobody else waits.
     let w = Wchan::watch(dd.pid());
+    let (some0, t0) = (psi_io_some_us(), Instant::now());
     let (code, v) = why("5");
+    let some = (psi_io_some_us() - some0) as f64 / t0.elapsed().as_micros() as f64 * 100.0;
     let (hit, n) = w.end();
     let alone = findings(&v, "dirty_throttled");
-    eprintln!("dd alone: in balance_dirty_pages {hit} of {n} samples; why exit {code}, dirty_throttled {alone:?}");
+    eprintln!(
+        "dd alone: in balance_dirty_pages {hit} of {n} samples, PSI io some {some:.0}%; why exit {code}, dirty_throttled {alone:?}"
+    );
     assert!(n >= 20 && hit * 2 > n, "dd was not throttled: {hit} of {n}");
     assert!(alone.is_empty(), "a lone throttled writer was found: {v}");
     // With a reader on the device.
