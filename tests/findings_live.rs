@@ -30,6 +30,15 @@
 //!   device beside a fio QD 1 reader: `why` names dd (best-effort class)
 //!   with fio waiting.
 //!
+//! - dirty throttling: a loop device (buffered) over the slow filesystem
+//!   made writable (writes sleep 20 ms, reads 5 ms), its bdi held to
+//!   4 MiB of dirty pages (`strict_limit`, `max_bytes`; put back at the
+//!   end, no vm.dirty_* sysctl touched), `dd bs=1M` writing to it through
+//!   the page cache: alone, dd is paused in balance_dirty_pages (its wchan,
+//!   sampled) and `why` finds no dirty_throttled; with a fio QD 1 reader
+//!   beside it, `why` names dd on the loop device with fio waiting, and
+//!   the test measured the reader's await with and without dd.
+//!
 //! Without root, /dev/fuse, fusermount3, fusepy or fio the tests print
 //! "skipped: <reason>" and pass. Every loop device, mount and process is
 //! released however a test ends.
@@ -94,13 +103,22 @@ struct SlowMount {
 
 impl SlowMount {
     fn start(delay_ms: u32) -> SlowMount {
+        SlowMount::start_with(&[delay_ms])
+    }
+
+    /// Writable: reads sleep `read_ms`, writes `write_ms` (and are dropped).
+    fn start_rw(read_ms: u32, write_ms: u32) -> SlowMount {
+        SlowMount::start_with(&[read_ms, write_ms])
+    }
+
+    fn start_with(delays: &[u32]) -> SlowMount {
         let dir = tempfile::tempdir().unwrap();
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
         let daemon = Command::new(PY)
             .arg(SLOWFS)
             .arg(&mnt)
-            .arg(delay_ms.to_string())
+            .args(delays.iter().map(u32::to_string))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -649,6 +667,165 @@ fn capped_loop_device_under_a_blkio_throttle_set_while_watched() {
     assert!(
         g["culprits"].as_array().unwrap().iter().any(|c| c["comm"] == "dd"),
         "dd not named: {g}"
+    );
+    assert_eq!(code, 1);
+}
+
+/// A bdi held to `max_bytes` of dirty pages with `strict_limit` (so it is
+/// throttled however little of the system's dirty memory is used); both
+/// put back on drop (the ratio through `max_ratio_fine`: `max_bytes`
+/// reads back as a share of the current dirty limit, which cannot always
+/// be written back).
+struct BdiLimit {
+    dir: PathBuf,
+    strict: String,
+    ratio: String,
+}
+
+impl BdiLimit {
+    fn set(major: u32, minor: u32, max_bytes: u64) -> Result<BdiLimit, String> {
+        let dir = PathBuf::from(format!("/sys/class/bdi/{major}:{minor}"));
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .map(|s| s.trim().to_string())
+                .map_err(|e| format!("{}/{f}: {e}", dir.display()))
+        };
+        let (strict, ratio) = (read("strict_limit")?, read("max_ratio_fine")?);
+        let l = BdiLimit { dir, strict, ratio };
+        std::fs::write(l.dir.join("strict_limit"), "1").map_err(|e| format!("strict_limit: {e}"))?;
+        std::fs::write(l.dir.join("max_bytes"), max_bytes.to_string()).map_err(|e| format!("max_bytes: {e}"))?;
+        Ok(l)
+    }
+}
+
+impl Drop for BdiLimit {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("max_ratio_fine"), &self.ratio);
+        let _ = std::fs::write(self.dir.join("strict_limit"), &self.strict);
+    }
+}
+
+/// Samples `/proc/<pid>/wchan` every 100 ms until stopped: (samples in
+/// balance_dirty_pages, samples).
+struct Wchan {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    join: std::thread::JoinHandle<(u32, u32)>,
+}
+
+impl Wchan {
+    fn watch(pid: u32) -> Wchan {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let join = std::thread::spawn(move || {
+            let (mut hit, mut n) = (0, 0);
+            while !s.load(Ordering::Relaxed) {
+                if let Ok(w) = std::fs::read_to_string(format!("/proc/{pid}/wchan")) {
+                    n += 1;
+                    hit += u32::from(w.contains("balance_dirty_pages"));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            (hit, n)
+        });
+        Wchan { stop, join }
+    }
+
+    fn end(self) -> (u32, u32) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.join.join().unwrap()
+    }
+}
+
+/// The `some` total of `/proc/pressure/io`, µs (0 without PSI).
+fn psi_io_some_us() -> u64 {
+    let t = std::fs::read_to_string("/proc/pressure/io").unwrap_or_default();
+    t.lines()
+        .find(|l| l.starts_with("some "))
+        .and_then(|l| l.split_whitespace().find_map(|f| f.strip_prefix("total=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Read await (ms) of a device over `f`: (reads, await).
+fn read_await(dev: &str, f: impl FnOnce()) -> (u64, f64) {
+    let before = read_stat(dev);
+    f();
+    let after = read_stat(dev);
+    let ios = after.0 - before.0;
+    (ios, (after.1 - before.1) as f64 / ios.max(1) as f64)
+}
+
+#[test]
+fn dirty_throttled_dd_beside_a_reader_but_not_alone() {
+    let _serial = serial();
+    if let Some(r) = unavailable(&["fio", "losetup", "fusermount3", "dd"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    let fs = SlowMount::start_rw(5, 20);
+    let buffered = Attach {
+        direct: false,
+        ..Attach::DIRECT
+    };
+    let lo = Loop::over_file(&fs.mnt().join("data"), buffered).unwrap();
+    let name = lo.name().to_string();
+    let (major, minor) = lo.numbers().unwrap();
+    let _limit = match BdiLimit::set(major, minor, 4 << 20) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("skipped: no per-bdi strict dirty limit ({e})");
+            return;
+        }
+    };
+    let dd = Bg::spawn(Command::new("dd").args(["if=/dev/zero", &format!("of={}", lo.dev), "bs=1M"]));
+    let dd_pid = i64::from(dd.pid());
+    std::thread::sleep(Duration::from_millis(500));
+    // Alone: paused by design, nobody else waits.
+    let w = Wchan::watch(dd.pid());
+    let (some0, t0) = (psi_io_some_us(), Instant::now());
+    let (code, v) = why("5");
+    let some = (psi_io_some_us() - some0) as f64 / t0.elapsed().as_micros() as f64 * 100.0;
+    let (hit, n) = w.end();
+    let alone = findings(&v, "dirty_throttled");
+    eprintln!(
+        "dd alone: in balance_dirty_pages {hit} of {n} samples, PSI io some {some:.0}%; why exit {code}, dirty_throttled {alone:?}"
+    );
+    assert!(n >= 20 && hit * 2 > n, "dd was not throttled: {hit} of {n}");
+    assert!(alone.is_empty(), "a lone throttled writer was found: {v}");
+    // With a reader on the device.
+    let reader = qd1_reader("reader", &lo.dev);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut out = None;
+    let (ios, with_dd) = read_await(&name, || out = Some(why("5")));
+    let (code, v) = out.unwrap();
+    let f = findings(&v, "dirty_throttled");
+    eprintln!("{}", serde_json::to_string_pretty(&f).unwrap());
+    drop(dd);
+    let (ios_alone, alone_ms) = read_await(&name, || std::thread::sleep(Duration::from_secs(1)));
+    drop(reader);
+    eprintln!(
+        "{name}: reader await {with_dd:.1} ms ({ios} reads) beside dd, {alone_ms:.1} ms ({ios_alone} reads) alone; why exit {code}"
+    );
+    assert!(
+        with_dd >= 4.0 * alone_ms,
+        "the reader did not suffer: {with_dd:.1} vs {alone_ms:.1} ms"
+    );
+    let f = f
+        .iter()
+        .find(|f| f["subject"]["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no dirty_throttled finding on {name}: {v}"));
+    let paused = f["evidence"][0]["value"].as_f64().unwrap();
+    assert!(paused >= 20.0, "paused {paused}%");
+    let culprits = f["culprits"].as_array().unwrap();
+    assert_eq!(culprits[0]["pid"], dd_pid, "dd not named first: {f}");
+    assert!(
+        f["text"].as_str().unwrap().contains("fio"),
+        "the waiting reader not named: {f}"
+    );
+    assert!(
+        f["text"].as_str().unwrap().contains(&format!("bdi {major}:{minor}")),
+        "{f}"
     );
     assert_eq!(code, 1);
 }

@@ -1,6 +1,8 @@
 //! `/proc/vmstat`: the few counters the findings read — refaults of file
 //! pages (the page cache's working set does not fit) and pages swapped in
-//! and out. Cumulative counters since boot; the model takes rates.
+//! and out, cumulative since boot (the model takes rates) — and two
+//! gauges: the dirty pages and the threshold the dirty throttle holds
+//! them to.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +21,11 @@ pub struct VmStat {
     pub pswpout: Option<u64>,
     /// Major page faults (`pgmajfault`).
     pub pgmajfault: Option<u64>,
+    /// Dirty pages now (`nr_dirty`) and the system's dirty threshold
+    /// (`nr_dirty_threshold`, pages: the limit writers are throttled
+    /// towards, from vm.dirty_ratio or vm.dirty_bytes).
+    pub nr_dirty: Option<u64>,
+    pub nr_dirty_threshold: Option<u64>,
 }
 
 /// Parse vmstat text ("name value" per line). Unknown and malformed lines
@@ -40,6 +47,8 @@ pub fn parse(buf: &[u8]) -> VmStat {
             b"pswpin" => v.pswpin = Some(val),
             b"pswpout" => v.pswpout = Some(val),
             b"pgmajfault" => v.pgmajfault = Some(val),
+            b"nr_dirty" => v.nr_dirty = Some(val),
+            b"nr_dirty_threshold" => v.nr_dirty_threshold = Some(val),
             _ => {}
         }
     }
@@ -61,13 +70,17 @@ pub fn read(r: &mut Reader, errors: &mut Vec<String>) -> Option<VmStat> {
 }
 
 /// Per-second rates of two samples' counters `dt_s` apart; a counter
-/// missing from either, or gone backwards, is `None`.
+/// missing from either, or gone backwards, is `None`. The gauges are the
+/// later sample's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct VmRates {
     pub refault_file_per_s: Option<f64>,
     pub pswpin_per_s: Option<f64>,
     pub pswpout_per_s: Option<f64>,
     pub pgmajfault_per_s: Option<f64>,
+    /// `nr_dirty` and `nr_dirty_threshold` (pages).
+    pub dirty_pages: Option<u64>,
+    pub dirty_threshold_pages: Option<u64>,
 }
 
 pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
@@ -80,6 +93,8 @@ pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
         pswpin_per_s: r(prev.pswpin, cur.pswpin),
         pswpout_per_s: r(prev.pswpout, cur.pswpout),
         pgmajfault_per_s: r(prev.pgmajfault, cur.pgmajfault),
+        dirty_pages: cur.nr_dirty,
+        dirty_threshold_pages: cur.nr_dirty_threshold,
     })
 }
 
@@ -95,6 +110,7 @@ mod tests {
         let v = parse(&b);
         assert_eq!(v.refault_file, Some(15_007_728));
         assert_eq!((v.pswpin, v.pswpout, v.pgmajfault), (Some(0), Some(0), Some(139_941)));
+        assert_eq!((v.nr_dirty, v.nr_dirty_threshold), (Some(68_727), Some(1_062_293)));
         let b = std::fs::read(format!("{FIX}/vmstat-5.4")).unwrap();
         let v = parse(&b);
         assert_eq!((v.refault_file, v.pswpin, v.pswpout), (Some(777), Some(12), Some(34)));
@@ -123,6 +139,7 @@ mod tests {
         };
         let r = rates(&a, &b, 2.0).unwrap();
         assert_eq!(r.refault_file_per_s, Some(100.0));
+        assert_eq!((r.dirty_pages, r.dirty_threshold_pages), (None, None));
         assert_eq!((r.pswpin_per_s, r.pswpout_per_s), (None, None));
         assert_eq!(rates(&a, &b, 0.0), None);
     }

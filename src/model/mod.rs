@@ -8,6 +8,7 @@ pub mod cgroup;
 mod cgroup_update;
 pub mod counters;
 pub mod cpu;
+pub mod dirty;
 pub mod disk;
 pub mod files;
 pub mod findings;

@@ -429,6 +429,7 @@ impl Recording {
                 interval,
                 log: Vec::new(),
                 files: self.files(seg, idx),
+                dirty: crate::model::dirty::ThrottleView::off("recordings do not keep the dirty-throttle events"),
             },
             Err(e) => TraceView::off(format!("recorded trace unreadable: {e:#}")),
         }

@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::collect::fdinfo::AlsoScan;
 use crate::collect::trace::block::BlockEvent;
+use crate::collect::trace::dirty::{self, PauseEvent};
 use crate::collect::trace::file::FileEvent;
 use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
+use crate::model::dirty::{ThrottleTracker, ThrottleView};
 use crate::model::files::{FileTracker, FilesView};
 use crate::model::trace::Accumulator;
 use crate::model::trace::view::TraceView;
@@ -21,6 +23,9 @@ pub struct Tracing {
     files: Arc<Mutex<FileTracker>>,
     /// Why the page-cache events are not traced while tracing runs.
     files_off: Option<String>,
+    throttle: Arc<Mutex<ThrottleTracker>>,
+    /// Why the dirty throttle is not traced while tracing runs.
+    throttle_off: Option<String>,
     handle: Option<Handle>,
     reason: Option<String>,
 }
@@ -31,11 +36,14 @@ impl Tracing {
     pub fn start(disabled: Option<&str>, also: Arc<AlsoScan>) -> Tracing {
         let tracker = Arc::new(Mutex::new(Accumulator::default()));
         let files = Arc::new(Mutex::new(FileTracker::default()));
+        let throttle = Arc::new(Mutex::new(ThrottleTracker::default()));
         if let Some(why) = disabled {
             return Tracing {
                 tracker,
                 files,
                 files_off: None,
+                throttle,
+                throttle_off: None,
                 handle: None,
                 reason: Some(why.to_string()),
             };
@@ -44,6 +52,7 @@ impl Tracing {
             let sink = Feed {
                 tracker: tracker.clone(),
                 files: files.clone(),
+                throttle: throttle.clone(),
                 also: also.clone(),
             };
             let h = reader::spawn(t, sink).map_err(|e| format!("starting the tracer thread: {e}"))?;
@@ -61,10 +70,15 @@ impl Tracing {
                     .collect();
                 let files_off =
                     (!missing.is_empty()).then(|| format!("this kernel lacks the tracepoint {}", missing.join(", ")));
+                let (sys, name) = dirty::EVENT;
+                let throttle_off = (!h.events.iter().any(|e| e == name))
+                    .then(|| format!("this kernel lacks the tracepoint {sys}:{name}"));
                 Tracing {
                     tracker,
                     files,
                     files_off,
+                    throttle,
+                    throttle_off,
                     handle: Some(h),
                     reason: None,
                 }
@@ -73,6 +87,8 @@ impl Tracing {
                 tracker,
                 files,
                 files_off: None,
+                throttle,
+                throttle_off: None,
                 handle: None,
                 reason: Some(e),
             },
@@ -121,12 +137,25 @@ impl Tracing {
                 names: Vec::new(),
             },
         };
+        let dirty = match &self.throttle_off {
+            Some(why) => ThrottleView::off(why.clone()),
+            None => ThrottleView {
+                active: true,
+                reason: None,
+                interval: self
+                    .throttle
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take_interval(),
+            },
+        };
         TraceView {
             active: true,
             reason: None,
             interval,
             log: log[skip..].to_vec(),
             files,
+            dirty,
         }
     }
 
@@ -139,10 +168,12 @@ impl Tracing {
 }
 
 /// The tracer thread's sink: block events to the request tracker,
-/// page-cache events to the file tracker.
+/// page-cache events to the file tracker, throttle events to the
+/// throttle tracker.
 struct Feed {
     tracker: Arc<Mutex<Accumulator>>,
     files: Arc<Mutex<FileTracker>>,
+    throttle: Arc<Mutex<ThrottleTracker>>,
     /// The fd scan reads the processes the page-cache events came from.
     also: Arc<AlsoScan>,
 }
@@ -163,6 +194,13 @@ impl Sink for Feed {
             new.then_some(e.tgid)
         });
         self.also.add(pids);
+    }
+
+    fn pauses(&mut self, events: &[PauseEvent]) {
+        self.throttle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .feed(events);
     }
 }
 

@@ -210,5 +210,6 @@ pub fn trace_loop0_mixed(m: &mut Model) {
         interval,
         log: Vec::new(),
         files: Default::default(),
+        dirty: Default::default(),
     });
 }

@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """A FUSE filesystem whose reads are slow, for the findings tests.
 
-    slowfs.py MOUNTPOINT DELAY_MS
+    slowfs.py MOUNTPOINT DELAY_MS [WRITE_DELAY_MS]
 
 One file, /data (64 MiB of zeros); every read sleeps DELAY_MS first.
+With WRITE_DELAY_MS the file is 1 GiB and writable: every write sleeps
+WRITE_DELAY_MS, then its data is dropped (reads still return zeros: a
+device for a raw writer beside a reader, not for a filesystem).
 Mounted with direct_io (no page cache in front of the delay). Runs in the
 foreground; the test kills it and lazily unmounts."""
 import errno
@@ -20,8 +23,9 @@ SIZE = 64 << 20
 
 
 class SlowFS(Operations):
-    def __init__(self, delay):
+    def __init__(self, delay, write_delay=None):
         self.delay = delay
+        self.write_delay = write_delay
 
     def getattr(self, path, fh=None):
         now = time.time()
@@ -37,6 +41,17 @@ class SlowFS(Operations):
     def open(self, path, flags):
         return 0
 
+    def write(self, path, data, offset, fh):
+        if self.write_delay is None:
+            raise FuseOSError(errno.EROFS)
+        time.sleep(self.write_delay)
+        return len(data)
+
+    def truncate(self, path, length, fh=None):
+        if self.write_delay is None:
+            raise FuseOSError(errno.EROFS)
+        return 0
+
     def read(self, path, size, offset, fh):
         time.sleep(self.delay)
         if offset >= SIZE:
@@ -45,4 +60,8 @@ class SlowFS(Operations):
 
 
 if __name__ == "__main__":
-    FUSE(SlowFS(float(sys.argv[2]) / 1000.0), sys.argv[1], foreground=True, nothreads=False, direct_io=True)
+    write_delay = None
+    if len(sys.argv) > 3:
+        write_delay = float(sys.argv[3]) / 1000.0
+        SIZE = 1 << 30
+    FUSE(SlowFS(float(sys.argv[2]) / 1000.0, write_delay), sys.argv[1], foreground=True, nothreads=False, direct_io=True)

@@ -80,7 +80,9 @@ fn decode_fixture() -> (Vec<FileEvent>, DecodeStats) {
     for cpu in ["cpu0", "cpu1"] {
         let raw = std::fs::read(format!("{DIR}/{cpu}.raw")).unwrap();
         assert_eq!(raw.len() % 4096, 0);
-        dec.decode_pages_into(&raw, &mut Vec::new(), &mut all, &mut stats);
+        let mut side = iolens::collect::trace::Side::default();
+        dec.decode_pages_into(&raw, &mut Vec::new(), &mut side, &mut stats);
+        all.append(&mut side.files);
     }
     all.sort_by_key(|e| e.ts);
     (all, stats)

@@ -17,6 +17,7 @@ mod mutate;
 mod captured_trees_pure;
 mod cgroup_pure;
 mod collect_fixtures;
+mod dirty_trace_pure;
 mod dist;
 mod doc_links;
 mod docs_commands;

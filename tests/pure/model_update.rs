@@ -513,6 +513,7 @@ fn trace_interval_applied_to_the_model() {
         interval: t.take_interval(),
         log: Vec::new(),
         files: Default::default(),
+        dirty: Default::default(),
     };
     let sda_before = row(&m, "sda").rates.clone().unwrap();
     m.apply_trace(view);
@@ -742,6 +743,7 @@ fn a_trace_interval_without_bytes_keeps_the_estimate() {
         interval,
         log: Vec::new(),
         files: Default::default(),
+        dirty: Default::default(),
     });
     let r = row(&m, "loop0").rates.clone().unwrap();
     assert_eq!(

@@ -97,6 +97,7 @@ fn traced_model() -> Model {
         interval: t.take_interval(),
         log: t.log().copied().collect(),
         files: Default::default(),
+        dirty: Default::default(),
     };
     m.mono_ns = 1_500_000_000;
     m.apply_trace(view);

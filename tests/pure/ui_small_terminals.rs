@@ -138,6 +138,7 @@ fn long_model() -> Model {
         interval: t.take_interval(),
         log: t.log().copied().collect(),
         files: Default::default(),
+        dirty: Default::default(),
     });
     m
 }

@@ -386,9 +386,10 @@ impl Instance {
                 }
             }
         }
-        // The page-cache events (per-file reads and dirtying) where this
-        // kernel has them; tracing runs without them otherwise.
-        for (sys, name) in super::file::EVENTS {
+        // The page-cache events (per-file reads and dirtying) and the
+        // dirty throttle's where this kernel has them; tracing runs
+        // without them otherwise.
+        for (sys, name) in super::file::EVENTS.into_iter().chain([super::dirty::EVENT]) {
             let enable = d.join("events").join(sys).join(name).join("enable");
             if enable.exists() && write_file(&enable, "1").is_ok() {
                 self.enabled.push(name.to_string());

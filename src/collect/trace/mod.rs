@@ -10,6 +10,7 @@
 //! model code: `model::trace`.
 
 pub mod block;
+pub mod dirty;
 pub mod file;
 pub mod instance;
 pub mod layout;
@@ -20,6 +21,7 @@ pub mod reader;
 use std::path::Path;
 
 use block::{BlockDecoder, BlockEvent, EVENTS, Kind};
+use dirty::{DirtyDecoder, PauseEvent};
 use file::{FileDecoder, FileEvent};
 use layout::{parse_event_format, parse_header_event, parse_header_page};
 use page::{Layout, Page};
@@ -37,6 +39,15 @@ pub struct DecodeStats {
     pub errors: u64,
 }
 
+/// The events decoded beside the block events, each in page order.
+#[derive(Debug, Clone, Default)]
+pub struct Side {
+    /// Page-cache events ([`file`]).
+    pub files: Vec<FileEvent>,
+    /// Passes through the dirty throttle ([`dirty`]).
+    pub pauses: Vec<PauseEvent>,
+}
+
 /// Everything needed to decode an instance's pages.
 #[derive(Debug, Clone)]
 pub struct Decoder {
@@ -46,6 +57,8 @@ pub struct Decoder {
     pub events: Vec<(Kind, String)>,
     /// The page-cache events ([`file`]) this kernel has.
     pub file: FileDecoder,
+    /// The dirty throttle's event ([`dirty`]) where this kernel has it.
+    pub dirty: DirtyDecoder,
 }
 
 pub(crate) fn read_small(path: &Path) -> Result<String, String> {
@@ -118,29 +131,30 @@ impl Decoder {
                 file.add(&f).map_err(|e| format!("{}: {e}", p.display()))?;
             }
         }
+        let mut throttle = DirtyDecoder::default();
+        let p = events.join(dirty::EVENT.0).join(dirty::EVENT.1).join("format");
+        if p.exists() {
+            let f = parse_event_format(&read_small(&p)?).map_err(|e| format!("{}: {e}", p.display()))?;
+            throttle.add(&f).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
         Ok(Decoder {
             layout,
             block,
             events: found,
             file,
+            dirty: throttle,
         })
     }
 
     /// Decode one page into `out` (appended in page order); page-cache
-    /// events are left out.
+    /// and throttle events are left out.
     pub fn decode_page(&self, buf: &[u8], out: &mut Vec<BlockEvent>, stats: &mut DecodeStats) {
-        self.decode_page_into(buf, out, &mut Vec::new(), stats);
+        self.decode_page_into(buf, out, &mut Side::default(), stats);
     }
 
-    /// Decode one page: block events into `out`, page-cache events into
-    /// `files` (each appended in page order).
-    pub fn decode_page_into(
-        &self,
-        buf: &[u8],
-        out: &mut Vec<BlockEvent>,
-        files: &mut Vec<FileEvent>,
-        stats: &mut DecodeStats,
-    ) {
+    /// Decode one page: block events into `out`, page-cache and throttle
+    /// events into `side` (each appended in page order).
+    pub fn decode_page_into(&self, buf: &[u8], out: &mut Vec<BlockEvent>, side: &mut Side, stats: &mut DecodeStats) {
         let page = match Page::parse(buf, &self.layout) {
             Ok(p) => p,
             Err(_) => {
@@ -161,7 +175,10 @@ impl Decoder {
                         out.push(b);
                     } else if let Some(f) = self.file.decode(&raw) {
                         stats.events += 1;
-                        files.push(f);
+                        side.files.push(f);
+                    } else if let Some(p) = self.dirty.decode(&raw) {
+                        stats.events += 1;
+                        side.pauses.push(p);
                     }
                 }
                 Err(_) => stats.errors += 1,
@@ -171,19 +188,14 @@ impl Decoder {
 
     /// Decode a buffer of whole pages (as read from `trace_pipe_raw`).
     pub fn decode_pages(&self, buf: &[u8], out: &mut Vec<BlockEvent>, stats: &mut DecodeStats) {
-        self.decode_pages_into(buf, out, &mut Vec::new(), stats);
+        self.decode_pages_into(buf, out, &mut Side::default(), stats);
     }
 
-    /// [`Decoder::decode_pages`] keeping the page-cache events too.
-    pub fn decode_pages_into(
-        &self,
-        buf: &[u8],
-        out: &mut Vec<BlockEvent>,
-        files: &mut Vec<FileEvent>,
-        stats: &mut DecodeStats,
-    ) {
+    /// [`Decoder::decode_pages`] keeping the page-cache and throttle
+    /// events too.
+    pub fn decode_pages_into(&self, buf: &[u8], out: &mut Vec<BlockEvent>, side: &mut Side, stats: &mut DecodeStats) {
         for p in buf.chunks(self.layout.page.page_size()) {
-            self.decode_page_into(p, out, files, stats);
+            self.decode_page_into(p, out, side, stats);
         }
     }
 }

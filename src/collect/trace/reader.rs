@@ -21,10 +21,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::block::{BlockEvent, Kind};
+use super::dirty::PauseEvent;
 use super::file::FileEvent;
 use super::instance::{CpuStats, Instance, Mount, remove_stale};
 use super::merge::Merger;
-use super::{DecodeStats, Decoder, read_small};
+use super::{DecodeStats, Decoder, Side, read_small};
 use crate::collect::monotonic_ns;
 use crate::sys::wake::Waker;
 
@@ -70,9 +71,10 @@ pub struct Tracer {
     merger: Merger,
     buf: Vec<u8>,
     batch: Vec<BlockEvent>,
-    /// Page-cache events of the last poll, in time order (not held back:
-    /// their model pairs events of one task, which one CPU orders).
-    files: Vec<FileEvent>,
+    /// Page-cache and throttle events of the last poll, each in time
+    /// order (not held back: their models pair events of one task, which
+    /// one CPU orders).
+    side: Side,
     tasks: foldhash::HashMap<i32, (i32, bool)>,
     stats_read_ns: u64,
     pub counters: Counters,
@@ -148,7 +150,7 @@ impl Tracer {
             merger: Merger::default(),
             buf: vec![0; page],
             batch: Vec::new(),
-            files: Vec::new(),
+            side: Side::default(),
             tasks: Default::default(),
             stats_read_ns: 0,
             counters: Counters::default(),
@@ -159,7 +161,12 @@ impl Tracer {
 
     /// The page-cache events of the last poll (cleared by the next).
     pub fn take_files(&mut self, out: &mut Vec<FileEvent>) {
-        out.append(&mut self.files);
+        out.append(&mut self.side.files);
+    }
+
+    /// The throttle events of the last poll (cleared by the next).
+    pub fn take_pauses(&mut self, out: &mut Vec<PauseEvent>) {
+        out.append(&mut self.side.pauses);
     }
 
     pub fn instance_dir(&self) -> PathBuf {
@@ -178,7 +185,8 @@ impl Tracer {
         let start = monotonic_ns();
         let max = self.max_pages();
         let mut pages = 0;
-        self.files.clear();
+        self.side.files.clear();
+        self.side.pauses.clear();
         for p in &mut self.pipes {
             for _ in 0..max {
                 match p.file.read(&mut self.buf) {
@@ -188,7 +196,7 @@ impl Tracer {
                         self.decoder.decode_page_into(
                             &self.buf[..n],
                             &mut self.batch,
-                            &mut self.files,
+                            &mut self.side,
                             &mut self.counters.decode,
                         )
                     }
@@ -202,7 +210,8 @@ impl Tracer {
             }
         }
         self.resolve_tasks();
-        self.files.sort_by_key(|e| e.ts);
+        self.side.files.sort_by_key(|e| e.ts);
+        self.side.pauses.sort_by_key(|e| e.ts);
         self.merger.push(&mut self.batch, start, out);
         if start.saturating_sub(self.stats_read_ns) >= STATS_EVERY.as_nanos() as u64 {
             self.read_stats();
@@ -258,7 +267,10 @@ impl Tracer {
         for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
             (e.tgid, e.kernel) = info_of(e.pid);
         }
-        for e in &mut self.files {
+        for e in &mut self.side.files {
+            (e.tgid, e.kernel) = info_of(e.pid);
+        }
+        for e in &mut self.side.pauses {
             (e.tgid, e.kernel) = info_of(e.pid);
         }
         if gone.is_empty() {
@@ -282,7 +294,12 @@ impl Tracer {
                 (e.tgid, e.kernel) = info;
             }
         }
-        for e in self.files.iter_mut().filter(|e| gone.contains(&e.pid)) {
+        for e in self.side.files.iter_mut().filter(|e| gone.contains(&e.pid)) {
+            if let Some(&info) = self.tasks.get(&e.pid) {
+                (e.tgid, e.kernel) = info;
+            }
+        }
+        for e in self.side.pauses.iter_mut().filter(|e| gone.contains(&e.pid)) {
             if let Some(&info) = self.tasks.get(&e.pid) {
                 (e.tgid, e.kernel) = info;
             }
@@ -356,6 +373,8 @@ pub trait Sink: Send + 'static {
     fn events(&mut self, events: &[BlockEvent], counters: &Counters);
     /// Page-cache events, in time order (after `events` of the same poll).
     fn files(&mut self, _events: &[FileEvent]) {}
+    /// Passes through the dirty throttle, in time order (after `files`).
+    fn pauses(&mut self, _events: &[PauseEvent]) {}
 }
 
 impl<F: FnMut(&[BlockEvent], &Counters) + Send + 'static> Sink for F {
@@ -372,6 +391,7 @@ struct Running {
     sink: Box<dyn Sink>,
     out: Vec<BlockEvent>,
     files: Vec<FileEvent>,
+    pauses: Vec<PauseEvent>,
 }
 
 impl Running {
@@ -390,6 +410,11 @@ impl Running {
         if !self.files.is_empty() {
             self.sink.files(&self.files);
             self.files.clear();
+        }
+        self.tracer.take_pauses(&mut self.pauses);
+        if !self.pauses.is_empty() {
+            self.sink.pauses(&self.pauses);
+            self.pauses.clear();
         }
     }
 }
@@ -433,6 +458,7 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
             sink: Box::new(sink),
             out: Vec::new(),
             files: Vec::new(),
+            pauses: Vec::new(),
         })),
         stop: AtomicBool::new(false),
         waker: Waker::new()?,

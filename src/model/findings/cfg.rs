@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::capped::CappedCfg;
 pub use super::cgroup_limit::CgroupLimitCfg;
+pub use super::dirty_throttled::DirtyThrottledCfg;
 pub use super::hung_mount::HungMountCfg;
 pub use super::io_errors::IoErrorsCfg;
 pub use super::io_stall::IoStallCfg;
@@ -53,6 +54,7 @@ pub struct FindingsCfg {
     pub cgroup_at_limit: CgroupLimitCfg,
     pub sync_heavy: SyncHeavyCfg,
     pub capped_device: CappedCfg,
+    pub dirty_throttled: DirtyThrottledCfg,
 }
 
 impl Default for FindingsCfg {
@@ -73,6 +75,7 @@ impl Default for FindingsCfg {
             cgroup_at_limit: Default::default(),
             sync_heavy: Default::default(),
             capped_device: Default::default(),
+            dirty_throttled: Default::default(),
         }
     }
 }
@@ -95,6 +98,7 @@ impl FindingsCfg {
             super::cgroup_limit::ID => self.cgroup_at_limit.on_s,
             super::sync_heavy::ID => self.sync_heavy.on_s,
             super::capped::ID => self.capped_device.on_s,
+            super::dirty_throttled::ID => self.dirty_throttled.on_s,
             _ => ON_S,
         }
     }

@@ -44,10 +44,19 @@ impl Default for IoStallCfg {
     }
 }
 
-/// The previous sample's PSI totals (µs) and its time.
+/// The previous sample's PSI totals (µs) and its time, and the last
+/// interval's "some" share.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PsiState {
     prev: Option<(u64, Option<u64>, Option<u64>)>,
+    some_pct: Option<f64>,
+}
+
+impl PsiState {
+    /// PSI io "some" over the last interval, % (after [`eval`]).
+    pub fn some_pct(&self) -> Option<f64> {
+        self.some_pct
+    }
 }
 
 fn share(prev: Option<u64>, cur: Option<u64>, dt_us: f64) -> Option<f64> {
@@ -97,10 +106,12 @@ pub fn eval(m: &Model, st: &mut PsiState, c: &IoStallCfg, out: &mut Vec<Candidat
         .psi
         .map(|p| (m.mono_ns, p.some.map(|l| l.total_us), p.full.map(|l| l.total_us)));
     let prev = std::mem::replace(&mut st.prev, cur);
+    st.some_pct = None;
     let (Some((t0, some0, full0)), Some((t1, some1, full1))) = (prev, cur) else {
         return;
     };
     let dt_us = t1.saturating_sub(t0) as f64 / 1e3;
+    st.some_pct = share(some0, some1, dt_us);
     let Some(full) = share(full0, full1, dt_us) else { return };
     if full < c.full_pct {
         return;

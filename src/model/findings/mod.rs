@@ -19,6 +19,7 @@ pub mod baseline;
 mod capped;
 pub mod cfg;
 mod cgroup_limit;
+mod dirty_throttled;
 mod hung_mount;
 mod io_errors;
 mod io_stall;
@@ -35,6 +36,8 @@ mod tiny_syscalls;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_dirty;
 #[cfg(test)]
 mod tests_more;
 
@@ -240,6 +243,7 @@ impl Engine {
         self.capped.update(m, &c.capped_device);
         capped::eval(m, &self.capped, &self.baselines, &c.capped_device, out);
         sync_heavy::eval(m, &c.sync_heavy, out);
+        dirty_throttled::eval(m, &self.baselines, self.psi.some_pct(), &c.dirty_throttled, out);
     }
 
     fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {

@@ -120,6 +120,7 @@ fn vm(refault: f64, sin: f64, sout: f64) -> Model {
         pswpin_per_s: Some(sin),
         pswpout_per_s: Some(sout),
         pgmajfault_per_s: Some(5.0),
+        ..Default::default()
     });
     m
 }

@@ -17,6 +17,8 @@ pub struct TraceView {
     pub log: Vec<Request>,
     /// Per-file reads and dirtying (page-cache events).
     pub files: crate::model::files::FilesView,
+    /// Writers paused by the dirty throttle (`balance_dirty_pages`).
+    pub dirty: crate::model::dirty::ThrottleView,
 }
 
 impl TraceView {
@@ -25,6 +27,7 @@ impl TraceView {
         TraceView {
             active: false,
             files: crate::model::files::FilesView::off(reason.clone()),
+            dirty: crate::model::dirty::ThrottleView::off(reason.clone()),
             reason: Some(reason),
             ..Default::default()
         }
