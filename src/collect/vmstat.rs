@@ -1,5 +1,6 @@
 //! `/proc/vmstat`: the few counters the findings read — refaults of file
-//! pages (the page cache's working set does not fit) and pages swapped in
+//! pages (the page cache's working set does not fit) against the KiB read
+//! from block devices (`pgpgin`), and pages swapped in
 //! and out. Cumulative counters since boot; the model takes rates.
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,12 @@ pub struct VmStat {
     pub pswpout: Option<u64>,
     /// Major page faults (`pgmajfault`).
     pub pgmajfault: Option<u64>,
+    /// KiB read from block devices (`pgpgin`: the kernel counts read
+    /// sectors / 2).
+    pub pgpgin: Option<u64>,
+    /// The page size in bytes (refaults count pages), set by [`read`];
+    /// `None` in recordings made before it was kept.
+    pub page_bytes: Option<u64>,
 }
 
 /// Parse vmstat text ("name value" per line). Unknown and malformed lines
@@ -40,6 +47,7 @@ pub fn parse(buf: &[u8]) -> VmStat {
             b"pswpin" => v.pswpin = Some(val),
             b"pswpout" => v.pswpout = Some(val),
             b"pgmajfault" => v.pgmajfault = Some(val),
+            b"pgpgin" => v.pgpgin = Some(val),
             _ => {}
         }
     }
@@ -51,7 +59,10 @@ pub fn parse(buf: &[u8]) -> VmStat {
 /// nothing: no procfs vmstat).
 pub fn read(r: &mut Reader, errors: &mut Vec<String>) -> Option<VmStat> {
     match r.read("/proc/vmstat") {
-        Ok(b) => Some(parse(b)),
+        Ok(b) => Some(VmStat {
+            page_bytes: u64::try_from(rustix::param::page_size()).ok(),
+            ..parse(b)
+        }),
         Err(e) if e.error.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
             errors.push(e.to_string());
@@ -68,6 +79,10 @@ pub struct VmRates {
     pub pswpin_per_s: Option<f64>,
     pub pswpout_per_s: Option<f64>,
     pub pgmajfault_per_s: Option<f64>,
+    /// KiB read from block devices per second (`pgpgin`).
+    pub pgpgin_kib_per_s: Option<f64>,
+    /// The page size in bytes, where known.
+    pub page_bytes: Option<u64>,
 }
 
 pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
@@ -80,6 +95,8 @@ pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
         pswpin_per_s: r(prev.pswpin, cur.pswpin),
         pswpout_per_s: r(prev.pswpout, cur.pswpout),
         pgmajfault_per_s: r(prev.pgmajfault, cur.pgmajfault),
+        pgpgin_kib_per_s: r(prev.pgpgin, cur.pgpgin),
+        page_bytes: cur.page_bytes,
     })
 }
 
@@ -95,6 +112,7 @@ mod tests {
         let v = parse(&b);
         assert_eq!(v.refault_file, Some(15_007_728));
         assert_eq!((v.pswpin, v.pswpout, v.pgmajfault), (Some(0), Some(0), Some(139_941)));
+        assert_eq!(v.pgpgin, Some(1_185_638_057));
         let b = std::fs::read(format!("{FIX}/vmstat-5.4")).unwrap();
         let v = parse(&b);
         assert_eq!((v.refault_file, v.pswpin, v.pswpout), (Some(777), Some(12), Some(34)));
