@@ -112,6 +112,7 @@ pub fn run(cli: &Cli, args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let every = crate::session::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
     let mut model = crate::session::model();
     model.findings.cfg = crate::config::load_findings(cli)?;
+    crate::session::load_saved_probes(&mut model, cli, args.probe_results.as_deref());
     let listen: Option<SocketAddr> = match (&args.listen, &args.textfile) {
         (Some(a), _) => Some(
             a.parse()

@@ -6,81 +6,15 @@
 //! The file is read again only when its size or modification time
 //! changed, and only its last [`READ_CAP`] bytes.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use prometheus_client::encoding::DescriptorEncoder;
-use serde_json::Value;
 
-/// At most this much of the end of the results file is read.
-pub const READ_CAP: u64 = 4 << 20;
+use crate::probe::store::{READ_CAP, read_tail};
 
-/// Latency quantiles exported, with their JSON field.
-/// (`quantile` is reserved for summaries: promtool refuses it on a gauge.)
-const QUANTILES: [(&str, &str); 5] = [
-    ("50", "p50_ms"),
-    ("90", "p90_ms"),
-    ("99", "p99_ms"),
-    ("99.9", "p99_9_ms"),
-    ("100", "max_ms"),
-];
-
-/// One device's newest completed probe.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LastProbe {
-    pub device: String,
-    /// When it started, s since the Unix epoch.
-    pub started_unix: f64,
-    /// The verdict's class ("nvme", "hdd", "virtual_or_cached", ...).
-    pub verdict: String,
-    /// Random reads: block size, IOPS, latency quantiles in seconds.
-    pub random_bs: Option<f64>,
-    pub random_iops: Option<f64>,
-    pub latency_s: Vec<(&'static str, f64)>,
-    /// Sequential sweep: median zone rate, bytes/s.
-    pub seq_bps: Option<f64>,
-}
-
-/// The newest completed result per device from the lines of a results
-/// file; lines that do not parse, cancelled probes and probes of no
-/// device are skipped.
-pub fn parse(text: &str) -> Vec<LastProbe> {
-    let mut by_dev: BTreeMap<String, LastProbe> = BTreeMap::new();
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if v["status"] != "completed" {
-            continue;
-        }
-        let Some(device) = v["device"]["name"].as_str().filter(|d| !d.is_empty()) else {
-            continue;
-        };
-        let started = v["started_unix"].as_f64().unwrap_or(0.0);
-        if by_dev.get(device).is_some_and(|p| p.started_unix > started) {
-            continue;
-        }
-        let r = &v["random"];
-        let latency_s = QUANTILES
-            .iter()
-            .filter_map(|(q, field)| r["latency"][*field].as_f64().map(|ms| (*q, ms / 1e3)))
-            .collect();
-        by_dev.insert(
-            device.to_string(),
-            LastProbe {
-                device: device.to_string(),
-                started_unix: started,
-                verdict: v["verdict"]["class"].as_str().unwrap_or("unknown").to_string(),
-                random_bs: r["bs"].as_f64(),
-                random_iops: r["iops"].as_f64(),
-                latency_s,
-                seq_bps: v["sweep"]["median_mb_per_s"].as_f64().map(|m| m * 1e6),
-            },
-        );
-    }
-    by_dev.into_values().collect()
-}
+/// One device's newest completed probe, and the parser of the results
+/// file's lines (shared with the findings and the device detail).
+pub use crate::model::saved::{SavedProbe as LastProbe, parse};
 
 /// The results file, read again when it changed.
 #[derive(Debug, Clone)]
@@ -134,24 +68,6 @@ impl ResultsFile {
         }
         self.error = Some(e);
     }
-}
-
-/// The last `cap` bytes of a regular file, from its first whole line. A
-/// FIFO, a device or a directory is an error at once, never a wait in
-/// `open` ([`crate::sys::input::open_regular`]).
-fn read_tail(path: &Path, cap: u64) -> std::io::Result<String> {
-    let mut f = crate::sys::input::open_regular(path)?;
-    let len = f.metadata()?.len();
-    let from = len.saturating_sub(cap);
-    f.seek(SeekFrom::Start(from))?;
-    let mut buf = Vec::new();
-    f.take(cap).read_to_end(&mut buf)?;
-    if from > 0 {
-        // Cut inside a line: start after its end.
-        let skip = buf.iter().position(|b| *b == b'\n').map_or(buf.len(), |i| i + 1);
-        buf.drain(..skip);
-    }
-    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// The probe gauges.

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::at_limit::AtLimitCfg;
 pub use super::capped::CappedCfg;
 pub use super::cgroup_limit::CgroupLimitCfg;
 pub use super::hung_mount::HungMountCfg;
@@ -53,6 +54,7 @@ pub struct FindingsCfg {
     pub cgroup_at_limit: CgroupLimitCfg,
     pub sync_heavy: SyncHeavyCfg,
     pub capped_device: CappedCfg,
+    pub at_device_limit: AtLimitCfg,
 }
 
 impl Default for FindingsCfg {
@@ -73,6 +75,7 @@ impl Default for FindingsCfg {
             cgroup_at_limit: Default::default(),
             sync_heavy: Default::default(),
             capped_device: Default::default(),
+            at_device_limit: Default::default(),
         }
     }
 }
@@ -95,6 +98,7 @@ impl FindingsCfg {
             super::cgroup_limit::ID => self.cgroup_at_limit.on_s,
             super::sync_heavy::ID => self.sync_heavy.on_s,
             super::capped::ID => self.capped_device.on_s,
+            super::at_limit::ID => self.at_device_limit.on_s,
             _ => ON_S,
         }
     }

@@ -394,7 +394,7 @@ fn sync_heavy_at_50_flushes_names_the_writer_behind_jbd2() {
 /// loop7 over one interval: `iops` reads of 4 KiB (bytes/s = iops × 4096)
 /// at `await_ms`, aqu-sz `aqu`, `util` %; `dd` (PID 700) has a file open
 /// on it, in state `state`.
-fn capped_at(iops: u64, await_ms: f64, aqu: f64, util: f64, state: char) -> Model {
+pub(super) fn capped_at(iops: u64, await_ms: f64, aqu: f64, util: f64, state: char) -> Model {
     let mut m = model();
     m.devices
         .push(device("loop7", 7, None, rates("loop7", iops, await_ms, aqu, util)));

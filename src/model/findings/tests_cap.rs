@@ -1,0 +1,162 @@
+//! capped_device against a saved probe result, and the informational
+//! at_device_limit: fires at its threshold, not below, clears.
+
+use super::tests::{rules, step};
+use super::tests_more::capped_at;
+use super::*;
+use crate::model::saved::{DepthCurve, SavedProbe, SavedProbes};
+
+/// loop7 probed: 10.24 MB/s sequential, 1,000 IOPS at QD 1 and 2,500 at
+/// the best depth of its sweep (knee QD 4).
+fn probed() -> SavedProbes {
+    let p = SavedProbe {
+        device: "loop7".into(),
+        started_unix: 1_690_000_000.0,
+        random_iops: Some(1000.0),
+        seq_bps: Some(10_240_000.0),
+        depth: Some(DepthCurve {
+            points: vec![(1, 1000.0), (2, 1800.0), (4, 2500.0), (8, 2550.0)],
+            knee: Some(4),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    SavedProbes {
+        devices: [("loop7".to_string(), p)].into(),
+        error: None,
+    }
+}
+
+fn engine(saved: Option<SavedProbes>) -> Engine {
+    Engine {
+        saved: saved.unwrap_or_default(),
+        ..Default::default()
+    }
+}
+
+/// The findings of `rule` at each second 1..=until with `m` every second.
+fn held(e: &mut Engine, m: impl Fn() -> Model, until: u64, rule: &str) -> Vec<Vec<Finding>> {
+    (1..=until)
+        .map(|t| step(e, &mut m(), t).into_iter().filter(|f| f.rule == rule).collect())
+        .collect()
+}
+
+#[test]
+fn capped_device_against_a_saved_probe_result() {
+    // Throttled at 2000 IOPS = 8.192 MB/s from the first second: the
+    // session never showed more, the saved probe did (exactly 80% of it).
+    let throttled = || capped_at(2000, 4.0, 0.3, 30.0, 'D');
+    let f = held(&mut engine(Some(probed())), throttled, 12, "capped_device");
+    let f = &f[11];
+    assert_eq!(rules(f), [("capped_device", "loop7".to_string())]);
+    let ev = |n: &str| f[0].evidence.iter().find(|e| e.name == n).unwrap();
+    assert_eq!(ev("highest shown").value, Some(10_240_000.0));
+    assert!(
+        ev("highest shown").source.starts_with("saved probe result"),
+        "{:?}",
+        ev("highest shown")
+    );
+    assert_eq!(ev("highest IOPS shown").value, Some(2550.0));
+    assert!(ev("highest IOPS shown").source.starts_with("saved probe result"));
+    assert!(
+        f[0].text
+            .contains("20% below the 10.2 MB/s it showed in its saved probe result"),
+        "{}",
+        f[0].text
+    );
+    // 2050 IOPS: 80.1% of the saved rate, not capped.
+    let f = held(
+        &mut engine(Some(probed())),
+        || capped_at(2050, 4.0, 0.3, 30.0, 'D'),
+        14,
+        "capped_device",
+    );
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // Without a saved result the session's highest is the basis: flat at
+    // it from the start is not capped.
+    let f = held(&mut engine(None), throttled, 14, "capped_device");
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // A saved result of another device is not this one's basis.
+    let mut other = probed();
+    let p = other.devices.remove("loop7").unwrap();
+    other.devices.insert("loop8".into(), p);
+    let f = held(&mut engine(Some(other)), throttled, 14, "capped_device");
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // The session showed more than the saved result: the session's basis.
+    let mut e = engine(Some(probed()));
+    for t in 1..=5 {
+        step(&mut e, &mut capped_at(3000, 4.0, 1.0, 100.0, 'D'), t);
+    }
+    let f: Vec<Finding> = (6..=16)
+        .flat_map(|t| step(&mut e, &mut capped_at(2000, 4.0, 0.3, 30.0, 'D'), t))
+        .filter(|f| f.rule == "capped_device")
+        .collect();
+    let last = f.last().unwrap();
+    let hs = last.evidence.iter().find(|e| e.name == "highest shown").unwrap();
+    assert_eq!(
+        (hs.value, hs.source),
+        (Some(12_288_000.0), "the highest interval this session")
+    );
+    assert!(
+        last.text.contains("33% below the 12.3 MB/s it showed this session"),
+        "{}",
+        last.text
+    );
+}
+
+#[test]
+fn at_device_limit_at_90_pct_of_the_saved_rate_is_info_and_clears() {
+    // 2250 IOPS of 4 KiB = 9.216 MB/s, 90% of the saved sequential rate
+    // (and 88% of the best depth's 2550 IOPS), 95% busy, await 4 ms at
+    // aqu-sz 1 (its own baseline), dd reading (not throttled).
+    let flat_out = |iops| move || capped_at(iops, 4.0, 1.0, 95.0, 'D');
+    let mut e = engine(Some(probed()));
+    let f = held(&mut e, flat_out(2250), 9, "at_device_limit");
+    // Baseline from 5 low-load intervals (t=6 on), held 3 s.
+    assert!(f[..7].iter().all(Vec::is_empty), "{f:?}");
+    let f = &f[8];
+    assert_eq!(rules(f), [("at_device_limit", "loop7".to_string())]);
+    assert_eq!(f[0].severity, Severity::Info);
+    let ev = |n: &str| f[0].evidence.iter().find(|e| e.name == n).unwrap();
+    assert_eq!(
+        (ev("saved basis").value, ev("saved basis").unit),
+        (Some(10_240_000.0), "B/s")
+    );
+    assert_eq!(ev("share of the saved basis").value, Some(90.0));
+    assert!(
+        f[0].text
+            .contains("9.22 MB/s of the 10.2 MB/s its saved probe result shows (90%)"),
+        "{}",
+        f[0].text
+    );
+    // Not capped at the same time.
+    assert!(e.findings().iter().all(|f| f.rule != "capped_device"));
+    // Clears: the load drops (the level is no longer flat); 5 s later.
+    let mut gone = None;
+    for t in 10..=20 {
+        let f = step(&mut e, &mut flat_out(500)(), t);
+        if gone.is_none() && f.iter().all(|f| f.rule != "at_device_limit") {
+            gone = Some(t);
+        }
+    }
+    assert_eq!(gone, Some(14), "last held at t=9, clear_s 5");
+    // 2249 IOPS: 89.96%, no finding.
+    let f = held(&mut engine(Some(probed())), flat_out(2249), 14, "at_device_limit");
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // No saved result: the session's own highest is no device limit.
+    let f = held(&mut engine(None), flat_out(2250), 14, "at_device_limit");
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // 79% busy: not running flat out.
+    let f = held(
+        &mut engine(Some(probed())),
+        || capped_at(2250, 4.0, 1.0, 79.0, 'D'),
+        14,
+        "at_device_limit",
+    );
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // Latency above its baseline: a queue grew (the queue rules' case).
+    let mut e = engine(Some(probed()));
+    held(&mut e, flat_out(2250), 6, "at_device_limit");
+    let f = held(&mut e, || capped_at(2250, 6.1, 1.5, 95.0, 'D'), 14, "at_device_limit");
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+}
