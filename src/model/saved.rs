@@ -160,6 +160,13 @@ impl SavedProbes {
     pub fn of(&self, name: &str) -> Option<&SavedProbe> {
         self.devices.get(name)
     }
+
+    /// The saved results of a device row: its own, else (a partition)
+    /// its disk's.
+    pub fn of_row(&self, d: &crate::model::DeviceRow) -> Option<&SavedProbe> {
+        self.of(&d.name)
+            .or_else(|| self.of(d.info.as_ref()?.parent.as_deref()?))
+    }
 }
 
 #[cfg(test)]

@@ -160,3 +160,35 @@ fn at_device_limit_at_90_pct_of_the_saved_rate_is_info_and_clears() {
     let f = held(&mut e, || capped_at(2250, 6.1, 1.5, 95.0, 'D'), 14, "at_device_limit");
     assert!(f.iter().all(Vec::is_empty), "{f:?}");
 }
+
+#[test]
+fn saturation_basis_from_a_saved_depth_probe_before_the_rotation_flag() {
+    let lo = super::tests::info("loop0", Some(true));
+    let mut sda = super::tests::info("sda", Some(true));
+    sda.kind = crate::model::DevKind::Disk;
+    let flat = SavedProbe {
+        depth: Some(DepthCurve {
+            points: vec![(1, 100.0), (2, 104.0), (4, 103.0)],
+            knee: Some(1),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // No gain past QD 1: %util is saturation, on a loop device too.
+    assert_eq!(saturation_basis(Some(&lo), Some(&flat)), SaturationBasis::UtilProbed);
+    assert!(saturation_basis(Some(&lo), Some(&flat)).is_util());
+    // A curve that gains to QD 4: its knee, on a rotating disk too.
+    let gains = probed().devices.remove("loop7");
+    let k4 = SaturationBasis::QueueKnee { knee: 4 };
+    assert_eq!(saturation_basis(Some(&lo), gains.as_ref()), k4);
+    assert_eq!(saturation_basis(Some(&sda), gains.as_ref()), k4);
+    assert!(!k4.is_util());
+    assert_eq!(k4.text(), "aqu-sz vs probe knee QD 4");
+    // A saved result without a depth sweep: the flag decides.
+    let sweep_only = SavedProbe {
+        seq_bps: Some(1e8),
+        ..Default::default()
+    };
+    assert_eq!(saturation_basis(Some(&sda), Some(&sweep_only)), SaturationBasis::Util);
+    assert_eq!(saturation_basis(Some(&lo), Some(&sweep_only)), SaturationBasis::Queue);
+}
