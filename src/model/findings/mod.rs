@@ -232,7 +232,7 @@ impl Engine {
     fn evaluate(&mut self, m: &Model, out: &mut Vec<Candidate>) {
         let c = &self.cfg;
         slow_device::eval(m, &self.baselines, &c.slow_device, out);
-        queue_bound::eval(m, &self.baselines, &c.queue_bound, out);
+        queue_bound::eval(m, &self.baselines, &self.saved, &c.queue_bound, out);
         io_errors::eval(m, &c.io_errors, out);
         tiny_syscalls::eval(m, self.ignore_pid, &c.tiny_syscalls, out);
         io_stall::eval(m, &mut self.psi, &c.io_stall, out);

@@ -192,3 +192,54 @@ fn saturation_basis_from_a_saved_depth_probe_before_the_rotation_flag() {
     assert_eq!(saturation_basis(Some(&sda), Some(&sweep_only)), SaturationBasis::Util);
     assert_eq!(saturation_basis(Some(&lo), Some(&sweep_only)), SaturationBasis::Queue);
 }
+
+/// Untraced, a saved knee at QD 8 raises "a long queue" from aqu-sz 4 to
+/// 8: at 7.9 the device still serves more in parallel; at 8 it is queue-
+/// bound (await 8 ms, 4 × its 2 ms baseline).
+#[test]
+fn queue_bound_untraced_against_the_saved_knee() {
+    use super::tests::{device, model, rates};
+    let knee8 = || {
+        let p = SavedProbe {
+            device: "sdc".into(),
+            depth: Some(DepthCurve {
+                points: vec![(1, 100.0), (2, 180.0), (4, 300.0), (8, 400.0), (16, 410.0)],
+                knee: Some(8),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        SavedProbes {
+            devices: [("sdc".to_string(), p)].into(),
+            error: None,
+        }
+    };
+    let at = |aqu: f64| {
+        move || {
+            let mut m = model();
+            let ms = if aqu < 1.0 { 2.0 } else { 8.0 };
+            m.devices
+                .push(device("sdc", 32, Some(false), rates("sdc", 100, ms, aqu, 100.0)));
+            m
+        }
+    };
+    let run = |saved: Option<SavedProbes>, aqu: f64| {
+        let mut e = engine(saved);
+        held(&mut e, at(0.5), 6, "queue_bound");
+        let f: Vec<Finding> = (7..=12)
+            .flat_map(|t| step(&mut e, &mut at(aqu)(), t))
+            .filter(|f| f.rule == "queue_bound")
+            .collect();
+        f.last().cloned()
+    };
+    assert!(run(Some(knee8()), 7.9).is_none());
+    let f = run(Some(knee8()), 8.0).expect("queue_bound at the knee");
+    let knee = f.evidence.iter().find(|e| e.name == "depth probe knee").unwrap();
+    assert_eq!(knee.value, Some(8.0));
+    // Without a saved probe, aqu-sz 4 is long already; the knee is n/a.
+    let f = run(None, 4.0).expect("queue_bound at aqu-sz 4");
+    assert_eq!(
+        f.evidence.iter().find(|e| e.name == "depth probe knee").unwrap().value,
+        None
+    );
+}
