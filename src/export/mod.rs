@@ -84,7 +84,10 @@ impl Publisher {
         exported.findings = findings::held(self.model.findings.findings());
         exported.jobs = jobs::series(&self.model);
         if let Some(f) = self.probe_results.as_mut() {
-            f.refresh();
+            // A new probe result is the findings' basis from the next sample.
+            if f.refresh() {
+                self.model.findings.saved.clone_from(&f.saved);
+            }
             exported.probes.clone_from(&f.last);
         }
         let st = &self.bodies.stats;

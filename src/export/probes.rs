@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use crate::model::saved::SavedProbes;
 use crate::probe::store::{READ_CAP, read_tail};
 
 /// One device's newest completed probe, and the parser of the results
@@ -22,6 +23,8 @@ pub struct ResultsFile {
     pub path: PathBuf,
     seen: Option<(u64, std::time::SystemTime)>,
     pub last: Vec<LastProbe>,
+    /// The same lines as the findings' basis ([`SavedProbes::from_text`]).
+    pub saved: SavedProbes,
     /// The last read error, said once when it appears.
     pub error: Option<String>,
 }
@@ -32,33 +35,43 @@ impl ResultsFile {
             path: path.to_path_buf(),
             seen: None,
             last: Vec::new(),
+            saved: SavedProbes::default(),
             error: None,
         }
     }
 
     /// Read the file again if its size or mtime changed. A missing file
-    /// is no probe yet, not an error.
-    pub fn refresh(&mut self) {
+    /// is no probe yet, not an error. True when what was read changed.
+    pub fn refresh(&mut self) -> bool {
         let meta = match std::fs::metadata(&self.path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let had = self.seen.take().is_some();
                 self.last.clear();
-                self.seen = None;
-                return;
+                self.saved = SavedProbes::default();
+                return had;
             }
-            Err(e) => return self.fail(format!("reading {}: {e}", self.path.display())),
+            Err(e) => {
+                self.fail(format!("reading {}: {e}", self.path.display()));
+                return false;
+            }
         };
         let stamp = (meta.len(), meta.modified().unwrap_or(std::time::UNIX_EPOCH));
         if self.seen == Some(stamp) {
-            return;
+            return false;
         }
         match read_tail(&self.path, READ_CAP) {
             Ok(text) => {
                 self.last = parse(&text);
+                self.saved = SavedProbes::from_text(&text);
                 self.seen = Some(stamp);
                 self.error = None;
+                true
             }
-            Err(e) => self.fail(format!("reading {}: {e}", self.path.display())),
+            Err(e) => {
+                self.fail(format!("reading {}: {e}", self.path.display()));
+                false
+            }
         }
     }
 
@@ -207,10 +220,17 @@ mod tests {
         assert!(tail.len() as u64 <= READ_CAP);
         assert!(tail.starts_with('{'), "{}", &tail[..40]);
         let mut f = ResultsFile::new(&path);
-        f.refresh();
+        assert!(f.refresh(), "read: changed");
         assert_eq!(f.last.len(), 1);
         assert_eq!(f.last[0].started_unix, 2.0);
         assert_eq!(f.error, None);
+        // The findings' basis from the same lines.
+        assert_eq!(f.saved.of("sda").map(|p| p.started_unix), Some(2.0));
+        assert!(!f.refresh(), "unchanged file: not read again");
+        std::fs::remove_file(&path).unwrap();
+        assert!(f.refresh(), "gone: changed");
+        assert!(f.saved.devices.is_empty() && f.last.is_empty());
+        assert!(!f.refresh());
         // Missing: no probes, no error.
         let mut g = ResultsFile::new(&dir.path().join("none"));
         g.refresh();
