@@ -29,6 +29,9 @@ pub struct DepthCurve {
     pub points: Vec<(u32, f64)>,
     /// The last depth that still gained ≥ 10% over the one before.
     pub knee: Option<u32>,
+    /// The sweep said its IOPS may be off by more than 15% (other I/O on
+    /// the device, an unsteady rate).
+    pub noisy: bool,
 }
 
 impl DepthCurve {
@@ -102,6 +105,7 @@ fn line(text: &str) -> Option<SavedProbe> {
             started_unix: started,
             bs: q["bs"].as_f64(),
             knee: q["knee"].as_u64().and_then(|k| u32::try_from(k).ok()),
+            noisy: q["noise"].as_array().is_some_and(|n| !n.is_empty()),
             points,
         }),
     })
@@ -219,6 +223,7 @@ mod tests {
             curve.points.iter().find(|p| p.queue_depth == k).and_then(|p| p.iops)
         );
         assert!(!d.no_gain_beyond_qd1());
+        assert_eq!(d.noisy, !curve.noise.is_empty());
         assert!(s.of("sdb").unwrap().depth.is_none());
         assert!(s.of("sdc").is_none());
         // The exporter's view: the newest completed result alone.

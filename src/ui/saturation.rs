@@ -2,7 +2,8 @@
 //! saturation is judged on ([`saturation_basis`]), and with a saved depth
 //! probe the load of the last interval against that curve — queue depth
 //! against its knee, IOPS against the IOPS at the knee, and the headroom
-//! (an estimate: the probe's random reads are not this load).
+//! (an estimate: the probe's random reads are not this load). A sweep
+//! that reported its IOPS as noisy says so.
 
 use ratatui::text::{Line, Span};
 
@@ -44,7 +45,11 @@ fn against_curve<'a>(d: &DeviceRow, c: &DepthCurve, now_ns: u64, t: &Theme) -> V
         ),
         kv(
             "  knee",
-            format!("QD {knee}: {} IOPS", knee_iops.map_or(format::NA.into(), format::num)),
+            format!(
+                "QD {knee}: {} IOPS{}",
+                knee_iops.map_or(format::NA.into(), format::num),
+                if c.noisy { " (noisy)" } else { "" }
+            ),
             t,
         ),
     ];

@@ -862,6 +862,18 @@ fn detail_with_a_saved_depth_probe_shows_its_basis_and_headroom() {
         iolens::format::num(iops)
     ));
     has(&format!("  headroom      ≈{:.1}x the IOPS (estimate)", at_knee / iops));
+    // A sweep that called its IOPS noisy says so.
+    let mut noisy = r.clone();
+    if let Some(q) = noisy.queue_depth_sweep.as_mut() {
+        q.noise = vec!["the rate at QD1 varied 15% between 100 ms slices".into()];
+    }
+    m.findings.saved = SavedProbes::from_text(&iolens::format::json(&noisy).unwrap());
+    let s = text(&draw(&m, &detail, 120, 40));
+    let noisy_knee = format!(
+        "  knee          QD {knee}: {} IOPS (noisy)",
+        iolens::format::num(at_knee)
+    );
+    assert!(s.contains(&noisy_knee), "{s}");
     // Without a saved result: the rotating disk's %util, no curve.
     m.findings.saved = SavedProbes::default();
     let s = text(&draw(&m, &detail, 120, 40));
