@@ -154,8 +154,12 @@ fn read_stat(dev: &str) -> (u64, u64) {
 
 /// `iolens why --json` for `secs`: (exit code, the JSON).
 fn why(secs: &str) -> (i32, serde_json::Value) {
+    // No saved probe results (a basis of their own for some rules): an
+    // empty state directory.
+    let state = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
         .args(["--config", "/dev/null", "why", "--json", "-d", secs])
+        .env("XDG_STATE_HOME", state.path())
         .output()
         .unwrap();
     let code = out.status.code().unwrap_or(-1);
@@ -828,4 +832,88 @@ fn dirty_throttled_dd_beside_a_reader_but_not_alone() {
         "{f}"
     );
     assert_eq!(code, 1);
+}
+
+/// The throttle binds before iolens starts: the session never sees more
+/// than the throttled rate, so only the device's saved probe result (a
+/// results file in a temporary XDG_STATE_HOME: 1 GB/s sequential, 20,000
+/// IOPS at QD 1) shows what it can do; the finding says it came from
+/// there.
+#[test]
+fn capped_against_a_saved_probe_result_with_the_throttle_from_the_start() {
+    const LIMIT: u64 = 20_000_000;
+    let _serial = serial();
+    if let Some(r) = missing(&["losetup", "dd"]) {
+        eprintln!("skipped: {r}");
+        return;
+    }
+    if let Some(why) = Cgroup::unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::File::create(&data).unwrap().set_len(64 << 30).unwrap();
+    let lo = Loop::over_file(&data, Attach::DIRECT).unwrap();
+    let name = lo.name().to_string();
+    let (major, minor) = lo.numbers().unwrap();
+    assert_eq!(major, 7, "throttles only a loop device");
+    // The saved result, as `iolens probe` appends it.
+    let mut r = iolens::probe::example::result(iolens::probe::Status::Completed);
+    r.device.as_mut().unwrap().name = name.clone();
+    r.sweep.as_mut().unwrap().median_mb_per_s = Some(1000.0);
+    r.random.as_mut().unwrap().iops = Some(20_000.0);
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("iolens")).unwrap();
+    std::fs::write(
+        state.join("iolens/probes.jsonl"),
+        iolens::format::json(&r).unwrap() + "\n",
+    )
+    .unwrap();
+    let cg = Cgroup::new("capped_saved").unwrap();
+    cg.throttle_reads(major, minor, LIMIT).unwrap();
+    let dd = Bg::spawn(Command::new("sh").args([
+        "-c",
+        &format!(
+            "echo $$ > {} && exec dd if={} of=/dev/null iflag=direct bs=64k",
+            cg.procs().display(),
+            lo.dev
+        ),
+    ]));
+    let out = Command::new(BIN)
+        .args(["--config", "/dev/null", "-i", "0.5", "why", "--json", "-d", "9"])
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    cg.throttle_reads(major, minor, 0).unwrap();
+    drop(dd);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = findings(&v, "capped_device");
+    eprintln!("{}", serde_json::to_string_pretty(&f).unwrap());
+    let f = f
+        .iter()
+        .find(|f| f["subject"]["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no capped_device finding on {name}: {v}"));
+    let ev = |n: &str| {
+        f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    let level = ev("level")["value"].as_f64().unwrap();
+    assert!((level - LIMIT as f64).abs() <= LIMIT as f64 * 0.1, "level {level}");
+    assert_eq!(ev("highest shown")["value"].as_f64(), Some(1e9), "{f}");
+    assert!(
+        ev("highest shown")["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("saved probe result"),
+        "{f}"
+    );
+    assert_eq!(ev("highest IOPS shown")["value"].as_f64(), Some(20_000.0), "{f}");
+    assert!(f["text"].as_str().unwrap().contains("in its saved probe result"), "{f}");
+    assert_eq!(out.status.code(), Some(1));
 }

@@ -162,6 +162,10 @@ impl App {
                 }
                 match save(r) {
                     Ok(p) => {
+                        // The new result is the device's basis from now on.
+                        if !self.captured_tree {
+                            self.model.findings.saved = probe::store::load_saved(Some(&p));
+                        }
                         text.push_str(&format!("; saved to {}", p.to_string_lossy()));
                         self.status(text, false);
                     }

@@ -218,6 +218,7 @@ fn new_app(cli: &Cli, view: ViewState, pattern: crate::model::trace::PatternThre
         .map(|s| s.to_string())
         .collect();
     model.progress.min_size = cli.min_transfer_size;
+    crate::session::load_saved_probes(&mut model, cli, None);
     let mut app = App::new(model, view);
     app.captured_tree = cli.root != std::path::Path::new("/");
     app

@@ -1211,3 +1211,31 @@ fn key_sequences_files_view_opens_the_busiest_process() {
     press(&mut a, "Esc");
     assert_eq!(a.view.popup, Popup::None);
 }
+
+/// A probe the dashboard saves is at once the device's saved basis (the
+/// results file read back); a captured tree (`--root`) keeps none.
+#[test]
+fn a_saved_probe_becomes_the_devices_basis() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("probes.jsonl");
+    let save = |r: &probe::ProbeResult| {
+        probe::store::append_to(&path, r)?;
+        Ok(path.clone())
+    };
+    let mut a = app();
+    assert!(a.model.findings.saved.devices.is_empty());
+    let r = probe::example::qd_result(Status::Completed);
+    a.on_probe(ProbeMsg::Finished(Box::new(r.clone())), save);
+    let sdb = a.model.findings.saved.of("sdb").expect("sdb's saved result");
+    assert_eq!(
+        sdb.depth.as_ref().and_then(|d| d.knee),
+        r.queue_depth_sweep.and_then(|q| q.knee)
+    );
+    let mut b = app();
+    b.captured_tree = true;
+    b.on_probe(
+        ProbeMsg::Finished(Box::new(probe::example::qd_result(Status::Completed))),
+        save,
+    );
+    assert!(b.model.findings.saved.devices.is_empty());
+}

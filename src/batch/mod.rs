@@ -126,6 +126,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
     model.findings.cfg = crate::config::load_findings(cli)?;
+    crate::session::load_saved_probes(&mut model, cli, None);
     if printer.header().is_break() {
         return Ok(ExitCode::SUCCESS);
     }

@@ -64,6 +64,7 @@ fn sample_for(
     let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
     model.findings.cfg = crate::config::load_findings(cli)?;
+    crate::session::load_saved_probes(&mut model, cli, None);
     let reports = (duration.as_secs_f64() / every.as_secs_f64()).ceil().max(1.0) as u64;
     let schedule = Schedule {
         every,

@@ -1,8 +1,8 @@
 //! `/proc/vmstat`: the few counters the findings read — refaults of file
-//! pages (the page cache's working set does not fit) and pages swapped in
-//! and out, cumulative since boot (the model takes rates) — and two
-//! gauges: the dirty pages and the threshold the dirty throttle holds
-//! them to.
+//! pages (the page cache's working set does not fit) against the KiB read
+//! from block devices (`pgpgin`), and pages swapped in and out, cumulative
+//! since boot (the model takes rates) — and two gauges: the dirty pages
+//! and the threshold the dirty throttle holds them to.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,12 @@ pub struct VmStat {
     /// towards, from vm.dirty_ratio or vm.dirty_bytes).
     pub nr_dirty: Option<u64>,
     pub nr_dirty_threshold: Option<u64>,
+    /// KiB read from block devices (`pgpgin`: the kernel counts read
+    /// sectors / 2).
+    pub pgpgin: Option<u64>,
+    /// The page size in bytes (refaults count pages), set by [`read`];
+    /// `None` in recordings made before it was kept.
+    pub page_bytes: Option<u64>,
 }
 
 /// Parse vmstat text ("name value" per line). Unknown and malformed lines
@@ -49,6 +55,7 @@ pub fn parse(buf: &[u8]) -> VmStat {
             b"pgmajfault" => v.pgmajfault = Some(val),
             b"nr_dirty" => v.nr_dirty = Some(val),
             b"nr_dirty_threshold" => v.nr_dirty_threshold = Some(val),
+            b"pgpgin" => v.pgpgin = Some(val),
             _ => {}
         }
     }
@@ -60,7 +67,10 @@ pub fn parse(buf: &[u8]) -> VmStat {
 /// nothing: no procfs vmstat).
 pub fn read(r: &mut Reader, errors: &mut Vec<String>) -> Option<VmStat> {
     match r.read("/proc/vmstat") {
-        Ok(b) => Some(parse(b)),
+        Ok(b) => Some(VmStat {
+            page_bytes: u64::try_from(rustix::param::page_size()).ok(),
+            ..parse(b)
+        }),
         Err(e) if e.error.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
             errors.push(e.to_string());
@@ -81,6 +91,10 @@ pub struct VmRates {
     /// `nr_dirty` and `nr_dirty_threshold` (pages).
     pub dirty_pages: Option<u64>,
     pub dirty_threshold_pages: Option<u64>,
+    /// KiB read from block devices per second (`pgpgin`).
+    pub pgpgin_kib_per_s: Option<f64>,
+    /// The page size in bytes, where known.
+    pub page_bytes: Option<u64>,
 }
 
 pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
@@ -95,6 +109,8 @@ pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
         pgmajfault_per_s: r(prev.pgmajfault, cur.pgmajfault),
         dirty_pages: cur.nr_dirty,
         dirty_threshold_pages: cur.nr_dirty_threshold,
+        pgpgin_kib_per_s: r(prev.pgpgin, cur.pgpgin),
+        page_bytes: cur.page_bytes,
     })
 }
 
@@ -111,6 +127,7 @@ mod tests {
         assert_eq!(v.refault_file, Some(15_007_728));
         assert_eq!((v.pswpin, v.pswpout, v.pgmajfault), (Some(0), Some(0), Some(139_941)));
         assert_eq!((v.nr_dirty, v.nr_dirty_threshold), (Some(68_727), Some(1_062_293)));
+        assert_eq!(v.pgpgin, Some(1_185_638_057));
         let b = std::fs::read(format!("{FIX}/vmstat-5.4")).unwrap();
         let v = parse(&b);
         assert_eq!((v.refault_file, v.pswpin, v.pswpout), (Some(777), Some(12), Some(34)));

@@ -84,7 +84,10 @@ impl Publisher {
         exported.findings = findings::held(self.model.findings.findings());
         exported.jobs = jobs::series(&self.model);
         if let Some(f) = self.probe_results.as_mut() {
-            f.refresh();
+            // A new probe result is the findings' basis from the next sample.
+            if f.refresh() {
+                self.model.findings.saved.clone_from(&f.saved);
+            }
             exported.probes.clone_from(&f.last);
         }
         let st = &self.bodies.stats;
@@ -112,6 +115,7 @@ pub fn run(cli: &Cli, args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let every = crate::session::interval(cli.interval.or(Some(DEFAULT_INTERVAL)))?;
     let mut model = crate::session::model();
     model.findings.cfg = crate::config::load_findings(cli)?;
+    crate::session::load_saved_probes(&mut model, cli, args.probe_results.as_deref());
     let listen: Option<SocketAddr> = match (&args.listen, &args.textfile) {
         (Some(a), _) => Some(
             a.parse()

@@ -6,81 +6,16 @@
 //! The file is read again only when its size or modification time
 //! changed, and only its last [`READ_CAP`] bytes.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use prometheus_client::encoding::DescriptorEncoder;
-use serde_json::Value;
 
-/// At most this much of the end of the results file is read.
-pub const READ_CAP: u64 = 4 << 20;
+use crate::model::saved::SavedProbes;
+use crate::probe::store::{READ_CAP, read_tail};
 
-/// Latency quantiles exported, with their JSON field.
-/// (`quantile` is reserved for summaries: promtool refuses it on a gauge.)
-const QUANTILES: [(&str, &str); 5] = [
-    ("50", "p50_ms"),
-    ("90", "p90_ms"),
-    ("99", "p99_ms"),
-    ("99.9", "p99_9_ms"),
-    ("100", "max_ms"),
-];
-
-/// One device's newest completed probe.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LastProbe {
-    pub device: String,
-    /// When it started, s since the Unix epoch.
-    pub started_unix: f64,
-    /// The verdict's class ("nvme", "hdd", "virtual_or_cached", ...).
-    pub verdict: String,
-    /// Random reads: block size, IOPS, latency quantiles in seconds.
-    pub random_bs: Option<f64>,
-    pub random_iops: Option<f64>,
-    pub latency_s: Vec<(&'static str, f64)>,
-    /// Sequential sweep: median zone rate, bytes/s.
-    pub seq_bps: Option<f64>,
-}
-
-/// The newest completed result per device from the lines of a results
-/// file; lines that do not parse, cancelled probes and probes of no
-/// device are skipped.
-pub fn parse(text: &str) -> Vec<LastProbe> {
-    let mut by_dev: BTreeMap<String, LastProbe> = BTreeMap::new();
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if v["status"] != "completed" {
-            continue;
-        }
-        let Some(device) = v["device"]["name"].as_str().filter(|d| !d.is_empty()) else {
-            continue;
-        };
-        let started = v["started_unix"].as_f64().unwrap_or(0.0);
-        if by_dev.get(device).is_some_and(|p| p.started_unix > started) {
-            continue;
-        }
-        let r = &v["random"];
-        let latency_s = QUANTILES
-            .iter()
-            .filter_map(|(q, field)| r["latency"][*field].as_f64().map(|ms| (*q, ms / 1e3)))
-            .collect();
-        by_dev.insert(
-            device.to_string(),
-            LastProbe {
-                device: device.to_string(),
-                started_unix: started,
-                verdict: v["verdict"]["class"].as_str().unwrap_or("unknown").to_string(),
-                random_bs: r["bs"].as_f64(),
-                random_iops: r["iops"].as_f64(),
-                latency_s,
-                seq_bps: v["sweep"]["median_mb_per_s"].as_f64().map(|m| m * 1e6),
-            },
-        );
-    }
-    by_dev.into_values().collect()
-}
+/// One device's newest completed probe, and the parser of the results
+/// file's lines (shared with the findings and the device detail).
+pub use crate::model::saved::{SavedProbe as LastProbe, parse};
 
 /// The results file, read again when it changed.
 #[derive(Debug, Clone)]
@@ -88,6 +23,8 @@ pub struct ResultsFile {
     pub path: PathBuf,
     seen: Option<(u64, std::time::SystemTime)>,
     pub last: Vec<LastProbe>,
+    /// The same lines as the findings' basis ([`SavedProbes::from_text`]).
+    pub saved: SavedProbes,
     /// The last read error, said once when it appears.
     pub error: Option<String>,
 }
@@ -98,33 +35,43 @@ impl ResultsFile {
             path: path.to_path_buf(),
             seen: None,
             last: Vec::new(),
+            saved: SavedProbes::default(),
             error: None,
         }
     }
 
     /// Read the file again if its size or mtime changed. A missing file
-    /// is no probe yet, not an error.
-    pub fn refresh(&mut self) {
+    /// is no probe yet, not an error. True when what was read changed.
+    pub fn refresh(&mut self) -> bool {
         let meta = match std::fs::metadata(&self.path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let had = self.seen.take().is_some();
                 self.last.clear();
-                self.seen = None;
-                return;
+                self.saved = SavedProbes::default();
+                return had;
             }
-            Err(e) => return self.fail(format!("reading {}: {e}", self.path.display())),
+            Err(e) => {
+                self.fail(format!("reading {}: {e}", self.path.display()));
+                return false;
+            }
         };
         let stamp = (meta.len(), meta.modified().unwrap_or(std::time::UNIX_EPOCH));
         if self.seen == Some(stamp) {
-            return;
+            return false;
         }
         match read_tail(&self.path, READ_CAP) {
             Ok(text) => {
                 self.last = parse(&text);
+                self.saved = SavedProbes::from_text(&text);
                 self.seen = Some(stamp);
                 self.error = None;
+                true
             }
-            Err(e) => self.fail(format!("reading {}: {e}", self.path.display())),
+            Err(e) => {
+                self.fail(format!("reading {}: {e}", self.path.display()));
+                false
+            }
         }
     }
 
@@ -134,24 +81,6 @@ impl ResultsFile {
         }
         self.error = Some(e);
     }
-}
-
-/// The last `cap` bytes of a regular file, from its first whole line. A
-/// FIFO, a device or a directory is an error at once, never a wait in
-/// `open` ([`crate::sys::input::open_regular`]).
-fn read_tail(path: &Path, cap: u64) -> std::io::Result<String> {
-    let mut f = crate::sys::input::open_regular(path)?;
-    let len = f.metadata()?.len();
-    let from = len.saturating_sub(cap);
-    f.seek(SeekFrom::Start(from))?;
-    let mut buf = Vec::new();
-    f.take(cap).read_to_end(&mut buf)?;
-    if from > 0 {
-        // Cut inside a line: start after its end.
-        let skip = buf.iter().position(|b| *b == b'\n').map_or(buf.len(), |i| i + 1);
-        buf.drain(..skip);
-    }
-    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// The probe gauges.
@@ -291,10 +220,17 @@ mod tests {
         assert!(tail.len() as u64 <= READ_CAP);
         assert!(tail.starts_with('{'), "{}", &tail[..40]);
         let mut f = ResultsFile::new(&path);
-        f.refresh();
+        assert!(f.refresh(), "read: changed");
         assert_eq!(f.last.len(), 1);
         assert_eq!(f.last[0].started_unix, 2.0);
         assert_eq!(f.error, None);
+        // The findings' basis from the same lines.
+        assert_eq!(f.saved.of("sda").map(|p| p.started_unix), Some(2.0));
+        assert!(!f.refresh(), "unchanged file: not read again");
+        std::fs::remove_file(&path).unwrap();
+        assert!(f.refresh(), "gone: changed");
+        assert!(f.saved.devices.is_empty() && f.last.is_empty());
+        assert!(!f.refresh());
         // Missing: no probes, no error.
         let mut g = ResultsFile::new(&dir.path().join("none"));
         g.refresh();

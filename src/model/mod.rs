@@ -21,6 +21,7 @@ pub mod procdev;
 pub mod process;
 pub mod prochist;
 pub mod progress;
+pub mod saved;
 pub mod totals;
 pub mod trace;
 pub mod worker;

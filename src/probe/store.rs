@@ -2,7 +2,7 @@
 //! to `$XDG_STATE_HOME/iolens/probes.jsonl` (default
 //! `~/.local/state/iolens/probes.jsonl`).
 
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +16,45 @@ pub fn results_path() -> Option<PathBuf> {
         .and_then(abs)
         .or_else(|| std::env::var_os("HOME").and_then(abs).map(|h| h.join(".local/state")))?;
     Some(base.join("iolens").join("probes.jsonl"))
+}
+
+/// At most this much of the end of the results file is read.
+pub const READ_CAP: u64 = 4 << 20;
+
+/// The last `cap` bytes of a regular file, from its first whole line. A
+/// FIFO, a device or a directory is an error at once, never a wait in
+/// `open` ([`crate::sys::input::open_regular`]).
+pub fn read_tail(path: &Path, cap: u64) -> std::io::Result<String> {
+    let mut f = crate::sys::input::open_regular(path)?;
+    let len = f.metadata()?.len();
+    let from = len.saturating_sub(cap);
+    f.seek(SeekFrom::Start(from))?;
+    let mut buf = Vec::new();
+    f.take(cap).read_to_end(&mut buf)?;
+    if from > 0 {
+        // Cut inside a line: start after its end.
+        let skip = buf.iter().position(|b| *b == b'\n').map_or(buf.len(), |i| i + 1);
+        buf.drain(..skip);
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The saved results of each device, from the last [`READ_CAP`] bytes of
+/// the results file at `path` (the default file where `None`): a missing
+/// file is no results; a file that cannot be read says so in `error`.
+pub fn load_saved(path: Option<&Path>) -> crate::model::saved::SavedProbes {
+    use crate::model::saved::SavedProbes;
+    let Some(path) = path.map(Path::to_path_buf).or_else(results_path) else {
+        return SavedProbes::default();
+    };
+    match read_tail(&path, READ_CAP) {
+        Ok(text) => SavedProbes::from_text(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => SavedProbes::default(),
+        Err(e) => SavedProbes {
+            error: Some(format!("reading {}: {e}", path.display())),
+            ..Default::default()
+        },
+    }
 }
 
 /// Append `r` as one line; returns the file written.

@@ -73,6 +73,7 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
     let mut model = crate::session::model();
     model.thresholds = crate::config::load_pattern(cli)?;
     model.findings.cfg = crate::config::load_findings(cli)?;
+    crate::session::load_saved_probes(&mut model, cli, None);
     // The findings after each sample follow it in the file.
     let writer = std::cell::RefCell::new(writer);
     headless::run(

@@ -79,6 +79,15 @@ pub fn model() -> Model {
     m
 }
 
+/// The saved probe results into the model's findings engine (what each
+/// device showed it can do): from `path`, else the default results file;
+/// none for a captured tree (`--root`), whose devices are not this box's.
+pub fn load_saved_probes(model: &mut Model, cli: &Cli, path: Option<&Path>) {
+    if cli.root == Path::new("/") {
+        model.findings.saved = crate::probe::store::load_saved(path);
+    }
+}
+
 /// One sample into the model, as every mode folds it: the counters, the
 /// tracer's interval, then the findings engine.
 pub fn fold(model: &mut Model, s: RawSample, trace: TraceView) {

@@ -1,5 +1,6 @@
 //! Device detail (Enter on a device): sysfs facts, partitions with their
-//! alignment, history charts of MB/s, IOPS, await and %util, and with
+//! alignment, the saturation basis and headroom ([`super::saturation`]),
+//! history charts of MB/s, IOPS, await and %util, and with
 //! block tracing the latency per op ([`super::latency`]).
 
 use ratatui::Frame;
@@ -112,6 +113,7 @@ fn facts<'a>(d: &DeviceRow, model: &Model, t: &Theme) -> (Vec<Line<'a>>, Vec<Lin
         }
         more.push(kv("in flight", r.in_flight.to_string()));
     }
+    more.extend(super::saturation::lines(d, model, t));
     more.extend(processes_on(d, model, t));
     (out, more)
 }

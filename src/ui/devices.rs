@@ -10,6 +10,7 @@ use ratatui::widgets::{Cell, Row, Table, TableState};
 use super::viewmodel::ViewModel;
 use super::{DevCol, Pane, ViewState, pane_block, sparkline};
 use crate::format;
+use crate::model::saved::SavedProbes;
 use crate::model::{DeviceRow, Model};
 use crate::present::{Align, device};
 
@@ -86,7 +87,7 @@ fn name_cell(l: &DevLine) -> String {
 /// The style of a data cell holding `s` (the text [`DevCol::pane_text`]
 /// gave): unknown and idle dim, latency and (where it means saturation)
 /// %util by severity.
-fn cell_style(c: DevCol, r: &DeviceRow, s: &str, t: &super::Theme) -> Style {
+fn cell_style(c: DevCol, r: &DeviceRow, s: &str, saved: &SavedProbes, t: &super::Theme) -> Style {
     // The p99 is traced: shown also without rates.
     if c == DevCol::P99 {
         return if s == format::NA { t.dim() } else { Style::new() };
@@ -95,11 +96,15 @@ fn cell_style(c: DevCol, r: &DeviceRow, s: &str, t: &super::Theme) -> Style {
     match c {
         DevCol::FlushIops | DevCol::QueueSize => Style::new(),
         // %util is saturation only where one request at a time is the
-        // device's limit (a disk known to rotate).
-        DevCol::Util => match crate::model::findings::saturation_basis(r.info.as_ref()) {
-            crate::model::findings::SaturationBasis::Util => t.severity(t.util_severity(Some(rates.util_pct))),
-            crate::model::findings::SaturationBasis::Queue => Style::new(),
-        },
+        // device's limit (a disk known to rotate, or its saved depth probe
+        // found no gain past QD 1).
+        DevCol::Util => {
+            if crate::model::findings::saturation_basis(r.info.as_ref(), saved.of_row(r)).is_util() {
+                t.severity(t.util_severity(Some(rates.util_pct)))
+            } else {
+                Style::new()
+            }
+        }
         DevCol::Pattern => t.accent(),
         _ => {
             let d = if c.is_read() { &rates.read } else { &rates.write };
@@ -125,7 +130,7 @@ fn cell<'a>(c: DevCol, l: &DevLine, w: u16, model: &Model, view: &ViewState) -> 
         )),
         _ => {
             let s = c.pane_text(r, model);
-            let style = cell_style(c, r, &s, t);
+            let style = cell_style(c, r, &s, &model.findings.saved, t);
             Cell::from(Line::from(Span::styled(format!("{s:>w$}"), style)))
         }
     }

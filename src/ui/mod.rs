@@ -24,6 +24,7 @@ pub mod proctree;
 pub mod progress;
 pub mod requests;
 pub mod results;
+pub mod saturation;
 pub mod status;
 pub use crate::present::theme;
 pub mod viewmodel;

@@ -822,3 +822,105 @@ fn findings_header_and_pane() {
     assert!(s.contains("aqu-sz: n/a  (/proc/diskstats)"), "{s}");
     assert!(s.contains("next: press Enter for the device detail"), "{s}");
 }
+
+/// sda with a saved depth probe (the example's curve, 3 days old): the
+/// detail says the basis is the probe's knee, and the last interval's
+/// queue and IOPS against it, with the headroom marked as an estimate.
+#[test]
+fn detail_with_a_saved_depth_probe_shows_its_basis_and_headroom() {
+    use iolens::model::saved::SavedProbes;
+    let mut m = common::model();
+    let mut r = iolens::probe::example::qd_result(iolens::probe::Status::Completed);
+    r.started_unix = m.wall_ns / 1_000_000_000 - 3 * 86_400;
+    if let Some(d) = r.device.as_mut() {
+        d.name = "sda".into();
+    }
+    m.findings.saved = SavedProbes::from_text(&iolens::format::json(&r).unwrap());
+    let curve = m.findings.saved.of("sda").unwrap().depth.clone().unwrap();
+    let (knee, at_knee) = (curve.knee.unwrap(), curve.knee_iops().unwrap());
+    let detail = ViewState {
+        popup: Popup::Detail("sda".into()),
+        focus: Pane::Devices,
+        ..Default::default()
+    };
+    let t = draw(&m, &detail, 120, 40);
+    insta::assert_snapshot!("detail_sda_saved_depth_120x40", t.backend());
+    let s = text(&t);
+    let sda = m.devices.iter().find(|d| d.name == "sda").unwrap();
+    let rates = sda.rates.as_ref().unwrap();
+    let iops = rates.read.ios_per_s + rates.write.ios_per_s;
+    let has = |want: &str| assert!(s.contains(want), "{want:?} not in\n{s}");
+    has(&format!("saturation      aqu-sz vs probe knee QD {knee}"));
+    has("depth probe     4 KiB random reads, 3 d ago");
+    has(&format!(
+        "  knee          QD {knee}: {} IOPS",
+        iolens::format::num(at_knee)
+    ));
+    has(&format!(
+        "  now           QD {} of {knee}, {} IOPS",
+        iolens::format::num(rates.aqu_sz),
+        iolens::format::num(iops)
+    ));
+    has(&format!("  headroom      ≈{:.1}x the IOPS (estimate)", at_knee / iops));
+    // A sweep that called its IOPS noisy says so.
+    let mut noisy = r.clone();
+    if let Some(q) = noisy.queue_depth_sweep.as_mut() {
+        q.noise = vec!["the rate at QD1 varied 15% between 100 ms slices".into()];
+    }
+    m.findings.saved = SavedProbes::from_text(&iolens::format::json(&noisy).unwrap());
+    let s = text(&draw(&m, &detail, 120, 40));
+    let noisy_knee = format!(
+        "  knee          QD {knee}: {} IOPS (noisy)",
+        iolens::format::num(at_knee)
+    );
+    assert!(s.contains(&noisy_knee), "{s}");
+    // Without a saved result: the rotating disk's %util, no curve.
+    m.findings.saved = SavedProbes::default();
+    let s = text(&draw(&m, &detail, 120, 40));
+    assert!(
+        s.contains("saturation      %util (a rotating disk)") && !s.contains("depth probe"),
+        "{s}"
+    );
+    // An unreadable results file is said, escaped.
+    m.findings.saved.error = Some("reading /x\x1b[2J/probes.jsonl: Permission denied".into());
+    let s = text(&draw(&m, &detail, 120, 40));
+    assert!(s.contains("saved probes    n/a: reading /x\\x1b[2J/pro"), "{s}");
+}
+
+/// %util is saturation on sda (a rotating disk, 95%: red) unless its saved
+/// depth probe gained past QD 1 (then plain: the queue is the basis); a
+/// probe that gained nothing past QD 1 keeps it red.
+#[test]
+fn util_colour_follows_the_saved_depth_probe() {
+    use iolens::model::saved::{DepthCurve, SavedProbe, SavedProbes};
+    let with = |points: Vec<(u32, f64)>, knee| {
+        let mut m = common::model();
+        let p = SavedProbe {
+            device: "sda".into(),
+            depth: Some(DepthCurve {
+                points,
+                knee: Some(knee),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        m.findings.saved = SavedProbes {
+            devices: [("sda".to_string(), p)].into(),
+            error: None,
+        };
+        m
+    };
+    let util_fg = |m: &Model| {
+        let t = draw(m, &ViewState::default(), 200, 60);
+        let s = text(&t);
+        let (y, line) = s.lines().enumerate().find(|(_, l)| l.contains("│sda ")).unwrap();
+        let x = line[..line.find("95.0").unwrap()].chars().count() - 1;
+        t.backend().buffer()[(x as u16, y as u16)].fg
+    };
+    assert_eq!(util_fg(&common::model()), Color::Red);
+    assert_eq!(
+        util_fg(&with(vec![(1, 150.0), (2, 250.0), (4, 400.0), (8, 410.0)], 4)),
+        Color::Reset
+    );
+    assert_eq!(util_fg(&with(vec![(1, 150.0), (2, 152.0), (4, 151.0)], 1)), Color::Red);
+}

@@ -10,6 +10,7 @@ use super::FindingsCfg;
 use super::cfg::MIN_IOS;
 use crate::collect::devfacts;
 use crate::collect::sysblock::DeviceInfo;
+use crate::model::saved::SavedProbe;
 use crate::model::trace::hist::LatHist;
 use crate::model::{DevKind, DeviceRow, Model};
 
@@ -141,27 +142,49 @@ pub enum SaturationBasis {
     /// One request at a time is the device's limit (a disk that rotates):
     /// %util near 100 is saturation.
     Util,
+    /// Its saved depth probe found no gain beyond QD 1: one request at a
+    /// time is its limit, %util near 100 is saturation.
+    UtilProbed,
     /// The device serves requests in parallel, or it is not known that it
     /// does not: %util says only that something was in flight; saturation
     /// comes from the queue (traced queue time, aqu-sz) and latency
     /// against the device's own baseline.
     Queue,
+    /// As [`SaturationBasis::Queue`], with aqu-sz against the knee its
+    /// saved depth probe measured (the last depth that still gained).
+    QueueKnee { knee: u32 },
 }
 
 impl SaturationBasis {
-    pub fn text(self) -> &'static str {
+    /// %util is coloured as saturation.
+    pub fn is_util(self) -> bool {
+        matches!(self, SaturationBasis::Util | SaturationBasis::UtilProbed)
+    }
+
+    /// The basis in a few words (the device detail).
+    pub fn text(self) -> String {
         match self {
-            SaturationBasis::Util => "%util (a rotating disk serves one request at a time)",
-            SaturationBasis::Queue => {
-                "queue and latency (%util is not saturation on a device that serves requests in parallel)"
-            }
+            SaturationBasis::Util => "%util (a rotating disk)".into(),
+            SaturationBasis::UtilProbed => "%util (probe: no gain past QD 1)".into(),
+            SaturationBasis::Queue => "queue + latency, not %util".into(),
+            SaturationBasis::QueueKnee { knee } => format!("aqu-sz vs probe knee QD {knee}"),
         }
     }
 }
 
-/// The basis of a device's saturation: %util only on a disk known to
-/// rotate (a partition: its disk's flag, which sysfs copies).
-pub fn saturation_basis(info: Option<&DeviceInfo>) -> SaturationBasis {
+/// The basis of a device's saturation: a saved depth probe of it decides
+/// where there is one (no gain beyond QD 1: %util; else its knee), a
+/// measurement before the rotation flag; else %util only on a disk known
+/// to rotate (a partition: its disk's flag, which sysfs copies).
+pub fn saturation_basis(info: Option<&DeviceInfo>, saved: Option<&SavedProbe>) -> SaturationBasis {
+    if let Some(c) = saved.and_then(|p| p.depth.as_ref()) {
+        if c.no_gain_beyond_qd1() {
+            return SaturationBasis::UtilProbed;
+        }
+        if let Some(knee) = c.knee {
+            return SaturationBasis::QueueKnee { knee };
+        }
+    }
     match info.and_then(rotates) {
         Some(true) if info.is_some_and(|i| matches!(i.kind, DevKind::Disk | DevKind::Partition)) => {
             SaturationBasis::Util

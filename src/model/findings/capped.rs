@@ -11,11 +11,14 @@
 //!   limit): the level is flat while the device's await grows well above
 //!   its baseline.
 //!
-//! "Shown it can do" is the highest bytes/s and the highest IOPS of an
-//! interval this session (no saved probe result is used yet): the level
-//! must be below both, so a random workload below a sequential peak in
-//! bytes but at its peak in IOPS is not capped. A device running flat out
-//! at its own peak is not capped, and is not a finding.
+//! "Shown it can do" ([`basis`]) is, for bytes/s and for IOPS each, the
+//! device's saved probe result (the sequential sweep's median zone rate;
+//! the most IOPS of its random reads at QD 1 and of its depth sweep) or
+//! the highest interval this session, whichever is higher: the level must
+//! be below both, so a random workload below a sequential peak in bytes
+//! but at its peak in IOPS is not capped. A device running flat out at
+//! that level is not capped (at most the informational at_device_limit,
+//! [`super::at_limit`]).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -24,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::baseline::Baselines;
 use super::cfg::ON_S;
 use super::{CULPRITS, Candidate, Culprit, Evidence, Severity, Subject, culprit_list, device_culprits, ms};
+use crate::model::saved::SavedProbes;
 use crate::model::{DeviceRow, Model};
 
 pub const ID: &str = "capped_device";
@@ -122,6 +126,61 @@ impl CapState {
     }
 }
 
+/// What a device has shown it can do, bytes/s and IOPS, each with where
+/// it comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Basis {
+    pub bps: f64,
+    pub bps_saved: bool,
+    pub iops: f64,
+    pub iops_saved: bool,
+}
+
+impl Basis {
+    pub fn bps_source(&self) -> &'static str {
+        if self.bps_saved {
+            "saved probe result: the sequential sweep's median zone rate (iolens probe)"
+        } else {
+            "the highest interval this session"
+        }
+    }
+
+    pub fn iops_source(&self) -> &'static str {
+        if self.iops_saved {
+            "saved probe result: the most IOPS of its random reads at QD 1 and its depth sweep (iolens probe)"
+        } else {
+            "the highest interval this session"
+        }
+    }
+}
+
+/// The basis of device `dev`: each of bytes/s and IOPS the saved probe
+/// result's where it has one and the session has not shown more, else the
+/// session's highest interval. `None` before the device had an interval.
+pub(super) fn basis(st: &CapState, saved: &SavedProbes, dev: &str) -> Option<Basis> {
+    let t = st.devs.get(dev)?;
+    let p = saved.of(dev);
+    let seq = p.and_then(|p| p.seq_bps).filter(|v| v.is_finite() && *v > 0.0);
+    let iops = p
+        .and_then(|p| {
+            let d = p.depth.as_ref().and_then(|d| d.best_iops());
+            [p.random_iops, d].into_iter().flatten().reduce(f64::max)
+        })
+        .filter(|v| v.is_finite() && *v > 0.0);
+    Some(Basis {
+        bps: seq.map_or(t.peak_bps, |s| s.max(t.peak_bps)),
+        bps_saved: seq.is_some_and(|s| s >= t.peak_bps),
+        iops: iops.map_or(t.peak_iops, |s| s.max(t.peak_iops)),
+        iops_saved: iops.is_some_and(|s| s >= t.peak_iops),
+    })
+}
+
+/// The flat level (mean bytes/s, mean IOPS) of device `dev`'s full
+/// window, if flat.
+pub(super) fn flat_of(st: &CapState, dev: &str, c: &CappedCfg) -> Option<(f64, f64)> {
+    flat_level(st.devs.get(dev)?, c)
+}
+
 /// The flat level (mean bytes/s, mean IOPS) of a full window, if flat.
 fn flat_level(t: &Tput, c: &CappedCfg) -> Option<(f64, f64)> {
     if t.recent.len() < FLAT_N {
@@ -196,18 +255,19 @@ fn cause(
     Some((text, lat, who))
 }
 
-pub fn eval(m: &Model, st: &CapState, base: &Baselines, c: &CappedCfg, out: &mut Vec<Candidate>) {
+pub fn eval(m: &Model, st: &CapState, saved: &SavedProbes, base: &Baselines, c: &CappedCfg, out: &mut Vec<Candidate>) {
     for d in &m.devices {
         let Some(t) = st.devs.get(&d.name) else { continue };
         let Some((bps, iops)) = flat_level(t, c) else { continue };
+        let Some(b) = basis(st, saved, &d.name) else { continue };
         let keep = 1.0 - c.below_pct / 100.0;
-        if bps > t.peak_bps * keep || iops > t.peak_iops * keep {
+        if bps > b.bps * keep || iops > b.iops * keep {
             continue;
         }
         let Some((why, mut evidence, culprits)) = cause(m, d, t, base, c) else {
             continue;
         };
-        let below = (1.0 - bps / t.peak_bps) * 100.0;
+        let below = (1.0 - bps / b.bps) * 100.0;
         let level = crate::format::rate(bps);
         let mut ev = vec![
             Evidence::new(
@@ -216,19 +276,9 @@ pub fn eval(m: &Model, st: &CapState, base: &Baselines, c: &CappedCfg, out: &mut
                 "B/s",
                 "mean of the last 5 intervals, /proc/diskstats",
             ),
-            Evidence::new(
-                "highest shown",
-                Some(t.peak_bps),
-                "B/s",
-                "the highest interval this session",
-            ),
+            Evidence::new("highest shown", Some(b.bps), "B/s", b.bps_source()),
             Evidence::new("level IOPS", Some(iops), "1/s", "/proc/diskstats"),
-            Evidence::new(
-                "highest IOPS shown",
-                Some(t.peak_iops),
-                "1/s",
-                "the highest interval this session",
-            ),
+            Evidence::new("highest IOPS shown", Some(b.iops), "1/s", b.iops_source()),
         ];
         ev.append(&mut evidence);
         out.push(Candidate {
@@ -237,9 +287,14 @@ pub fn eval(m: &Model, st: &CapState, base: &Baselines, c: &CappedCfg, out: &mut
             subject: Subject::Device { name: d.name.clone() },
             evidence: ev,
             text: format!(
-                "{} is capped: flat at {level} ({iops:.0} IOPS), {below:.0}% below the {} it showed this session, {why}.",
+                "{} is capped: flat at {level} ({iops:.0} IOPS), {below:.0}% below the {} it showed {}, {why}.",
                 d.name,
-                crate::format::rate(t.peak_bps),
+                crate::format::rate(b.bps),
+                if b.bps_saved {
+                    "in its saved probe result"
+                } else {
+                    "this session"
+                },
             ),
             culprits,
             next: format!(

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::at_limit::AtLimitCfg;
 pub use super::capped::CappedCfg;
 pub use super::cgroup_limit::CgroupLimitCfg;
 pub use super::dirty_throttled::DirtyThrottledCfg;
@@ -55,6 +56,7 @@ pub struct FindingsCfg {
     pub sync_heavy: SyncHeavyCfg,
     pub capped_device: CappedCfg,
     pub dirty_throttled: DirtyThrottledCfg,
+    pub at_device_limit: AtLimitCfg,
 }
 
 impl Default for FindingsCfg {
@@ -76,6 +78,7 @@ impl Default for FindingsCfg {
             sync_heavy: Default::default(),
             capped_device: Default::default(),
             dirty_throttled: Default::default(),
+            at_device_limit: Default::default(),
         }
     }
 }
@@ -99,6 +102,7 @@ impl FindingsCfg {
             super::sync_heavy::ID => self.sync_heavy.on_s,
             super::capped::ID => self.capped_device.on_s,
             super::dirty_throttled::ID => self.dirty_throttled.on_s,
+            super::at_limit::ID => self.at_device_limit.on_s,
             _ => ON_S,
         }
     }

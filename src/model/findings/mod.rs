@@ -15,6 +15,7 @@
 //! PSI total) is bounded: at most [`baseline::BASELINE_LEN`] values per
 //! device, dropped when the device goes.
 
+mod at_limit;
 pub mod baseline;
 mod capped;
 pub mod cfg;
@@ -36,6 +37,8 @@ mod tiny_syscalls;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cap;
 #[cfg(test)]
 mod tests_dirty;
 #[cfg(test)]
@@ -192,6 +195,9 @@ pub struct Engine {
     pub(crate) baselines: baseline::Baselines,
     pub(crate) psi: io_stall::PsiState,
     pub(crate) capped: capped::CapState,
+    /// What each device showed it can do in saved probe results (the
+    /// capped basis, the saturation basis and headroom of the detail).
+    pub saved: crate::model::saved::SavedProbes,
     findings: Vec<Finding>,
     /// A process the rules leave out (iolens itself: its reads of /proc
     /// are many small syscalls).
@@ -229,7 +235,7 @@ impl Engine {
     fn evaluate(&mut self, m: &Model, out: &mut Vec<Candidate>) {
         let c = &self.cfg;
         slow_device::eval(m, &self.baselines, &c.slow_device, out);
-        queue_bound::eval(m, &self.baselines, &c.queue_bound, out);
+        queue_bound::eval(m, &self.baselines, &self.saved, &c.queue_bound, out);
         io_errors::eval(m, &c.io_errors, out);
         tiny_syscalls::eval(m, self.ignore_pid, &c.tiny_syscalls, out);
         io_stall::eval(m, &mut self.psi, &c.io_stall, out);
@@ -241,7 +247,9 @@ impl Engine {
         hung_mount::eval(m, &c.hung_mount, out);
         cgroup_limit::eval(m, &c.cgroup_at_limit, out);
         self.capped.update(m, &c.capped_device);
-        capped::eval(m, &self.capped, &self.baselines, &c.capped_device, out);
+        capped::eval(m, &self.capped, &self.saved, &self.baselines, &c.capped_device, out);
+        let both = (&c.capped_device, &c.at_device_limit);
+        at_limit::eval(m, &self.capped, &self.saved, &self.baselines, both, out);
         sync_heavy::eval(m, &c.sync_heavy, out);
         dirty_throttled::eval(m, &self.baselines, self.psi.some_pct(), &c.dirty_throttled, out);
     }

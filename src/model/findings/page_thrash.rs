@@ -16,12 +16,17 @@ pub const ID: &str = "page_cache_thrash";
 /// File-page refaults per second at or above which the cache thrashes
 /// (1,000 pages/s: about 4 MiB/s read again at 4 KiB pages).
 pub const MIN_REFAULTS_PER_S: f64 = 1000.0;
+/// Refaulted bytes (refaults × the page size) at least this share of the
+/// bytes read from block devices (`pgpgin`), %: a quarter of the reads
+/// are pages read again a moment after they were evicted.
+pub const MIN_REFAULT_SHARE_PCT: f64 = 25.0;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PageThrashCfg {
     pub on_s: f64,
     pub min_refaults_per_s: f64,
+    pub min_refault_share_pct: f64,
 }
 
 impl Default for PageThrashCfg {
@@ -29,6 +34,7 @@ impl Default for PageThrashCfg {
         PageThrashCfg {
             on_s: ON_S,
             min_refaults_per_s: MIN_REFAULTS_PER_S,
+            min_refault_share_pct: MIN_REFAULT_SHARE_PCT,
         }
     }
 }
@@ -59,6 +65,19 @@ pub fn eval(m: &Model, c: &PageThrashCfg, out: &mut Vec<Candidate>) {
     let Some(refaults) = vm.refault_file_per_s.filter(|r| *r >= c.min_refaults_per_s) else {
         return;
     };
+    // Refaulted bytes against the bytes read from block devices: unknown
+    // (no page size, no pgpgin) is not judged. Nothing read from a block
+    // device (a network or FUSE filesystem's pages) leaves the refaults
+    // the whole of what is read: the share is n/a, the condition holds.
+    let (Some(page), Some(kib_in)) = (vm.page_bytes, vm.pgpgin_kib_per_s) else {
+        return;
+    };
+    let refault_bytes = refaults * page as f64;
+    let in_bytes = kib_in * 1024.0;
+    if refault_bytes < in_bytes * c.min_refault_share_pct / 100.0 {
+        return;
+    }
+    let share = (in_bytes > 0.0).then(|| refault_bytes / in_bytes * 100.0);
     let culprits = top_readers(m, CULPRITS);
     let readers = if culprits.is_empty() {
         "no process reads from disk".to_string()
@@ -71,6 +90,13 @@ pub fn eval(m: &Model, c: &PageThrashCfg, out: &mut Vec<Candidate>) {
         subject: Subject::System,
         evidence: vec![
             Evidence::new("file refaults", Some(refaults), "pages/s", "/proc/vmstat workingset_refault_file, Δ over the interval"),
+            Evidence::new(
+                "refaults of the reads",
+                share,
+                "%",
+                "workingset_refault_file × page size over pgpgin (KiB read from block devices), /proc/vmstat",
+            ),
+            Evidence::new("read from block devices", Some(in_bytes), "B/s", "/proc/vmstat pgpgin, Δ over the interval"),
             Evidence::new("major faults", vm.pgmajfault_per_s, "1/s", "/proc/vmstat pgmajfault, Δ over the interval"),
             Evidence::new(
                 "memory",
@@ -80,7 +106,8 @@ pub fn eval(m: &Model, c: &PageThrashCfg, out: &mut Vec<Candidate>) {
             ),
         ],
         text: format!(
-            "The page cache thrashes: {refaults:.0} file pages per second are read back soon after being evicted, so the working set does not fit in memory; {readers}."
+            "The page cache thrashes: {refaults:.0} file pages per second are read back soon after being evicted ({}), so the working set does not fit in memory; {readers}.",
+            share.map_or("nothing is read from block devices: a network or FUSE filesystem's pages".to_string(), |s| format!("{s:.0}% of what is read from block devices"))
         ),
         culprits,
         next: "find what fills the memory (sort by RSS in top, or cgroup memory.stat workingset_refault_file per cgroup); add memory, shrink the working set, or give the reader a memory.low".into(),

@@ -5,7 +5,9 @@
 //! start fires once a tag is allocated, so under `none` start → issue is
 //! about 0 however long the tag wait); start → issue where no bio was
 //! traced. Untraced, the queue (aqu-sz) is
-//! long and `await` well above the device's own low-load baseline.
+//! long — and, where a saved depth probe of the device measured its knee,
+//! at least that deep: below the knee the device still serves more in
+//! parallel — and `await` well above the device's own low-load baseline.
 //! Names the processes that fill the queue.
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +17,7 @@ use super::cfg::{MIN_IOS, ON_S};
 use super::slow_device::judged;
 use super::{CULPRITS, Candidate, Evidence, Severity, Subject, culprit_list, device_culprits, ms};
 use crate::model::Model;
+use crate::model::saved::SavedProbes;
 
 pub const ID: &str = "queue_bound";
 
@@ -53,7 +56,7 @@ impl Default for QueueBoundCfg {
     }
 }
 
-pub fn eval(m: &Model, base: &Baselines, c: &QueueBoundCfg, out: &mut Vec<Candidate>) {
+pub fn eval(m: &Model, base: &Baselines, saved: &SavedProbes, c: &QueueBoundCfg, out: &mut Vec<Candidate>) {
     for d in &m.devices {
         let (Some(r), Some(info)) = (&d.rates, &d.info) else {
             continue;
@@ -99,12 +102,20 @@ pub fn eval(m: &Model, base: &Baselines, c: &QueueBoundCfg, out: &mut Vec<Candid
                 continue;
             };
             let ios = (r.read.d_ios + r.write.d_ios) as f64;
-            if ios < MIN_IOS || r.aqu_sz < c.min_aqu || a < b * c.factor || a - b < c.min_excess_ms {
+            let knee = saved.of_row(d).and_then(|p| p.depth.as_ref()?.knee);
+            let long = knee.map_or(c.min_aqu, |k| c.min_aqu.max(f64::from(k)));
+            if ios < MIN_IOS || r.aqu_sz < long || a < b * c.factor || a - b < c.min_excess_ms {
                 continue;
             }
             (
                 vec![
                     Evidence::new("aqu-sz", Some(r.aqu_sz), "", "/proc/diskstats"),
+                    Evidence::new(
+                        "depth probe knee",
+                        knee.map(f64::from),
+                        "requests",
+                        "saved probe result: the last depth that still gained ≥ 10% (iolens probe depth)",
+                    ),
                     Evidence::new("await", Some(a), "ms", "/proc/diskstats"),
                     Evidence::new(
                         "baseline await",

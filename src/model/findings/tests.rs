@@ -474,11 +474,11 @@ fn misaligned_partition_with_io() {
 fn saturation_uses_util_only_on_a_disk_known_to_rotate() {
     let mut sda = info("sda", Some(true));
     sda.kind = crate::model::DevKind::Disk;
-    assert_eq!(saturation_basis(Some(&sda)), SaturationBasis::Util);
+    assert_eq!(saturation_basis(Some(&sda), None), SaturationBasis::Util);
     let nvme = info("nvme0n1", Some(false));
-    assert_eq!(saturation_basis(Some(&nvme)), SaturationBasis::Queue);
+    assert_eq!(saturation_basis(Some(&nvme), None), SaturationBasis::Queue);
     let lo = info("loop0", Some(true));
-    assert_eq!(saturation_basis(Some(&lo)), SaturationBasis::Queue);
+    assert_eq!(saturation_basis(Some(&lo), None), SaturationBasis::Queue);
     let mut vda = info("vda", Some(true));
     vda.facts.transport = Some(crate::collect::devfacts::Transport {
         kind: "virtio".into(),
@@ -486,8 +486,8 @@ fn saturation_uses_util_only_on_a_disk_known_to_rotate() {
         link_max: None,
         nvme_transport: None,
     });
-    assert_eq!(saturation_basis(Some(&vda)), SaturationBasis::Queue);
-    assert_eq!(saturation_basis(None), SaturationBasis::Queue);
+    assert_eq!(saturation_basis(Some(&vda), None), SaturationBasis::Queue);
+    assert_eq!(saturation_basis(None, None), SaturationBasis::Queue);
 }
 
 #[test]

@@ -114,15 +114,53 @@ fn maintenance_job_below_its_thresholds_is_not_found() {
 }
 
 fn vm(refault: f64, sin: f64, sout: f64) -> Model {
+    // 4 KiB pages; the refaults are all of the block reads.
+    vm_in(refault, refault * 4.0, sin, sout)
+}
+
+/// `kib_in` KiB/s read from block devices (pgpgin).
+fn vm_in(refault: f64, kib_in: f64, sin: f64, sout: f64) -> Model {
     let mut m = model();
     m.vm = Some(crate::collect::vmstat::VmRates {
         refault_file_per_s: Some(refault),
         pswpin_per_s: Some(sin),
         pswpout_per_s: Some(sout),
         pgmajfault_per_s: Some(5.0),
+        pgpgin_kib_per_s: Some(kib_in),
+        page_bytes: Some(4096),
         ..Default::default()
     });
     m
+}
+
+/// Memory pressure alone: 2,000 refaults/s (8,000 KiB/s) while 32,000
+/// KiB/s is read from disk is 25%, a finding; 32,004 KiB/s is below 25%,
+/// none (new data read while the cache gives up pages is not a thrash).
+#[test]
+fn page_cache_thrash_needs_refaults_to_be_a_quarter_of_the_reads() {
+    let f = run(&mut Engine::default(), &vm_in(2000.0, 32_000.0, 0.0, 0.0), 1, 3);
+    assert_eq!(rules(&f), [("page_cache_thrash", "system".to_string())]);
+    assert_eq!(f[0].evidence[1].value, Some(25.0));
+    assert_eq!(f[0].evidence[2].value, Some(32_000.0 * 1024.0));
+    assert!(
+        f[0].text.contains("(25% of what is read from block devices)"),
+        "{}",
+        f[0].text
+    );
+    assert!(run(&mut Engine::default(), &vm_in(2000.0, 32_004.0, 0.0, 0.0), 1, 5).is_empty());
+    // 1,000 refaults/s with 400 MB/s of new data: memory pressure, no finding.
+    assert!(run(&mut Engine::default(), &vm_in(1000.0, 400_000.0, 0.0, 0.0), 1, 5).is_empty());
+    // Nothing read from block devices (an NFS or FUSE file's pages): the
+    // refaults are all that is read; the share is n/a.
+    let f = run(&mut Engine::default(), &vm_in(1500.0, 0.0, 0.0, 0.0), 1, 3);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].evidence[1].value, None);
+    // No page size or no pgpgin (an older recording): not judged.
+    let mut old = vm(5000.0, 0.0, 0.0);
+    if let Some(v) = old.vm.as_mut() {
+        v.page_bytes = None;
+    }
+    assert!(run(&mut Engine::default(), &old, 1, 5).is_empty());
 }
 
 #[test]
@@ -357,7 +395,7 @@ fn sync_heavy_at_50_flushes_names_the_writer_behind_jbd2() {
 /// loop7 over one interval: `iops` reads of 4 KiB (bytes/s = iops × 4096)
 /// at `await_ms`, aqu-sz `aqu`, `util` %; `dd` (PID 700) has a file open
 /// on it, in state `state`.
-fn capped_at(iops: u64, await_ms: f64, aqu: f64, util: f64, state: char) -> Model {
+pub(super) fn capped_at(iops: u64, await_ms: f64, aqu: f64, util: f64, state: char) -> Model {
     let mut m = model();
     m.devices
         .push(device("loop7", 7, None, rates("loop7", iops, await_ms, aqu, util)));
