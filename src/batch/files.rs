@@ -79,7 +79,9 @@ mod tests {
         events.push(ev(FileKind::Added { order: 2 }, loop0, 1, 0, 50, true));
         let mut t = FileTracker::default();
         t.feed(&events);
-        let interval = t.take_interval();
+        let mut interval = t.take_interval();
+        // the writer, sampled blocked 1.5 s of the 2 (on B, the second row)
+        interval.files[1].1.io.blocked_ns = 1_500_000_000;
         let mut m = Model::default();
         m.interval_s = Some(2.0);
         m.trace.files = FilesView {

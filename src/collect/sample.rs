@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::activity::{Activity, Step};
-use super::blocked::{self, BlockedTask};
+use super::blocked::{self, BlockedTask, FileWait};
 use super::cgroup::{CgroupReader, CgroupSnapshot};
 use super::delayacct::{self, ThreadDelays};
 use super::diskstats::{self, DiskStat};
@@ -51,6 +51,10 @@ pub struct RawSample {
     pub procs: ProcSnapshot,
     /// Tasks waiting on a FUSE or network filesystem.
     pub blocked: Vec<BlockedTask>,
+    /// Threads in state D in a call on a file, and the file. Not recorded:
+    /// a recording keeps the blocked time in its per-file figures.
+    #[serde(skip)]
+    pub waits: Vec<FileWait>,
     /// `kernel.task_delayacct` at this sample (`None`: no such sysctl).
     pub delayacct: Option<bool>,
     /// Open files of the processes where progress can matter (see `fdinfo`).
@@ -267,6 +271,7 @@ impl Collector {
             self.threads.read(&mut self.reader, &mut procs.procs);
         }
         let blocked = self.blocked.read(&mut self.reader, &procs.procs);
+        let waits = self.blocked.waits(&mut self.reader, &procs.procs);
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
         self.activity.set(Step::OpenFiles);
         let fds = self.fds.scan(&self.reader, &listed);
@@ -291,6 +296,7 @@ impl Collector {
             vmstat,
             procs,
             blocked,
+            waits,
             delayacct,
             fds,
             cgroups,

@@ -220,6 +220,19 @@ fn files_model() -> iolens::model::Model {
         ],
         interval,
     };
+    // evil (31337) seen blocked in fsync on /mnt/B at the sample
+    let wait = iolens::collect::blocked::FileWait {
+        pid: 31337,
+        tid: 31337,
+        syscall: 74,
+        wchan: "folio_wait_bit".into(),
+        fd: 3,
+        dev: Some((7, 0)),
+        ino: Some(13),
+        path: None,
+    };
+    let dt = m.interval_s;
+    m.trace.files.add_waits(&[wait], dt);
     m
 }
 
@@ -273,8 +286,8 @@ fn files_in_the_process_and_device_details() {
     let m = files_model();
     let key = m.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap().raw.key;
     let p = draw_popup(&m, Popup::Process(key), 120, 30);
-    assert!(p.contains("files (1): disk read/s, dirtied folios/s"), "{p}");
-    assert!(p.contains("67.1 MB/s     0 /mnt/A"), "{p}");
+    assert!(p.contains("files (1): disk read/s, dirty folios/s, ~blocked"), "{p}");
+    assert!(p.contains("67.1 MB/s     0   ~0% /mnt/A"), "{p}");
     assert!(!p.contains("/mnt/B"), "{p}");
     let evil = draw_popup(
         &m,
@@ -282,7 +295,7 @@ fn files_in_the_process_and_device_details() {
         120,
         30,
     );
-    assert!(evil.contains("0 B/s    32 /mnt/B\\x1b[31m (deleted)"), "{evil}");
+    assert!(evil.contains("0 B/s    32 ~100% /mnt/B\\x1b[31m (deleted)"), "{evil}");
     let d = draw_popup(&m, Popup::Detail("loop0".into()), 120, 40);
     insta::assert_snapshot!("files_in_device_detail", d);
     let lines: Vec<&str> = d

@@ -34,6 +34,7 @@ use std::sync::Arc;
 use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
+use crate::collect::blocked::FileWait;
 use crate::collect::trace::block::Dev;
 use crate::collect::trace::file::{FileEvent, FileKind, Where};
 
@@ -64,6 +65,10 @@ pub struct FileIo {
     /// Bytes read into a loop device's backing file (counted on the loop
     /// device's files instead).
     pub backing_read: u64,
+    /// Time threads spent blocked (state D) in calls on this file, ns: an
+    /// estimate, sampled (each thread seen in D in such a call at a sample
+    /// counts the whole interval; see [`FilesView::add_waits`]).
+    pub blocked_ns: u64,
 }
 
 impl FileIo {
@@ -72,6 +77,7 @@ impl FileIo {
         self.dirtied += o.dirtied;
         self.created += o.created;
         self.backing_read += o.backing_read;
+        self.blocked_ns += o.blocked_ns;
     }
 
     /// For ordering only: bytes read plus folios dirtied as 4 KiB each.
@@ -368,9 +374,14 @@ impl FileTracker {
     }
 }
 
-/// Busiest first (then by device and inode, for a stable order).
+/// Busiest first, then the longest blocked (then by device and inode, for
+/// a stable order).
 pub fn busiest(mut v: Vec<(FileKey, FileRow)>) -> Vec<(FileKey, FileRow)> {
-    v.sort_by(|a, b| b.1.io.busy().cmp(&a.1.io.busy()).then(a.0.cmp(&b.0)));
+    v.sort_by(|a, b| {
+        (b.1.io.busy(), b.1.io.blocked_ns)
+            .cmp(&(a.1.io.busy(), a.1.io.blocked_ns))
+            .then(a.0.cmp(&b.0))
+    });
     v
 }
 
@@ -393,6 +404,41 @@ impl FilesView {
             active: false,
             reason: Some(reason.into()),
             ..Default::default()
+        }
+    }
+
+    /// Add the threads seen blocked in calls on files at the sample that
+    /// ends the interval (`dt_s` long): each counts the whole interval on
+    /// its file and process. An estimate: a point sample stands for the
+    /// interval. Waits on a file of unknown device or inode are left out.
+    pub fn add_waits(&mut self, waits: &[FileWait], dt_s: Option<f64>) {
+        let Some(dt) = dt_s.filter(|d| self.active && d.is_finite() && *d > 0.0) else {
+            return;
+        };
+        let ns = (dt * 1e9) as u64;
+        let mut added = false;
+        for w in waits {
+            let (Some((major, minor)), Some(ino)) = (w.dev, w.ino) else {
+                continue;
+            };
+            let key = FileKey {
+                dev: Dev { major, minor },
+                ino,
+            };
+            let at = match self.interval.files.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    self.interval.files.push((key, FileRow::default()));
+                    self.interval.files.len() - 1
+                }
+            };
+            self.interval.files[at]
+                .1
+                .charge(Who::Process(w.pid), |io| io.blocked_ns += ns);
+            added = true;
+        }
+        if added {
+            self.interval.files = busiest(std::mem::take(&mut self.interval.files));
         }
     }
 

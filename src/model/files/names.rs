@@ -12,6 +12,7 @@ use std::sync::Arc;
 use foldhash::HashMap;
 
 use super::FileKey;
+use crate::collect::blocked::FileWait;
 use crate::collect::fdinfo::{FdSnapshot, FdTarget};
 use crate::collect::trace::block::Dev;
 
@@ -51,6 +52,23 @@ impl Names {
                     };
                     self.open.entry(key).or_default().push((p.key.pid, path.clone()));
                 }
+            }
+        }
+    }
+
+    /// Take the files the threads blocked in calls on files wait on (after
+    /// [`Names::learn`]: their link texts name them too).
+    pub fn learn_waits(&mut self, waits: &[FileWait]) {
+        for w in waits {
+            if let (Some((major, minor)), Some(ino), Some(path)) = (w.dev, w.ino, &w.path) {
+                let key = FileKey {
+                    dev: Dev { major, minor },
+                    ino,
+                };
+                self.open
+                    .entry(key)
+                    .or_default()
+                    .push((w.pid, Arc::from(path.as_slice())));
             }
         }
     }

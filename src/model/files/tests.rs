@@ -278,3 +278,50 @@ fn bdi_map_from_the_device_rows() {
     assert_eq!(row(&i, VDA1, 60).io.dirtied, 2);
     assert_eq!(i.files.len(), 1);
 }
+
+#[test]
+fn blocked_threads_are_sampled_time_on_their_files() {
+    use crate::collect::blocked::FileWait;
+    let mut t = FileTracker::default();
+    t.feed(&[add(101, 100, LOOP0, 12, 0, 0)]);
+    let wait = |pid, tid, dev, ino| FileWait {
+        pid,
+        tid,
+        syscall: libc::SYS_fsync,
+        wchan: "folio_wait_bit".into(),
+        fd: 4,
+        dev,
+        ino,
+        path: None,
+    };
+    let mut v = FilesView {
+        active: true,
+        interval: t.take_interval(),
+        ..Default::default()
+    };
+    let waits = [
+        // two threads of 200 on file 12, one of 300 on file 13 (no I/O
+        // this interval), one whose file is not known
+        wait(200, 201, Some((7, 0)), Some(12)),
+        wait(200, 202, Some((7, 0)), Some(12)),
+        wait(300, 300, Some((7, 0)), Some(13)),
+        wait(400, 400, None, Some(14)),
+    ];
+    v.add_waits(&waits, Some(0.25));
+    assert_eq!(v.interval.files.len(), 2);
+    let r = row(&v.interval, LOOP0, 12);
+    assert_eq!(r.io.blocked_ns, 500_000_000);
+    assert_eq!(r.procs[&200].blocked_ns, 500_000_000);
+    assert_eq!(r.procs[&100].blocked_ns, 0);
+    assert_eq!(r.io.read, 4096);
+    assert_eq!(row(&v.interval, LOOP0, 13).procs[&300].blocked_ns, 250_000_000);
+    // busiest (bytes) first, then the blocked ones
+    assert_eq!(v.interval.files[1].0.ino, 13);
+    // before the first interval, or while the view is off: nothing added
+    let before = v.clone();
+    v.add_waits(&waits, None);
+    assert_eq!(v.interval, before.interval);
+    let mut off = FilesView::off("no tracefs");
+    off.add_waits(&waits, Some(1.0));
+    assert!(off.interval.files.is_empty());
+}
