@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::collect::fdinfo::AlsoScan;
+use crate::collect::fdinfo::{AlsoScan, FileId};
 use crate::collect::trace::block::BlockEvent;
-use crate::collect::trace::file::FileEvent;
+use crate::collect::trace::file::{FileEvent, Where};
 use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
 use crate::model::files::{FileTracker, FilesView};
 use crate::model::trace::Accumulator;
@@ -155,14 +155,26 @@ impl Sink for Feed {
     }
 
     fn files(&mut self, events: &[FileEvent]) {
-        self.files.lock().unwrap_or_else(PoisonError::into_inner).feed(events);
-        let mut last = 0;
-        let pids = events.iter().filter(|e| !e.kernel && e.tgid > 0).filter_map(|e| {
-            let new = e.tgid != last;
-            last = e.tgid;
-            new.then_some(e.tgid)
-        });
-        self.also.add(pids);
+        let mut f = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        f.feed(events);
+        // Each process once per file run, with the file its event names
+        // (a dirty names its bdi: the filesystems on it).
+        let mut last = (0, 0);
+        let mut wanted: Vec<(i32, Option<FileId>)> = Vec::new();
+        for e in events.iter().filter(|e| !e.kernel && e.tgid > 0) {
+            if last == (e.tgid, e.ino) {
+                continue;
+            }
+            last = (e.tgid, e.ino);
+            let devs = match e.place {
+                Where::Sb(d) => vec![d],
+                Where::Bdi(_) => f.bdis().devs(&e.place.bdi_name()),
+            };
+            wanted.push((e.tgid, None));
+            wanted.extend(devs.into_iter().map(|d| (e.tgid, Some((d.major, d.minor, e.ino)))));
+        }
+        drop(f);
+        self.also.add_files(wanted);
     }
 }
 

@@ -308,3 +308,35 @@ fn files_in_the_process_and_device_details() {
         "{d}"
     );
 }
+
+/// `maps` of a python3 that mapped a 64 KiB file shared and unlinked it
+/// (captured on 6.18, tests/fixtures/files-6.18/maps): the deleted file
+/// and the program are found by device and inode, each once (the
+/// program has five mappings), with their paths; an anonymous mapping's
+/// "00:00 0" and an inode on another device are not.
+#[test]
+fn names_from_a_captured_maps_file() {
+    use iolens::collect::fdinfo::maps::{MappedFile, find};
+    let text = std::fs::read(Path::new(DIR).join("maps")).unwrap();
+    let wanted = [(254, 0, 10_035_251), (254, 0, 247_706), (0, 0, 0), (7, 0, 247_706)];
+    let found = find(77, &text, &wanted);
+    let m = |ino, path: &str| MappedFile {
+        pid: 77,
+        dev: (254, 0),
+        ino,
+        path: std::sync::Arc::from(path.as_bytes()),
+    };
+    assert_eq!(
+        found,
+        vec![
+            m(247_706, "/usr/bin/python3.11"),
+            m(10_035_251, "/tmp/mapcap/data file (deleted)"),
+        ]
+    );
+    // cut anywhere (a bounded read), no panic and no wrong name
+    for cut in 0..text.len() {
+        for f in find(77, &text[..cut], &wanted) {
+            assert!(found.iter().any(|g| g.ino == f.ino && f.path.starts_with(b"/")));
+        }
+    }
+}
