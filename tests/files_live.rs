@@ -15,10 +15,15 @@
 //! tests/helpers/slowrwfs.py) must show that long blocked on its file,
 //! within ±20 %, with `-i 0.2`.
 //!
+//! Loop backing file: a loop device through the page cache; a cold read
+//! of 8 MiB on its ext4 is read on that file once, the loop worker's reads
+//! of the backing file kept apart (`backing_read_bytes`), never `read_bytes`.
+//!
 //! Without root, mkfs.ext4, python3 (with fusepy), fusermount3 or tracefs
 //! the tests print "skipped: <reason>" and pass.
 
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -368,4 +373,97 @@ fn fsync_on_a_slow_device_is_blocked_time_on_its_file() {
     assert!(names.iter().any(|n| Path::new(n) == file), "not named: {names:?}");
     let info = &reports.last().unwrap()["files_info"];
     assert!(info["blocked"].as_str().unwrap().starts_with("sampled"), "{info}");
+}
+
+/// What the reports say of one file in all: (read bytes, backing read
+/// bytes, dirtied folios, backing dirtied folios).
+fn file_totals(reports: &[Value], dev: &str, ino: u64) -> [u64; 4] {
+    let mut t = [0; 4];
+    for f in reports
+        .iter()
+        .flat_map(|r| r["files"].as_array().cloned().unwrap_or_default())
+        .filter(|f| f["dev"] == dev && f["inode"].as_u64() == Some(ino))
+    {
+        for (x, k) in t.iter_mut().zip([
+            "read_bytes",
+            "backing_read_bytes",
+            "dirtied_folios",
+            "backing_dirtied_folios",
+        ]) {
+            *x += f[k].as_u64().unwrap_or(0);
+        }
+    }
+    t
+}
+
+/// A loop device over a file through the page cache (no direct I/O): a
+/// cold read of an 8 MiB file C on its ext4 (C's cache and the backing
+/// file's dropped) reads C from disk once, on C; the backing file's folios
+/// (added by the loop worker) are kept apart, not a second hot file.
+#[test]
+fn loop_backing_file_is_not_counted_twice() {
+    let _serial = serial();
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let buffered = Attach {
+        direct: false,
+        ..Attach::DIRECT
+    };
+    let lo = match Loop::over_new_file(|f| f.as_file().set_len(64 << 20), buffered) {
+        Ok(lo) => lo,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let mnt = mount_ext4(
+        &lo.dev,
+        &["-E", "lazy_itable_init=0,lazy_journal_init=0"],
+        &["-o", "noinit_itable"],
+    )
+    .unwrap();
+    let backing = std::fs::read_to_string(format!("/sys/block/{}/loop/backing_file", lo.name())).unwrap();
+    let backing = Path::new(backing.trim());
+    let c = mnt.0.path().join("C");
+    write_and_drop(&c, 8);
+    // The loop device's writes sit in the backing file's cache: dropped
+    // too, so that reading C reads the backing file from disk.
+    let img = std::fs::File::open(backing).unwrap();
+    img.sync_all().unwrap();
+    // SAFETY: an fd we own, a plain advice call.
+    assert_eq!(
+        unsafe { libc::posix_fadvise(img.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) },
+        0
+    );
+    let meta = std::fs::metadata(backing).unwrap();
+    let (bmaj, bmin) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+    let (major, minor) = lo.numbers().unwrap();
+    let iolens = Command::new(BIN)
+        .args(["--json", "-i", "0.5", "-n", "6", "--top", "500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let iolens = std::thread::spawn(move || iolens.wait_with_output());
+    std::thread::sleep(Duration::from_millis(1000));
+    let reader = py(READ, &[c.to_str().unwrap(), "0"]);
+    let rep = iolens.join().unwrap().unwrap();
+    assert!(rep.status.success(), "iolens: {}", String::from_utf8_lossy(&rep.stderr));
+    let reports: Vec<Value> = String::from_utf8_lossy(&rep.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let on_c = file_totals(&reports, &format!("{major}:{minor}"), c.metadata().unwrap().ino());
+    let on_img = file_totals(&reports, &format!("{bmaj}:{bmin}"), meta.ino());
+    println!("C: {on_c:?}; backing file {}: {on_img:?}", backing.display());
+    drop(reader);
+    let mib8 = (8u64 << 20) as f64;
+    assert!((on_c[0] as f64 - mib8).abs() <= mib8 * 0.05, "C read {on_c:?}");
+    assert_eq!(on_img[0], 0, "backing file counted as read: {on_img:?}");
+    assert!(
+        on_img[1] as f64 >= mib8 * 0.95,
+        "the loop worker's reads not seen: {on_img:?}"
+    );
 }

@@ -186,6 +186,7 @@ fn io_json(io: &FileIo) -> Value {
         "dirtied_folios": io.dirtied,
         "created_bytes": io.created,
         "backing_read_bytes": io.backing_read,
+        "backing_dirtied_folios": io.backing_dirtied,
         "blocked_seconds_est": io.blocked_ns as f64 / 1e9,
     })
 }

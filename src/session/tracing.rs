@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::collect::fdinfo::{AlsoScan, FileId};
 use crate::collect::trace::block::BlockEvent;
+use crate::collect::trace::block::Dev;
 use crate::collect::trace::file::{FileEvent, Where};
 use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
-use crate::model::files::{FileTracker, FilesView};
+use crate::model::files::{FileKey, FileTracker, FilesView};
 use crate::model::trace::Accumulator;
 use crate::model::trace::view::TraceView;
 
@@ -81,16 +82,28 @@ impl Tracing {
 
     /// Which filesystems each backing device (bdi) holds, for placing the
     /// dirtied folios (the event names the bdi, a partition's is its
-    /// disk's): from the sample's device rows and their mounts.
-    pub fn learn_devices(&self, rows: &[crate::model::DeviceRow]) {
+    /// disk's): from the sample's device rows and their mounts; and the
+    /// loop devices' backing files, kept apart.
+    pub fn learn_devices(&self, model: &crate::model::Model) {
         if self.handle.is_none() {
             return;
         }
-        let map = crate::model::files::BdiMap::from_devices(rows);
+        let map = crate::model::files::BdiMap::from_devices(&model.devices);
+        let backing: Vec<FileKey> = model
+            .last_sample()
+            .map(|s| &s.loop_backing[..])
+            .unwrap_or_default()
+            .iter()
+            .map(|&(major, minor, ino)| FileKey {
+                dev: Dev { major, minor },
+                ino,
+            })
+            .collect();
         let mut f = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         if f.bdis() != &map {
             f.set_bdis(map);
         }
+        f.set_backing(backing);
     }
 
     pub fn active(&self) -> bool {

@@ -18,8 +18,11 @@
 //! - **Loop backing files**: a loop device over a file reads its backing
 //!   file through that file's cache in a kernel worker; the bytes are
 //!   already counted on the files of the filesystem on the loop device, so
-//!   the backing file's reads are kept apart ([`FileIo::backing_read`]) and
-//!   left out of the read totals.
+//!   the backing file's reads and dirties are kept apart
+//!   ([`FileIo::backing_read`], [`FileIo::backing_dirtied`]) and left out
+//!   of the totals and the ranking. The backing files are named by
+//!   (device, inode) from sysfs `loop/backing_file` (see
+//!   `collect::sysblock::backing_inode`).
 //! - **Where**: adds name the superblock's device (`st_dev`); dirties name
 //!   the backing device (bdi), which is the whole disk for a partition: a
 //!   [`BdiMap`] (from mountinfo) turns a bdi name into the filesystems on it.
@@ -65,6 +68,9 @@ pub struct FileIo {
     /// Bytes read into a loop device's backing file (counted on the loop
     /// device's files instead).
     pub backing_read: u64,
+    /// Folios of a loop device's backing file dirtied (the loop device's
+    /// writes: counted on its files instead).
+    pub backing_dirtied: u64,
     /// Time threads spent blocked (state D) in calls on this file, ns: an
     /// estimate, sampled (each thread seen in D in such a call at a sample
     /// counts the whole interval; see [`FilesView::add_waits`]).
@@ -77,6 +83,7 @@ impl FileIo {
         self.dirtied += o.dirtied;
         self.created += o.created;
         self.backing_read += o.backing_read;
+        self.backing_dirtied += o.backing_dirtied;
         self.blocked_ns += o.blocked_ns;
     }
 
@@ -304,6 +311,7 @@ impl FileTracker {
             }
         };
         match key {
+            Some(k) if self.backing.contains(&k) => self.row(k).charge(who(e), |io| io.backing_dirtied += 1),
             Some(k) => self.row(k).charge(who(e), |io| io.dirtied += 1),
             None => self.unplaced += 1,
         }

@@ -156,6 +156,21 @@ fn loop_backing_file_is_not_counted_twice() {
     assert_eq!((img.io.read, img.io.backing_read), (0, 8192));
     let read: u64 = i.files.iter().map(|(_, r)| r.io.read).sum();
     assert_eq!(read, 8192);
+    // the worker's buffered writes of the loop device's writes: dirties
+    // of the image kept apart, and it ranks below any file with I/O
+    t.feed(&[
+        dirty(600, 600, "7:0", 12, 3),
+        kernel(dirty(81, 81, "254:1", 99, 103)),
+        kernel(dirty(81, 81, "254:1", 99, 104)),
+    ]);
+    let i = t.take_interval();
+    assert_eq!(row(&i, LOOP0, 12).io.dirtied, 1);
+    let img = row(&i, VDA1, 99);
+    assert_eq!(
+        (img.io.dirtied, img.io.backing_dirtied, img.kernel.backing_dirtied),
+        (0, 2, 2)
+    );
+    assert_eq!(i.files[0].0, FileKey { dev: LOOP0, ino: 12 });
 }
 
 #[test]
