@@ -19,6 +19,10 @@
 //! of 8 MiB on its ext4 is read on that file once, the loop worker's reads
 //! of the backing file kept apart (`backing_read_bytes`), never `read_bytes`.
 //!
+//! Without root (uid 65534 through setpriv): the files say "block tracing
+//! needs root" in the JSON and the text; the rest of the report has the
+//! sections and devices of a root run with --no-trace.
+//!
 //! Without root, mkfs.ext4, python3 (with fusepy), fusermount3 or tracefs
 //! the tests print "skipped: <reason>" and pass.
 
@@ -358,6 +362,9 @@ fn fsync_on_a_slow_device_is_blocked_time_on_its_file() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    for r in reports.iter().filter(|r| r.get("stall").is_some()) {
+        println!("STALL {} {}", r["stall"], r["waiting_on"]);
+    }
     let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&file).unwrap());
     let (est, mut names) = blocked(&reports, &dev, ino, pid);
     names.dedup();
@@ -466,4 +473,70 @@ fn loop_backing_file_is_not_counted_twice() {
         on_img[1] as f64 >= mib8 * 0.95,
         "the loop worker's reads not seen: {on_img:?}"
     );
+}
+
+/// `iolens args` as uid/gid 65534 without groups (`nobody`), else as root.
+fn iolens_as(nobody: bool, args: &[&str]) -> std::process::Output {
+    let mut c = if nobody {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    c.args(["--config", "/dev/null"]).args(args).output().unwrap()
+}
+
+/// Without root (uid 65534) the per-file figures are off and say why, in
+/// the JSON and the text report; the rest of the report is what a root
+/// run without tracing gives (the same sections and devices).
+#[test]
+fn without_root_the_files_say_why_and_the_rest_is_unchanged() {
+    let _serial = serial();
+    if !is_root() || !have("setpriv") {
+        eprintln!("skipped: needs root and setpriv to run as uid 65534");
+        return;
+    }
+    if !iolens_as(true, &["--version"]).status.success() {
+        eprintln!("skipped: uid 65534 cannot execute {BIN}");
+        return;
+    }
+    let json = |nobody: bool, extra: &[&str]| -> Value {
+        let mut args = vec!["--json", "-i", "0.2", "-n", "1"];
+        args.extend_from_slice(extra);
+        let out = iolens_as(nobody, &args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(text.lines().last().unwrap()).unwrap()
+    };
+    let user = json(true, &[]);
+    let info = &user["files_info"];
+    println!("uid 65534: files_info {info}");
+    assert_eq!(info["active"], false);
+    assert_eq!(info["reason"], "block tracing needs root");
+    assert_eq!(user["files"], serde_json::json!([]));
+    let root = json(false, &["--no-trace"]);
+    assert_eq!(root["files_info"]["reason"], "--no-trace");
+    let keys = |v: &Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&user), keys(&root));
+    let devs = |v: &Value| -> Vec<String> {
+        let mut d: Vec<String> = v["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        d.sort();
+        d
+    };
+    assert!(!devs(&user).is_empty());
+    assert_eq!(devs(&user), devs(&root));
+    let text = iolens_as(true, &["-b", "-i", "0.2", "-n", "1"]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("files: off (block tracing needs root)"), "{text}");
 }

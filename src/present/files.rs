@@ -287,8 +287,9 @@ fn device_and_partitions(model: &Model, name: &str) -> Vec<Dev> {
 }
 
 /// A detail's files part: a line saying what it is, then up to
-/// [`DETAIL_FILES`] files busiest first ("12.3 MB/s 32 /path": read from
-/// disk per second, folios dirtied per second), or why there are none;
+/// [`DETAIL_FILES`] files, those threads were seen blocked on first, then
+/// the busiest ("12.3 MB/s 32 ~40% /path": read from disk per second,
+/// folios dirtied per second, blocked share), or why there are none;
 /// nothing when block tracing is off altogether (the header says why).
 pub fn detail_file_lines(model: &Model, of: FilesOf<'_>) -> Vec<String> {
     let f = &model.trace.files;
@@ -316,7 +317,11 @@ pub fn detail_file_lines(model: &Model, of: FilesOf<'_>) -> Vec<String> {
         })
         .filter(|(_, io)| io.read > 0 || io.dirtied > 0 || io.blocked_ns > 0)
         .collect();
-    rows.sort_by(|a, b| b.1.busy().cmp(&a.1.busy()).then(a.0.cmp(&b.0)));
+    rows.sort_by(|a, b| {
+        (b.1.blocked_ns, b.1.busy())
+            .cmp(&(a.1.blocked_ns, a.1.busy()))
+            .then(a.0.cmp(&b.0))
+    });
     let head = format!("files ({}): disk read/s, dirty folios/s, ~blocked", rows.len());
     let mut out = vec![head];
     for (i, io) in rows.iter().take(DETAIL_FILES) {

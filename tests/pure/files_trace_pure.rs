@@ -304,7 +304,8 @@ fn files_in_the_process_and_device_details() {
         .collect();
     assert_eq!(lines.len(), 3, "{d}");
     assert!(
-        lines[0].contains("/mnt/A") && lines[2].contains("inode 1 on loop0"),
+        // /mnt/B first: its writer was seen blocked on it
+        lines[0].contains("/mnt/B") && lines[1].contains("/mnt/A") && lines[2].contains("inode 1 on loop0"),
         "{d}"
     );
 }

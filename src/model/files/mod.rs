@@ -382,12 +382,14 @@ impl FileTracker {
     }
 }
 
-/// Busiest first, then the longest blocked (then by device and inode, for
-/// a stable order).
+/// Files threads were seen blocked on first, the longest blocked first
+/// (few: at most 64 tasks are sampled; a file that makes processes wait
+/// is the one to see, whatever its bytes), then the busiest (then by
+/// device and inode, for a stable order).
 pub fn busiest(mut v: Vec<(FileKey, FileRow)>) -> Vec<(FileKey, FileRow)> {
     v.sort_by(|a, b| {
-        (b.1.io.busy(), b.1.io.blocked_ns)
-            .cmp(&(a.1.io.busy(), a.1.io.blocked_ns))
+        (b.1.io.blocked_ns, b.1.io.busy())
+            .cmp(&(a.1.io.blocked_ns, a.1.io.busy()))
             .then(a.0.cmp(&b.0))
     });
     v
@@ -446,7 +448,24 @@ impl FilesView {
             added = true;
         }
         if added {
+            // Names already given (a test's, a replay's) move with their files.
+            let was: HashMap<FileKey, usize> = self
+                .interval
+                .files
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (*k, i))
+                .collect();
             self.interval.files = busiest(std::mem::take(&mut self.interval.files));
+            if !self.names.is_empty() {
+                let names = std::mem::take(&mut self.names);
+                self.names = self
+                    .interval
+                    .files
+                    .iter()
+                    .map(|(k, _)| was.get(k).and_then(|&i| names.get(i).cloned().flatten()))
+                    .collect();
+            }
         }
     }
 

@@ -330,10 +330,15 @@ fn blocked_threads_are_sampled_time_on_their_files() {
     assert_eq!(r.procs[&100].blocked_ns, 0);
     assert_eq!(r.io.read, 4096);
     assert_eq!(row(&v.interval, LOOP0, 13).procs[&300].blocked_ns, 250_000_000);
-    // busiest (bytes) first, then the blocked ones
-    assert_eq!(v.interval.files[1].0.ino, 13);
+    // blocked longest first, then by bytes
+    let order: Vec<u64> = v.interval.files.iter().map(|(k, _)| k.ino).collect();
+    assert_eq!(order, vec![12, 13]);
+    v.add_waits(&waits[2..3], Some(0.5));
+    let order: Vec<u64> = v.interval.files.iter().map(|(k, _)| k.ino).collect();
+    assert_eq!(order, vec![13, 12]);
     // before the first interval, or while the view is off: nothing added
     let before = v.clone();
+    assert_eq!(row(&v.interval, LOOP0, 13).io.blocked_ns, 750_000_000);
     v.add_waits(&waits, None);
     assert_eq!(v.interval, before.interval);
     let mut off = FilesView::off("no tracefs");
