@@ -141,7 +141,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
         let cmd = app.update(msg);
         if sample {
             app.model.apply_trace(tracing.take());
-            tracing.learn_devices(&app.model.devices);
+            tracing.learn_devices(&app.model);
             app.model.judge();
             app.fix_selection();
             // The open process detail follows its files' positions.

@@ -51,6 +51,8 @@ mod tests {
         let mut m = Model::default();
         m.interval_s = Some(2.0);
         m.trace.files = FilesView::example(300, 400);
+        // the writer, sampled blocked 1.5 s of the 2 (on B, the second row)
+        m.trace.files.interval.files[1].1.io.blocked_ns = 1_500_000_000;
         let mut out = String::new();
         lines(&mut out, &m, 10);
         insta::assert_snapshot!(out);

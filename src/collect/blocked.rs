@@ -14,7 +14,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::Reader;
-use super::mountinfo::{may_block, parse_line};
+use super::fdinfo::{MOUNTINFO_CAP, parse_fdinfo};
+use super::mountinfo::{MountTable, may_block, parse_line};
 use super::process::RawProc;
 
 /// Tasks looked at per sample, of each kind (see [`Scanner`]).
@@ -61,8 +62,11 @@ fn fd_call(nr: i64) -> bool {
         libc::SYS_writev,
         libc::SYS_preadv,
         libc::SYS_pwritev,
+        libc::SYS_preadv2,
+        libc::SYS_pwritev2,
         libc::SYS_fsync,
         libc::SYS_fdatasync,
+        libc::SYS_sync_file_range,
         libc::SYS_fstat,
         libc::SYS_getdents64,
         libc::SYS_ftruncate,
@@ -143,6 +147,8 @@ fn mount_of(
 pub struct Scanner {
     prev: Vec<i32>,
     cursor: usize,
+    /// Processes with a thread waiting on a file at the last sample.
+    prev_waits: Vec<i32>,
 }
 
 impl Scanner {
@@ -208,6 +214,133 @@ fn text_all(r: &mut Reader, path: &str) -> String {
         .unwrap_or_default()
 }
 
+/// A thread in state D in a call on a file descriptor: the file it waits
+/// on. Read from `/proc/<pid>/task/<tid>/{syscall,wchan}`, the fd's
+/// `fdinfo` (`mnt_id`, `ino`) and link text; the device is the mount's
+/// MAJ:MIN in mountinfo (a superblock's `st_dev`, as the page-cache
+/// events name it). Nothing here stats the file: none of these reads
+/// reaches the filesystem, so none can hang with a FUSE or remote one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileWait {
+    /// Thread group and thread.
+    pub pid: i32,
+    pub tid: i32,
+    /// The call's number and the kernel function it sleeps in.
+    pub syscall: i64,
+    pub wchan: String,
+    pub fd: i32,
+    /// The file's filesystem (MAJ, MIN) and inode; `None` when unknown.
+    pub dev: Option<(u32, u32)>,
+    pub ino: Option<u64>,
+    /// The fd's link text (the path, " (deleted)" when unlinked).
+    pub path: Option<Vec<u8>>,
+}
+
+/// Thread states read per sample at most (`/proc/<pid>/task/<tid>/stat`
+/// of the multi-threaded processes looked at).
+pub const MAX_THREAD_READS: usize = 512;
+
+/// The state letter of a thread's stat text (after the last ')').
+fn stat_state(b: &[u8]) -> Option<char> {
+    let close = b.iter().rposition(|&c| c == b')')?;
+    b.get(close + 2).map(|&c| char::from(c))
+}
+
+/// The tasks in state D, as (pid, tid): a process's main thread by its
+/// sampled state; every thread of a multi-threaded process whose threads
+/// were read this sample for their I/O or delays (it did I/O lately), or
+/// that had a waiting thread last sample (at most [`MAX_THREAD_READS`]
+/// thread states, [`MAX_TASKS`] tasks).
+fn tasks_in_d(r: &mut Reader, procs: &[RawProc], prev: &[i32]) -> Vec<(i32, i32)> {
+    let mut out = Vec::new();
+    let mut budget = MAX_THREAD_READS;
+    for p in procs {
+        let pid = p.key.pid;
+        let threads =
+            p.num_threads > 1 && (p.thread_blkio.is_some() || p.threads.is_some() || prev.contains(&pid)) && budget > 0;
+        if !threads {
+            if p.state == 'D' {
+                out.push((pid, pid));
+            }
+            continue;
+        }
+        let Ok(tids) = r.list_numbers(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for tid in tids {
+            if budget == 0 {
+                break;
+            }
+            budget -= 1;
+            let state = r
+                .read_capped(format!("/proc/{pid}/task/{tid}/stat"), 1024)
+                .ok()
+                .and_then(stat_state);
+            if state == Some('D') {
+                out.push((pid, tid));
+            }
+        }
+    }
+    out.truncate(MAX_TASKS);
+    out
+}
+
+impl Scanner {
+    /// The threads in state D in a call on a file descriptor, and the
+    /// files they wait on (see [`FileWait`]).
+    pub fn waits(&mut self, r: &mut Reader, procs: &[RawProc]) -> Vec<FileWait> {
+        let tasks = tasks_in_d(r, procs, &self.prev_waits);
+        let mut mounts: Option<MountTable> = None;
+        let mut out = Vec::new();
+        for (pid, tid) in tasks {
+            let base = format!("/proc/{pid}/task/{tid}");
+            let Some((nr, a0)) = text(r, format!("{base}/syscall")).as_deref().and_then(parse_syscall) else {
+                continue;
+            };
+            let Ok(fd) = i32::try_from(a0) else { continue };
+            if !fd_call(nr) {
+                continue;
+            }
+            let wchan = text(r, format!("{base}/wchan")).unwrap_or_default();
+            let info = r
+                .read_capped(format!("/proc/{pid}/fdinfo/{fd}"), 4096)
+                .ok()
+                .and_then(parse_fdinfo);
+            let mounts = mounts.get_or_insert_with(|| MountTable::new(mountinfo_of(r, "self")));
+            let dev = info.and_then(|i| i.mnt_id).and_then(|id| {
+                if mounts.get(id).is_none() {
+                    // Another mount namespace: the process's own table.
+                    mounts.extend(mountinfo_of(r, &pid.to_string()));
+                }
+                mounts.get(id).map(|m| (m.major, m.minor))
+            });
+            let path = r
+                .read_link(format!("/proc/{pid}/fd/{fd}"))
+                .ok()
+                .map(|p| p.into_os_string().into_encoded_bytes());
+            out.push(FileWait {
+                pid,
+                tid,
+                syscall: nr,
+                wchan,
+                fd,
+                dev,
+                ino: info.and_then(|i| i.ino),
+                path,
+            });
+        }
+        self.prev_waits = out.iter().map(|w| w.pid).collect();
+        out
+    }
+}
+
+/// `/proc/<who>/mountinfo`, bounded.
+fn mountinfo_of(r: &mut Reader, who: &str) -> Vec<super::mountinfo::Mount> {
+    r.read_capped(format!("/proc/{who}/mountinfo"), MOUNTINFO_CAP)
+        .map(super::mountinfo::parse)
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +375,55 @@ mod tests {
         d.state = 'D';
         // Running, its wchan is "0": no wait class, nothing listed.
         assert!(Scanner::default().read(&mut r, &[me, d]).is_empty());
+    }
+
+    /// A captured tree: process 40 (one thread) in D in fsync(4) on an
+    /// unlinked file of mount 30 (7:0); process 50 in D in a call on no
+    /// fd (statx); process 60 asleep.
+    #[test]
+    fn waits_in_a_captured_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("proc");
+        let put = |rel: &str, text: &str| {
+            let f = p.join(rel);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        };
+        put("self/mountinfo", "30 1 7:0 / /mnt rw - ext4 /dev/loop0 rw\n");
+        put("40/task/40/syscall", "74 0x4 0x0 0x0 0x0 0x0 0x0 0x7ffe 0x7f\n");
+        put("40/task/40/wchan", "folio_wait_bit");
+        put("40/fdinfo/4", "pos:\t0\nflags:\t0100001\nmnt_id:\t30\nino:\t12\n");
+        std::fs::create_dir_all(p.join("40/fd")).unwrap();
+        std::os::unix::fs::symlink("/mnt/log (deleted)", p.join("40/fd/4")).unwrap();
+        put(
+            "50/task/50/syscall",
+            "332 0xffffff9c 0x7ffe 0x900 0xfff 0x7ffe 0x5 0x7ffe 0x7f\n",
+        );
+        put("50/task/50/wchan", "io_schedule");
+        let mut r = Reader::new(dir.path());
+        let proc = |pid, state| {
+            let mut p = RawProc::example(pid, 1, "x");
+            p.state = state;
+            p
+        };
+        let procs = [proc(40, 'D'), proc(50, 'D'), proc(60, 'S')];
+        let mut sc = Scanner::default();
+        let w = sc.waits(&mut r, &procs);
+        assert_eq!(
+            w,
+            vec![FileWait {
+                pid: 40,
+                tid: 40,
+                syscall: libc::SYS_fsync,
+                wchan: "folio_wait_bit".into(),
+                fd: 4,
+                dev: Some((7, 0)),
+                ino: Some(12),
+                path: Some(b"/mnt/log (deleted)".to_vec()),
+            }]
+        );
+        assert_eq!(sc.prev_waits, vec![40]);
+        assert_eq!(stat_state(b"7 (a) b) D 1 2"), Some('D'));
+        assert_eq!(stat_state(b"7 (a"), None);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::activity::{Activity, Step};
-use super::blocked::{self, BlockedTask};
+use super::blocked::{self, BlockedTask, FileWait};
 use super::cgroup::{CgroupReader, CgroupSnapshot};
 use super::delayacct::{self, ThreadDelays};
 use super::diskstats::{self, DiskStat};
@@ -40,6 +40,10 @@ pub struct RawSample {
     /// sysfs facts, refreshed when the device set changes and every
     /// `DEVICE_REFRESH_SAMPLES` samples.
     pub devices: Vec<DeviceInfo>,
+    /// The backing files of loop devices, (MAJ, MIN, inode) (refreshed
+    /// with `devices`; see [`sysblock::backing_inode`]).
+    #[serde(skip)]
+    pub loop_backing: Vec<(u32, u32, u64)>,
     /// Filesystems on anonymous devices (refreshed with `devices`), to name
     /// the device of an open file on overlay, btrfs, NFS, ...
     pub anon_mounts: Vec<AnonMount>,
@@ -51,6 +55,10 @@ pub struct RawSample {
     pub procs: ProcSnapshot,
     /// Tasks waiting on a FUSE or network filesystem.
     pub blocked: Vec<BlockedTask>,
+    /// Threads in state D in a call on a file, and the file. Not recorded:
+    /// a recording keeps the blocked time in its per-file figures.
+    #[serde(skip)]
+    pub waits: Vec<FileWait>,
     /// `kernel.task_delayacct` at this sample (`None`: no such sysctl).
     pub delayacct: Option<bool>,
     /// Open files of the processes where progress can matter (see `fdinfo`).
@@ -106,6 +114,7 @@ pub struct Collector {
     reader: Reader,
     procs: ProcReader,
     devices: Vec<DeviceInfo>,
+    loop_backing: Vec<(u32, u32, u64)>,
     anon_mounts: Vec<AnonMount>,
     blocked: blocked::Scanner,
     mounts: MountMap,
@@ -140,6 +149,7 @@ impl Collector {
             reader: Reader::new(root),
             procs: ProcReader::new(),
             devices: Vec::new(),
+            loop_backing: Vec::new(),
             anon_mounts: Vec::new(),
             blocked: blocked::Scanner::default(),
             mounts: MountMap::new(),
@@ -184,6 +194,20 @@ impl Collector {
             let by_name = self.mounts.get(&d.name);
             let by_dm = d.dm_name.as_ref().and_then(|n| self.mounts.get(n));
             d.mounts = by_name.or(by_dm).cloned().unwrap_or_default();
+        }
+        self.loop_backing = Vec::new();
+        if devices.iter().any(|d| d.backing_file.is_some()) {
+            let table = self
+                .reader
+                .read_capped("/proc/self/mountinfo", super::fdinfo::MOUNTINFO_CAP)
+                .map(mountinfo::parse)
+                .unwrap_or_default();
+            let table = mountinfo::MountTable::new(table);
+            self.loop_backing = devices
+                .iter()
+                .filter_map(|d| d.backing_file.as_deref())
+                .filter_map(|p| sysblock::backing_inode(&self.reader, p, &table))
+                .collect();
         }
         self.devices = devices;
         self.anon_mounts = mountinfo::read_anon(&mut self.reader);
@@ -267,6 +291,7 @@ impl Collector {
             self.threads.read(&mut self.reader, &mut procs.procs);
         }
         let blocked = self.blocked.read(&mut self.reader, &procs.procs);
+        let waits = self.blocked.waits(&mut self.reader, &procs.procs);
         let listed: Vec<ScanProc<'_>> = procs.procs.iter().map(ScanProc::from).collect();
         self.activity.set(Step::OpenFiles);
         let fds = self.fds.scan(&self.reader, &listed);
@@ -284,6 +309,7 @@ impl Collector {
             exits,
             disks,
             devices: self.devices.clone(),
+            loop_backing: self.loop_backing.clone(),
             anon_mounts: self.anon_mounts.clone(),
             cpu,
             psi,
@@ -291,6 +317,7 @@ impl Collector {
             vmstat,
             procs,
             blocked,
+            waits,
             delayacct,
             fds,
             cgroups,

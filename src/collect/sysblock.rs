@@ -167,6 +167,38 @@ pub fn read_devices(r: &mut Reader) -> Vec<DeviceInfo> {
     out
 }
 
+/// The file behind a loop device (its `backing_file` in sysfs), as
+/// (MAJ, MIN, inode), so that its cache is not counted as a second file:
+/// `statx` of the path (`AT_STATX_DONT_SYNC`), but never for a file on a
+/// FUSE, network or automount filesystem or under one (`mounts`: this
+/// process's mountinfo; the walk could hang), nor one the kernel marks
+/// " (deleted)" (the path would name another file). Live system only.
+pub fn backing_inode(r: &Reader, path: &str, mounts: &super::mountinfo::MountTable) -> Option<(u32, u32, u64)> {
+    if !r.is_live() || !path.starts_with('/') || path.ends_with(" (deleted)") {
+        return None;
+    }
+    let under = |point: &str| {
+        point == "/" || path == point || path.strip_prefix(point).is_some_and(|rest| rest.starts_with('/'))
+    };
+    // The mount the path is on: the longest mount point above it (the
+    // last listed of those, the one on top).
+    let on = mounts
+        .iter()
+        .filter(|m| under(&m.mount_point))
+        .max_by_key(|m| (m.mount_point.len(), m.id))?;
+    if mounts.path_may_block(on.id) {
+        return None;
+    }
+    let sx = rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::AtFlags::STATX_DONT_SYNC,
+        rustix::fs::StatxFlags::INO,
+    )
+    .ok()?;
+    Some((sx.stx_dev_major, sx.stx_dev_minor, sx.stx_ino))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,5 +252,32 @@ mod tests {
         assert_eq!(lo.backing_file.as_deref(), Some("/var/tmp/disk.img"));
         assert!(!lo.counts_in_total());
         assert_eq!(devs[5].diskseq, Some(3));
+    }
+
+    #[test]
+    fn backing_inodes_never_under_fuse() {
+        use crate::collect::mountinfo::{MountTable, parse};
+        use std::os::unix::fs::MetadataExt;
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let path = f.path().to_str().unwrap().to_string();
+        let m = f.as_file().metadata().unwrap();
+        let want = (libc::major(m.dev()), libc::minor(m.dev()), m.ino());
+        let r = Reader::new("/");
+        let table = |text: &str| MountTable::new(parse(text.as_bytes()));
+        let local = table("1 1 254:1 / / rw - ext4 /dev/vda1 rw\n");
+        assert_eq!(backing_inode(&r, &path, &local), Some(want));
+        // the same path under a FUSE mount (or under one via its parent):
+        // not stat'ed
+        let top = path.rsplit_once('/').unwrap().0;
+        let fuse = table(&format!(
+            "1 1 254:1 / / rw - ext4 /dev/vda1 rw\n2 1 0:50 / {top} rw - fuse.slowfs slowfs rw\n"
+        ));
+        assert_eq!(backing_inode(&r, &path, &fuse), None);
+        let under = table(&format!(
+            "1 1 254:1 / / rw - ext4 /dev/vda1 rw\n2 1 0:50 / /x rw - fuse.sshfs h:/ rw\n3 2 7:0 / {top} rw - ext4 /dev/loop0 rw\n"
+        ));
+        assert_eq!(backing_inode(&r, &path, &under), None);
+        assert_eq!(backing_inode(&r, &format!("{path} (deleted)"), &local), None);
+        assert_eq!(backing_inode(&Reader::new("/tmp"), &path, &local), None);
     }
 }

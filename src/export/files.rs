@@ -22,7 +22,7 @@ use crate::present::files::{FILE_COLUMNS, FileCol};
 pub const MAX_FILES: usize = 4096;
 
 /// The exported counters, in the order of [`amounts`].
-const COLS: [FileCol; 2] = [FileCol::Read, FileCol::Dirtied];
+const COLS: [FileCol; 3] = [FileCol::Read, FileCol::Dirtied, FileCol::Blocked];
 
 /// The file's name and its device's, unescaped ([`label`] escapes them):
 /// the path, else "inode N on DEV"; the device row's name, else "MAJ:MIN".
@@ -46,7 +46,7 @@ struct Tracked {
     file: String,
     device: String,
     /// Accumulated while the file was exported on its own series.
-    own: [f64; 2],
+    own: [f64; 3],
     rank: Ranked,
 }
 
@@ -56,7 +56,7 @@ pub struct Files {
     /// The page-cache events were traced at the last sample.
     active: bool,
     files: HashMap<FileKey, Tracked>,
-    other: [f64; 2],
+    other: [f64; 3],
 }
 
 impl Files {
@@ -85,7 +85,11 @@ impl Files {
             top.max(1),
         );
         for (i, (key, row)) in f.interval.files.iter().enumerate() {
-            let a = [row.io.read as f64, row.io.dirtied as f64];
+            let a = [
+                row.io.read as f64,
+                row.io.dirtied as f64,
+                row.io.blocked_ns as f64 / 1e9,
+            ];
             let target = match self.files.get_mut(key) {
                 Some(t) if t.rank.exported => {
                     if t.file.is_empty() {
@@ -118,7 +122,7 @@ impl Files {
     }
 
     pub fn encode(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        if !self.active && self.files.is_empty() && self.other == [0.0; 2] {
+        if !self.active && self.files.is_empty() && self.other == [0.0; 3] {
             return Ok(());
         }
         let mut own: Vec<(&FileKey, &Tracked)> = self.files.iter().filter(|(_, t)| t.rank.exported).collect();

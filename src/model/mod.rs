@@ -360,6 +360,8 @@ impl Model {
             self.progress.update(&cur.fds, cur.mono_ns);
             self.file_names.learn(&cur.fds);
             cur.fds = Default::default();
+            // No interval ends here for them.
+            cur.waits = Vec::new();
             let mut old = std::mem::take(&mut self.baselines);
             self.baselines = process::baselines(&cur.procs.procs, &old, std::mem::take(&mut self.spare_baselines));
             old.clear();
@@ -385,6 +387,7 @@ impl Model {
         self.delayacct = cur.delayacct;
         self.progress.update(&cur.fds, cur.mono_ns);
         self.file_names.learn(&cur.fds);
+        self.file_names.learn_waits(&cur.waits);
         self.update_jobs(&mut cur);
         // The open files are in the transfers now: the baseline needs none
         // (a full scan's are most of a sample's memory).
@@ -427,6 +430,8 @@ impl Model {
     /// partitions' requests are their disk's), as do devices of a
     /// recording made before the bytes were kept.
     pub fn apply_trace(&mut self, mut view: trace::view::TraceView) {
+        let waits = self.prev.as_ref().map_or(&[][..], |p| &p.waits[..]);
+        view.files.add_waits(waits, self.interval_s);
         view.files.name_with(&mut self.file_names);
         for row in &mut self.devices {
             let Some(r) = row.rates.as_mut() else { continue };

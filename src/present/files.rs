@@ -16,6 +16,7 @@ pub enum FileCol {
     Device,
     Read,
     Dirtied,
+    Blocked,
     Processes,
 }
 
@@ -32,7 +33,7 @@ pub struct FileColumn {
     pub metric: Option<(&'static str, &'static str)>,
 }
 
-pub const FILE_COLUMNS: [FileColumn; 5] = [
+pub const FILE_COLUMNS: [FileColumn; 6] = [
     FileColumn {
         id: FileCol::Read,
         head: "DISK READ/s",
@@ -51,6 +52,16 @@ pub const FILE_COLUMNS: [FileColumn; 5] = [
         metric: Some((
             "file_dirtied_folios",
             "Page-cache folios of this file marked dirty (in folios: the event gives no size), accumulated by iolens",
+        )),
+    },
+    FileColumn {
+        id: FileCol::Blocked,
+        head: "BLOCKED",
+        width: 7,
+        right: true,
+        metric: Some((
+            "file_blocked_seconds",
+            "Estimated time threads spent blocked (state D) in calls on this file's descriptor (sampled: a thread seen so at a sample counts the whole interval), accumulated by iolens",
         )),
     },
     FileColumn {
@@ -77,7 +88,7 @@ pub const FILE_COLUMNS: [FileColumn; 5] = [
 ];
 
 /// The heading of the files section of the batch text.
-pub const FILES_HEADING: &str = "files (read from disk into the page cache, folios dirtied)";
+pub const FILES_HEADING: &str = "files (read from disk into the page cache, folios dirtied, ~blocked: sampled)";
 
 /// Why there are no file numbers when nothing said otherwise.
 pub const NOT_TRACED: &str = "not traced";
@@ -151,7 +162,21 @@ pub fn cell(col: FileCol, model: &Model, i: usize) -> String {
         FileCol::Device => dev_name(model, key.dev),
         FileCol::Read => per_s(row.io.read, model).map_or_else(|| format::NA.to_string(), format::rate),
         FileCol::Dirtied => per_s(row.io.dirtied, model).map_or_else(|| format::NA.to_string(), |v| format!("{v:.0}")),
+        FileCol::Blocked => blocked_cell(row.io.blocked_ns, model),
         FileCol::Processes => procs_cell(model, row),
+    }
+}
+
+/// How blocked time is known, for the outputs that say so.
+pub const BLOCKED_BASIS: &str =
+    "sampled: threads in state D in a call on the file at each sample, each counted for the whole interval";
+
+/// Blocked time as a share of the interval, marked as an estimate ("~40%";
+/// two threads blocked throughout: "~200%"); n/a before the first interval.
+pub fn blocked_cell(ns: u64, model: &Model) -> String {
+    match model.interval_s.filter(|s| *s > 0.0) {
+        Some(s) => format!("~{:.0}%", ns as f64 / 1e9 / s * 100.0),
+        None => format::NA.to_string(),
     }
 }
 
@@ -161,6 +186,8 @@ fn io_json(io: &FileIo) -> Value {
         "dirtied_folios": io.dirtied,
         "created_bytes": io.created,
         "backing_read_bytes": io.backing_read,
+        "backing_dirtied_folios": io.backing_dirtied,
+        "blocked_seconds_est": io.blocked_ns as f64 / 1e9,
     })
 }
 
@@ -209,6 +236,7 @@ pub fn files_info_json(model: &Model) -> Value {
         "files": f.interval.files.len(),
         "unplaced_dirtied_folios": f.interval.unplaced_dirtied,
         "direct_io": "not seen (bypasses the page cache)",
+        "blocked": BLOCKED_BASIS,
     })
 }
 
@@ -230,7 +258,7 @@ pub fn files_note(model: &Model) -> String {
     if model.interval_s.is_none() {
         return "waiting for the first interval".to_string();
     }
-    "read from disk into the page cache, folios dirtied; direct I/O not seen".to_string()
+    "read from disk into the page cache, folios dirtied, ~blocked (sampled); direct I/O not seen".to_string()
 }
 
 /// Whose files a detail lists.
@@ -259,8 +287,9 @@ fn device_and_partitions(model: &Model, name: &str) -> Vec<Dev> {
 }
 
 /// A detail's files part: a line saying what it is, then up to
-/// [`DETAIL_FILES`] files busiest first ("12.3 MB/s 32 /path": read from
-/// disk per second, folios dirtied per second), or why there are none;
+/// [`DETAIL_FILES`] files, those threads were seen blocked on first, then
+/// the busiest ("12.3 MB/s 32 ~40% /path": read from disk per second,
+/// folios dirtied per second, blocked share), or why there are none;
 /// nothing when block tracing is off altogether (the header says why).
 pub fn detail_file_lines(model: &Model, of: FilesOf<'_>) -> Vec<String> {
     let f = &model.trace.files;
@@ -286,17 +315,22 @@ pub fn detail_file_lines(model: &Model, of: FilesOf<'_>) -> Vec<String> {
             FilesOf::Process(pid) => row.procs.get(&pid).map(|io| (i, *io)),
             FilesOf::Device(_) => devs.contains(&key.dev).then_some((i, row.io)),
         })
-        .filter(|(_, io)| io.read > 0 || io.dirtied > 0)
+        .filter(|(_, io)| io.read > 0 || io.dirtied > 0 || io.blocked_ns > 0)
         .collect();
-    rows.sort_by(|a, b| b.1.busy().cmp(&a.1.busy()).then(a.0.cmp(&b.0)));
-    let head = format!("files ({}): disk read/s, dirtied folios/s", rows.len());
+    rows.sort_by(|a, b| {
+        (b.1.blocked_ns, b.1.busy())
+            .cmp(&(a.1.blocked_ns, a.1.busy()))
+            .then(a.0.cmp(&b.0))
+    });
+    let head = format!("files ({}): disk read/s, dirty folios/s, ~blocked", rows.len());
     let mut out = vec![head];
     for (i, io) in rows.iter().take(DETAIL_FILES) {
         let key = f.interval.files[*i].0;
         let read = per_s(io.read, model).map_or_else(|| format::NA.to_string(), format::rate);
         let dirtied = per_s(io.dirtied, model).map_or_else(|| format::NA.to_string(), |v| format!("{v:.0}"));
         let name = file_name(model, key, f.names.get(*i).and_then(|n| n.as_deref()));
-        out.push(format!("  {read:>10} {dirtied:>5} {name}"));
+        let blocked = blocked_cell(io.blocked_ns, model);
+        out.push(format!("  {read:>10} {dirtied:>5} {blocked:>5} {name}"));
     }
     if rows.len() > DETAIL_FILES {
         out.push(format!("  +{} more (I: all files)", rows.len() - DETAIL_FILES));

@@ -117,7 +117,7 @@ pub fn run(
                     // The first interval's requests (begun before the
                     // baseline) are taken and dropped with the baseline.
                     super::fold(&mut model, s, trace);
-                    tracing.learn_devices(&model.devices);
+                    tracing.learn_devices(&model);
                     if tick >= k {
                         fresh = true;
                         break;

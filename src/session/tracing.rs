@@ -4,13 +4,14 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::collect::fdinfo::AlsoScan;
+use crate::collect::fdinfo::{AlsoScan, FileId};
 use crate::collect::trace::block::BlockEvent;
+use crate::collect::trace::block::Dev;
 use crate::collect::trace::dirty::{self, PauseEvent};
-use crate::collect::trace::file::FileEvent;
+use crate::collect::trace::file::{FileEvent, Where};
 use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
 use crate::model::dirty::{ThrottleTracker, ThrottleView};
-use crate::model::files::{FileTracker, FilesView};
+use crate::model::files::{FileKey, FileTracker, FilesView};
 use crate::model::trace::Accumulator;
 use crate::model::trace::view::TraceView;
 
@@ -97,16 +98,28 @@ impl Tracing {
 
     /// Which filesystems each backing device (bdi) holds, for placing the
     /// dirtied folios (the event names the bdi, a partition's is its
-    /// disk's): from the sample's device rows and their mounts.
-    pub fn learn_devices(&self, rows: &[crate::model::DeviceRow]) {
+    /// disk's): from the sample's device rows and their mounts; and the
+    /// loop devices' backing files, kept apart.
+    pub fn learn_devices(&self, model: &crate::model::Model) {
         if self.handle.is_none() {
             return;
         }
-        let map = crate::model::files::BdiMap::from_devices(rows);
+        let map = crate::model::files::BdiMap::from_devices(&model.devices);
+        let backing: Vec<FileKey> = model
+            .last_sample()
+            .map(|s| &s.loop_backing[..])
+            .unwrap_or_default()
+            .iter()
+            .map(|&(major, minor, ino)| FileKey {
+                dev: Dev { major, minor },
+                ino,
+            })
+            .collect();
         let mut f = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         if f.bdis() != &map {
             f.set_bdis(map);
         }
+        f.set_backing(backing);
     }
 
     pub fn active(&self) -> bool {
@@ -186,14 +199,26 @@ impl Sink for Feed {
     }
 
     fn files(&mut self, events: &[FileEvent]) {
-        self.files.lock().unwrap_or_else(PoisonError::into_inner).feed(events);
-        let mut last = 0;
-        let pids = events.iter().filter(|e| !e.kernel && e.tgid > 0).filter_map(|e| {
-            let new = e.tgid != last;
-            last = e.tgid;
-            new.then_some(e.tgid)
-        });
-        self.also.add(pids);
+        let mut f = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        f.feed(events);
+        // Each process once per file run, with the file its event names
+        // (a dirty names its bdi: the filesystems on it).
+        let mut last = (0, 0);
+        let mut wanted: Vec<(i32, Option<FileId>)> = Vec::new();
+        for e in events.iter().filter(|e| !e.kernel && e.tgid > 0) {
+            if last == (e.tgid, e.ino) {
+                continue;
+            }
+            last = (e.tgid, e.ino);
+            let devs = match e.place {
+                Where::Sb(d) => vec![d],
+                Where::Bdi(_) => f.bdis().devs(&e.place.bdi_name()),
+            };
+            wanted.push((e.tgid, None));
+            wanted.extend(devs.into_iter().map(|d| (e.tgid, Some((d.major, d.minor, e.ino)))));
+        }
+        drop(f);
+        self.also.add_files(wanted);
     }
 
     fn pauses(&mut self, events: &[PauseEvent]) {

@@ -14,16 +14,18 @@ use crate::model::Model;
 use crate::present::files::{FILE_COLUMNS, FILES_TITLE, FileCol, FileColumn, cell, files_note};
 use crate::present::text::truncate;
 
-/// The path column's least width; below it the processes column is left
-/// out so that the path keeps room.
+/// The path column's least width; below it the processes column, then the
+/// blocked one, are left out so that the path keeps room.
 const MIN_PATH: usize = 20;
 
 /// The columns that fit in `w`.
 fn columns(w: usize) -> Vec<&'static FileColumn> {
     let fixed = |cols: &[&FileColumn]| cols.iter().map(|c| c.width + 1).sum::<usize>();
     let mut cols: Vec<&FileColumn> = FILE_COLUMNS.iter().collect();
-    if w.saturating_sub(fixed(&cols)) < MIN_PATH {
-        cols.retain(|c| c.id != FileCol::Processes);
+    for drop in [FileCol::Processes, FileCol::Blocked] {
+        if w.saturating_sub(fixed(&cols)) < MIN_PATH {
+            cols.retain(|c| c.id != drop);
+        }
     }
     cols
 }

@@ -301,7 +301,9 @@ fn files_model(n: u64) -> iolens::model::Model {
 /// events.
 #[test]
 fn files_top_n_with_other_bounded() {
-    let m = files_model(40);
+    let mut m = files_model(40);
+    // f0's reader seen blocked on it for 1.5 s (sampled)
+    m.trace.files.interval.files[0].1.io.blocked_ns = 1_500_000_000;
     let mut e = Exported::new(3);
     e.update(&m, 0.001);
     let om = e.openmetrics();
@@ -314,6 +316,10 @@ fn files_top_n_with_other_bounded() {
     assert_eq!(value(&om, other), Some(703.0 * mib), "{om}");
     let dirt = "iolens_file_dirtied_folios_total{device=\"\",inode=\"\",file=\"other\"}";
     assert_eq!(value(&om, dirt), Some(32.0), "{om}");
+    let blocked = "iolens_file_blocked_seconds_total{device=\"loop0\",inode=\"0\",file=\"/mnt/f0\"}";
+    assert_eq!(value(&om, blocked), Some(1.5), "{om}");
+    let blocked_other = "iolens_file_blocked_seconds_total{device=\"\",inode=\"\",file=\"other\"}";
+    assert_eq!(value(&om, blocked_other), Some(0.0), "{om}");
     let n = |body: &str| {
         body.lines()
             .filter(|l| l.starts_with("iolens_file_read_bytes_total"))

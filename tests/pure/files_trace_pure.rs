@@ -185,6 +185,19 @@ fn files_model() -> iolens::model::Model {
     m.trace.active = true;
     m.trace.reason = None;
     m.trace.files = iolens::model::files::FilesView::example(4242, 31337);
+    // evil (31337) seen blocked in fsync on /mnt/B at the sample
+    let wait = iolens::collect::blocked::FileWait {
+        pid: 31337,
+        tid: 31337,
+        syscall: 74,
+        wchan: "folio_wait_bit".into(),
+        fd: 3,
+        dev: Some((7, 0)),
+        ino: Some(13),
+        path: None,
+    };
+    let dt = m.interval_s;
+    m.trace.files.add_waits(&[wait], dt);
     m
 }
 
@@ -238,8 +251,8 @@ fn files_in_the_process_and_device_details() {
     let m = files_model();
     let key = m.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap().raw.key;
     let p = draw_popup(&m, Popup::Process(key), 120, 30);
-    assert!(p.contains("files (1): disk read/s, dirtied folios/s"), "{p}");
-    assert!(p.contains("67.1 MB/s     0 /mnt/A"), "{p}");
+    assert!(p.contains("files (1): disk read/s, dirty folios/s, ~blocked"), "{p}");
+    assert!(p.contains("67.1 MB/s     0   ~0% /mnt/A"), "{p}");
     assert!(!p.contains("/mnt/B"), "{p}");
     let evil = draw_popup(
         &m,
@@ -247,7 +260,7 @@ fn files_in_the_process_and_device_details() {
         120,
         30,
     );
-    assert!(evil.contains("0 B/s    32 /mnt/B\\x1b[31m (deleted)"), "{evil}");
+    assert!(evil.contains("0 B/s    32 ~100% /mnt/B\\x1b[31m (deleted)"), "{evil}");
     let d = draw_popup(&m, Popup::Detail("loop0".into()), 120, 40);
     insta::assert_snapshot!("files_in_device_detail", d);
     let lines: Vec<&str> = d
@@ -256,7 +269,40 @@ fn files_in_the_process_and_device_details() {
         .collect();
     assert_eq!(lines.len(), 3, "{d}");
     assert!(
-        lines[0].contains("/mnt/A") && lines[2].contains("inode 1 on loop0"),
+        // /mnt/B first: its writer was seen blocked on it
+        lines[0].contains("/mnt/B") && lines[1].contains("/mnt/A") && lines[2].contains("inode 1 on loop0"),
         "{d}"
     );
+}
+
+/// `maps` of a python3 that mapped a 64 KiB file shared and unlinked it
+/// (captured on 6.18, tests/fixtures/files-6.18/maps): the deleted file
+/// and the program are found by device and inode, each once (the
+/// program has five mappings), with their paths; an anonymous mapping's
+/// "00:00 0" and an inode on another device are not.
+#[test]
+fn names_from_a_captured_maps_file() {
+    use iolens::collect::fdinfo::maps::{MappedFile, find};
+    let text = std::fs::read(Path::new(DIR).join("maps")).unwrap();
+    let wanted = [(254, 0, 10_035_251), (254, 0, 247_706), (0, 0, 0), (7, 0, 247_706)];
+    let found = find(77, &text, &wanted);
+    let m = |ino, path: &str| MappedFile {
+        pid: 77,
+        dev: (254, 0),
+        ino,
+        path: std::sync::Arc::from(path.as_bytes()),
+    };
+    assert_eq!(
+        found,
+        vec![
+            m(247_706, "/usr/bin/python3.11"),
+            m(10_035_251, "/tmp/mapcap/data file (deleted)"),
+        ]
+    );
+    // cut anywhere (a bounded read), no panic and no wrong name
+    for cut in 0..text.len() {
+        for f in find(77, &text[..cut], &wanted) {
+            assert!(found.iter().any(|g| g.ino == f.ino && f.path.starts_with(b"/")));
+        }
+    }
 }

@@ -43,6 +43,7 @@
 
 mod lister;
 
+pub mod maps;
 mod raw;
 mod read;
 
@@ -143,9 +144,17 @@ struct Todo {
 }
 
 /// Processes another part of iolens wants read at the next scan (at most
-/// [`AlsoScan::MAX`]); each scan takes them.
+/// [`AlsoScan::MAX`]), and per process the files (MAJ, MIN, inode; at
+/// most [`AlsoScan::FILES`]) it wants named: those its fds do not name are
+/// looked for in its `maps`. Each scan takes them.
 #[derive(Default)]
-pub struct AlsoScan(std::sync::Mutex<foldhash::HashSet<i32>>, std::sync::OnceLock<Flusher>);
+pub struct AlsoScan(std::sync::Mutex<Wanted>, std::sync::OnceLock<Flusher>);
+
+/// A file by its filesystem's MAJ, MIN and its inode.
+pub type FileId = (u32, u32, u64);
+
+/// Processes and, for each, the files wanted named.
+pub type Wanted = foldhash::HashMap<i32, Vec<FileId>>;
 
 /// Brings the pids up to date before a scan (the tracer's buffers read).
 pub type Flusher = Box<dyn Fn() + Send + Sync>;
@@ -158,6 +167,7 @@ impl std::fmt::Debug for AlsoScan {
 
 impl AlsoScan {
     pub const MAX: usize = 64;
+    pub const FILES: usize = 8;
 
     /// Set what brings the pids up to date before each scan (once).
     pub fn set_flusher(&self, f: Flusher) {
@@ -165,16 +175,24 @@ impl AlsoScan {
     }
 
     pub fn add(&self, pids: impl IntoIterator<Item = i32>) {
+        self.add_files(pids.into_iter().map(|p| (p, None)));
+    }
+
+    /// Processes, each with a file it touched when known.
+    pub fn add_files(&self, files: impl IntoIterator<Item = (i32, Option<FileId>)>) {
         let mut set = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for p in pids {
-            if set.len() >= Self::MAX {
-                break;
+        for (p, file) in files {
+            if set.len() >= Self::MAX && !set.contains_key(&p) {
+                continue;
             }
-            set.insert(p);
+            let v = set.entry(p).or_default();
+            if let Some(f) = file.filter(|f| v.len() < Self::FILES && !v.contains(f)) {
+                v.push(f);
+            }
         }
     }
 
-    fn take(&self) -> foldhash::HashSet<i32> {
+    fn take(&self) -> Wanted {
         if let Some(f) = self.1.get() {
             f();
         }
@@ -191,7 +209,7 @@ pub struct FdScanner {
     /// Processes to read at the next scan as if watched (the processes
     /// the page-cache events came from: their files need names).
     pub also: Option<Arc<AlsoScan>>,
-    also_now: foldhash::HashSet<i32>,
+    also_now: Wanted,
     /// When set, the next scan reads every listed process (then clears).
     pub full_next: bool,
     pub budget: Budget,
@@ -337,7 +355,7 @@ impl FdScanner {
     ) -> Option<(ScanReason, Option<bool>, u32)> {
         let scan = self.scans;
         let io = p.io.as_ref().map(ProcIo::syscalls_mark);
-        let watched = self.watch.matches(p.key.pid, &p.comm) || self.also_now.contains(&p.key.pid);
+        let watched = self.watch.matches(p.key.pid, &p.comm) || self.also_now.contains_key(&p.key.pid);
         // Most processes: known, not tracked, no read or write since the
         // last sample, nothing to scan; updated in place.
         if let Some(s) = self.state.get_mut(p.key.pid)
@@ -432,6 +450,7 @@ impl FdScanner {
                     st.fds = None;
                     st.sweep = None;
                 }
+                self.read_maps(r, p.key.pid, &out.fds, snap);
                 snap.procs.push(FdProc {
                     key: p.key,
                     comm: p.comm.to_string(),
@@ -568,6 +587,70 @@ mod tests {
         // Moved by lseek alone (no read/write syscall): seen at once.
         f.seek(SeekFrom::Start(10)).unwrap();
         assert_eq!(scan(&mut sc).pos, 10);
+    }
+
+    /// A process the page-cache events came from, with a file it has
+    /// mapped but closed: named from its maps; a file it has open is
+    /// named by its fd and its maps are not read for it.
+    #[test]
+    fn mapped_files_of_the_processes_the_events_came_from() {
+        use std::os::unix::fs::MetadataExt;
+        let py = std::path::Path::new("/usr/bin/python3");
+        if !py.exists() {
+            eprintln!("skipped: no /usr/bin/python3");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (mapped, open) = (dir.path().join("mapped"), dir.path().join("open"));
+        std::fs::write(&mapped, [7u8; 8192]).unwrap();
+        std::fs::write(&open, [7u8; 100]).unwrap();
+        let script = "import mmap,sys,time\nf=open(sys.argv[1],'rb')\nm=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ)\nf.close()\ng=open(sys.argv[2],'rb')\ng.read(10)\nprint('ok',flush=True)\ntime.sleep(30)\n";
+        let mut child = std::process::Command::new(py)
+            .args(["-c", script])
+            .arg(&mapped)
+            .arg(&open)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let key = |p: &std::path::Path| {
+            let m = std::fs::metadata(p).unwrap();
+            (libc::major(m.dev()), libc::minor(m.dev()), m.ino())
+        };
+        let pid = child.id() as i32;
+        let also = Arc::new(AlsoScan::default());
+        also.add_files([(pid, Some(key(&mapped))), (pid, Some(key(&open)))]);
+        let mut sc = FdScanner {
+            also: Some(also),
+            ..Default::default()
+        };
+        let snap = sc.scan(
+            &Reader::new("/"),
+            &[ScanProc {
+                key: ProcKey { pid, start_time: 1 },
+                comm: Cow::Borrowed("python3"),
+                io: Some(ProcIo::default()),
+            }],
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        let (major, minor, ino) = key(&mapped);
+        assert_eq!(
+            snap.mapped,
+            vec![maps::MappedFile {
+                pid,
+                dev: (major, minor),
+                ino,
+                path: Arc::from(mapped.as_os_str().as_encoded_bytes()),
+            }]
+        );
+        assert!(
+            snap.procs[0]
+                .fds
+                .iter()
+                .any(|f| f.ino == key(&open).2 && f.path.is_some())
+        );
     }
 
     #[test]

@@ -201,6 +201,10 @@ pub struct FdSnapshot {
     pub fds_seen: u64,
     /// Processes whose fds we were not allowed to read.
     pub denied: u32,
+    /// Files the processes the page-cache events came from have mapped,
+    /// where their fds did not name them (see [`super::maps`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mapped: Vec<super::maps::MappedFile>,
 }
 
 /// A process as the scanner needs it: from the collector's process snapshot

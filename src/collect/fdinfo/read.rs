@@ -354,6 +354,35 @@ impl FdScanner {
         Some((raw, moved))
     }
 
+    /// The files the page-cache events of `pid` touched that its fds do
+    /// not name, from its maps (bounded: [`super::maps::MAPS_CAP`]) into
+    /// `snap.mapped`.
+    pub(super) fn read_maps(&mut self, r: &Reader, pid: i32, fds: &[RawFd], snap: &mut super::FdSnapshot) {
+        let Some(wanted) = self.also_now.get(&pid) else {
+            return;
+        };
+        let named = |&(major, minor, ino): &(u32, u32, u64)| {
+            fds.iter()
+                .any(|f| f.ino == ino && f.dev == libc::makedev(major, minor) && f.path.is_some())
+        };
+        let missing: Vec<(u32, u32, u64)> = wanted.iter().copied().filter(|k| !named(k)).collect();
+        if missing.is_empty() {
+            return;
+        }
+        let mut name = CName::default();
+        if let Ok(dir) = open_dir(&r.path("/proc"))
+            && let Ok(text) = read_at(
+                &dir,
+                name.set3(b"", pid, b"/maps"),
+                &mut self.buf,
+                false,
+                super::maps::MAPS_CAP,
+            )
+        {
+            snap.mapped.extend(super::maps::find(pid, text, &missing));
+        }
+    }
+
     /// Whether a file of `pid` on mount `id` may block when stat'ed. A mount
     /// missing from the table has the process's own mountinfo read (it may
     /// live in another mount namespace); one still missing, or a mountinfo

@@ -18,8 +18,11 @@
 //! - **Loop backing files**: a loop device over a file reads its backing
 //!   file through that file's cache in a kernel worker; the bytes are
 //!   already counted on the files of the filesystem on the loop device, so
-//!   the backing file's reads are kept apart ([`FileIo::backing_read`]) and
-//!   left out of the read totals.
+//!   the backing file's reads and dirties are kept apart
+//!   ([`FileIo::backing_read`], [`FileIo::backing_dirtied`]) and left out
+//!   of the totals and the ranking. The backing files are named by
+//!   (device, inode) from sysfs `loop/backing_file` (see
+//!   `collect::sysblock::backing_inode`).
 //! - **Where**: adds name the superblock's device (`st_dev`); dirties name
 //!   the backing device (bdi), which is the whole disk for a partition: a
 //!   [`BdiMap`] (from mountinfo) turns a bdi name into the filesystems on it.
@@ -36,6 +39,7 @@ use std::sync::Arc;
 use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
+use crate::collect::blocked::FileWait;
 use crate::collect::trace::block::Dev;
 use crate::collect::trace::file::{FileEvent, FileKind, Where};
 
@@ -66,6 +70,13 @@ pub struct FileIo {
     /// Bytes read into a loop device's backing file (counted on the loop
     /// device's files instead).
     pub backing_read: u64,
+    /// Folios of a loop device's backing file dirtied (the loop device's
+    /// writes: counted on its files instead).
+    pub backing_dirtied: u64,
+    /// Time threads spent blocked (state D) in calls on this file, ns: an
+    /// estimate, sampled (each thread seen in D in such a call at a sample
+    /// counts the whole interval; see [`FilesView::add_waits`]).
+    pub blocked_ns: u64,
 }
 
 impl FileIo {
@@ -74,6 +85,8 @@ impl FileIo {
         self.dirtied += o.dirtied;
         self.created += o.created;
         self.backing_read += o.backing_read;
+        self.backing_dirtied += o.backing_dirtied;
+        self.blocked_ns += o.blocked_ns;
     }
 
     /// For ordering only: bytes read plus folios dirtied as 4 KiB each.
@@ -300,6 +313,7 @@ impl FileTracker {
             }
         };
         match key {
+            Some(k) if self.backing.contains(&k) => self.row(k).charge(who(e), |io| io.backing_dirtied += 1),
             Some(k) => self.row(k).charge(who(e), |io| io.dirtied += 1),
             None => self.unplaced += 1,
         }
@@ -370,9 +384,16 @@ impl FileTracker {
     }
 }
 
-/// Busiest first (then by device and inode, for a stable order).
+/// Files threads were seen blocked on first, the longest blocked first
+/// (few: at most 64 tasks are sampled; a file that makes processes wait
+/// is the one to see, whatever its bytes), then the busiest (then by
+/// device and inode, for a stable order).
 pub fn busiest(mut v: Vec<(FileKey, FileRow)>) -> Vec<(FileKey, FileRow)> {
-    v.sort_by(|a, b| b.1.io.busy().cmp(&a.1.io.busy()).then(a.0.cmp(&b.0)));
+    v.sort_by(|a, b| {
+        (b.1.io.blocked_ns, b.1.io.busy())
+            .cmp(&(a.1.io.blocked_ns, a.1.io.busy()))
+            .then(a.0.cmp(&b.0))
+    });
     v
 }
 
@@ -395,6 +416,58 @@ impl FilesView {
             active: false,
             reason: Some(reason.into()),
             ..Default::default()
+        }
+    }
+
+    /// Add the threads seen blocked in calls on files at the sample that
+    /// ends the interval (`dt_s` long): each counts the whole interval on
+    /// its file and process. An estimate: a point sample stands for the
+    /// interval. Waits on a file of unknown device or inode are left out.
+    pub fn add_waits(&mut self, waits: &[FileWait], dt_s: Option<f64>) {
+        let Some(dt) = dt_s.filter(|d| self.active && d.is_finite() && *d > 0.0) else {
+            return;
+        };
+        let ns = (dt * 1e9) as u64;
+        let mut added = false;
+        for w in waits {
+            let (Some((major, minor)), Some(ino)) = (w.dev, w.ino) else {
+                continue;
+            };
+            let key = FileKey {
+                dev: Dev { major, minor },
+                ino,
+            };
+            let at = match self.interval.files.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    self.interval.files.push((key, FileRow::default()));
+                    self.interval.files.len() - 1
+                }
+            };
+            self.interval.files[at]
+                .1
+                .charge(Who::Process(w.pid), |io| io.blocked_ns += ns);
+            added = true;
+        }
+        if added {
+            // Names already given (a test's, a replay's) move with their files.
+            let was: HashMap<FileKey, usize> = self
+                .interval
+                .files
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (*k, i))
+                .collect();
+            self.interval.files = busiest(std::mem::take(&mut self.interval.files));
+            if !self.names.is_empty() {
+                let names = std::mem::take(&mut self.names);
+                self.names = self
+                    .interval
+                    .files
+                    .iter()
+                    .map(|(k, _)| was.get(k).and_then(|&i| names.get(i).cloned().flatten()))
+                    .collect();
+            }
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use foldhash::HashMap;
 
 use super::FileKey;
+use crate::collect::blocked::FileWait;
 use crate::collect::fdinfo::{FdSnapshot, FdTarget};
 use crate::collect::trace::block::Dev;
 
@@ -39,7 +40,7 @@ pub struct Names {
 
 impl Names {
     /// Take the open regular files of a sample's scanned processes (those
-    /// whose link text was read).
+    /// whose link text was read), then the files they have mapped.
     pub fn learn(&mut self, snap: &FdSnapshot) {
         self.open.clear();
         for p in &snap.procs {
@@ -51,6 +52,34 @@ impl Names {
                     };
                     self.open.entry(key).or_default().push((p.key.pid, path.clone()));
                 }
+            }
+        }
+        // Mapped, not open: after the open files.
+        for m in &snap.mapped {
+            let key = FileKey {
+                dev: Dev {
+                    major: m.dev.0,
+                    minor: m.dev.1,
+                },
+                ino: m.ino,
+            };
+            self.open.entry(key).or_default().push((m.pid, m.path.clone()));
+        }
+    }
+
+    /// Take the files the threads blocked in calls on files wait on (after
+    /// [`Names::learn`]: their link texts name them too).
+    pub fn learn_waits(&mut self, waits: &[FileWait]) {
+        for w in waits {
+            if let (Some((major, minor)), Some(ino), Some(path)) = (w.dev, w.ino, &w.path) {
+                let key = FileKey {
+                    dev: Dev { major, minor },
+                    ino,
+                };
+                self.open
+                    .entry(key)
+                    .or_default()
+                    .push((w.pid, Arc::from(path.as_slice())));
             }
         }
     }
@@ -167,5 +196,30 @@ mod tests {
         assert_eq!(n.cache.len(), CACHE);
         assert!(n.name(key(4), &[1]).is_none());
         assert!(n.name(key(5), &[1]).is_some());
+    }
+
+    #[test]
+    fn mapped_files_after_open_ones() {
+        use crate::collect::fdinfo::maps::MappedFile;
+        let mut n = Names::default();
+        let mut s = snap(vec![(10, vec![fd(0x700, 12, "/mnt/open")])]);
+        let mapped = |pid, ino, path: &str| MappedFile {
+            pid,
+            dev: (7, 0),
+            ino,
+            path: Arc::from(path.as_bytes()),
+        };
+        s.mapped = vec![
+            mapped(20, 12, "/mnt/mapped-too"),
+            mapped(20, 14, "/mnt/lib.so (deleted)"),
+        ];
+        n.learn(&s);
+        let key = |ino| FileKey {
+            dev: Dev { major: 7, minor: 0 },
+            ino,
+        };
+        assert_eq!(n.name(key(14), &[20]).as_deref(), Some(&b"/mnt/lib.so (deleted)"[..]));
+        assert_eq!(n.name(key(12), &[99]).as_deref(), Some(&b"/mnt/open"[..]));
+        assert_eq!(n.name(key(12), &[20]).as_deref(), Some(&b"/mnt/mapped-too"[..]));
     }
 }

@@ -124,6 +124,21 @@ fn loop_backing_file_is_not_counted_twice() {
     assert_eq!((img.io.read, img.io.backing_read), (0, 8192));
     let read: u64 = i.files.iter().map(|(_, r)| r.io.read).sum();
     assert_eq!(read, 8192);
+    // the worker's buffered writes of the loop device's writes: dirties
+    // of the image kept apart, and it ranks below any file with I/O
+    t.feed(&[
+        dirty(600, 600, "7:0", 12, 3),
+        kernel(dirty(81, 81, "254:1", 99, 103)),
+        kernel(dirty(81, 81, "254:1", 99, 104)),
+    ]);
+    let i = t.take_interval();
+    assert_eq!(row(&i, LOOP0, 12).io.dirtied, 1);
+    let img = row(&i, VDA1, 99);
+    assert_eq!(
+        (img.io.dirtied, img.io.backing_dirtied, img.kernel.backing_dirtied),
+        (0, 2, 2)
+    );
+    assert_eq!(i.files[0].0, FileKey { dev: LOOP0, ino: 12 });
 }
 
 #[test]
@@ -245,4 +260,56 @@ fn bdi_map_from_the_device_rows() {
     let i = t.take_interval();
     assert_eq!(row(&i, VDA1, 60).io.dirtied, 2);
     assert_eq!(i.files.len(), 1);
+}
+
+#[test]
+fn blocked_threads_are_sampled_time_on_their_files() {
+    use crate::collect::blocked::FileWait;
+    let mut t = FileTracker::default();
+    t.feed(&[add(101, 100, LOOP0, 12, 0, 0)]);
+    let wait = |pid, tid, dev, ino| FileWait {
+        pid,
+        tid,
+        syscall: libc::SYS_fsync,
+        wchan: "folio_wait_bit".into(),
+        fd: 4,
+        dev,
+        ino,
+        path: None,
+    };
+    let mut v = FilesView {
+        active: true,
+        interval: t.take_interval(),
+        ..Default::default()
+    };
+    let waits = [
+        // two threads of 200 on file 12, one of 300 on file 13 (no I/O
+        // this interval), one whose file is not known
+        wait(200, 201, Some((7, 0)), Some(12)),
+        wait(200, 202, Some((7, 0)), Some(12)),
+        wait(300, 300, Some((7, 0)), Some(13)),
+        wait(400, 400, None, Some(14)),
+    ];
+    v.add_waits(&waits, Some(0.25));
+    assert_eq!(v.interval.files.len(), 2);
+    let r = row(&v.interval, LOOP0, 12);
+    assert_eq!(r.io.blocked_ns, 500_000_000);
+    assert_eq!(r.procs[&200].blocked_ns, 500_000_000);
+    assert_eq!(r.procs[&100].blocked_ns, 0);
+    assert_eq!(r.io.read, 4096);
+    assert_eq!(row(&v.interval, LOOP0, 13).procs[&300].blocked_ns, 250_000_000);
+    // blocked longest first, then by bytes
+    let order: Vec<u64> = v.interval.files.iter().map(|(k, _)| k.ino).collect();
+    assert_eq!(order, vec![12, 13]);
+    v.add_waits(&waits[2..3], Some(0.5));
+    let order: Vec<u64> = v.interval.files.iter().map(|(k, _)| k.ino).collect();
+    assert_eq!(order, vec![13, 12]);
+    // before the first interval, or while the view is off: nothing added
+    let before = v.clone();
+    assert_eq!(row(&v.interval, LOOP0, 13).io.blocked_ns, 750_000_000);
+    v.add_waits(&waits, None);
+    assert_eq!(v.interval, before.interval);
+    let mut off = FilesView::off("no tracefs");
+    off.add_waits(&waits, Some(1.0));
+    assert!(off.interval.files.is_empty());
 }
