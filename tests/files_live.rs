@@ -124,6 +124,33 @@ fn write_and_drop(path: &Path, mib: u64) {
     assert_eq!(rc, 0);
 }
 
+/// `iolens --json` with `args`, its reports read as they come on a thread
+/// of their own (a full pipe would stop it).
+struct Reports(std::thread::JoinHandle<std::io::Result<std::process::Output>>);
+
+impl Reports {
+    fn start(args: &[&str]) -> Reports {
+        let child = Command::new(BIN)
+            .arg("--json")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Reports(std::thread::spawn(move || child.wait_with_output()))
+    }
+
+    /// The JSON reports, once iolens has ended (successfully).
+    fn wait(self) -> Vec<Value> {
+        let out = self.0.join().unwrap().unwrap();
+        assert!(out.status.success(), "iolens: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
 fn py(script: &str, args: &[&str]) -> Bg {
     Bg::spawn(Command::new(PY).arg("-c").arg(script).args(args))
 }
@@ -173,24 +200,14 @@ fn cold_read_buffered_write_and_warm_read_per_file() {
     let ino_a = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&a).unwrap());
     let (major, minor) = lo.numbers().unwrap();
     let dev = format!("{major}:{minor}");
-    let iolens = Command::new(BIN)
-        .args(["--json", "-i", "1", "-n", "9", "--top", "500"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let iolens = Reports::start(&["-i", "1", "-n", "9", "--top", "500"]);
     std::thread::sleep(Duration::from_millis(1500));
     let a_s = a.to_str().unwrap();
     let reader = py(READ, &[a_s, "3"]);
     let writer = py(WRITE, &[b.to_str().unwrap(), &B_MIB.to_string()]);
     std::thread::sleep(Duration::from_millis(3500));
     let warm = py(READ, &[a_s, "2"]);
-    let out = iolens.wait_with_output().unwrap();
-    assert!(out.status.success(), "iolens: {}", String::from_utf8_lossy(&out.stderr));
-    let reports: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let reports = iolens.wait();
     let info = &reports.last().unwrap()["files_info"];
     assert_eq!(info["active"], true, "{info}");
     let ino_b = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&b).unwrap());
@@ -334,14 +351,7 @@ fn fsync_on_a_slow_device_is_blocked_time_on_its_file() {
     let (major, minor) = lo.numbers().unwrap();
     let dev = format!("{major}:{minor}");
     let file = mnt.0.path().join("synced");
-    let iolens = Command::new(BIN)
-        .args(["--json", "-i", "0.2", "-n", "24", "--top", "50"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Its reports are read as they come (a full pipe would stop it).
-    let iolens = std::thread::spawn(move || iolens.wait_with_output());
+    let iolens = Reports::start(&["-i", "0.2", "-n", "24", "--top", "50"]);
     std::thread::sleep(Duration::from_millis(600));
     fs.set_rate(SLOW_RATE);
     let child = Command::new(PY)
@@ -356,12 +366,7 @@ fn fsync_on_a_slow_device_is_blocked_time_on_its_file() {
     let out = child.wait_with_output().unwrap();
     fs.set_rate("0");
     let took: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-    let rep = iolens.join().unwrap().unwrap();
-    assert!(rep.status.success(), "iolens: {}", String::from_utf8_lossy(&rep.stderr));
-    let reports: Vec<Value> = String::from_utf8_lossy(&rep.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let reports = iolens.wait();
     for r in reports.iter().filter(|r| r.get("stall").is_some()) {
         println!("STALL {} {}", r["stall"], r["waiting_on"]);
     }
@@ -447,21 +452,10 @@ fn loop_backing_file_is_not_counted_twice() {
     let meta = std::fs::metadata(backing).unwrap();
     let (bmaj, bmin) = (libc::major(meta.dev()), libc::minor(meta.dev()));
     let (major, minor) = lo.numbers().unwrap();
-    let iolens = Command::new(BIN)
-        .args(["--json", "-i", "0.5", "-n", "6", "--top", "500"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let iolens = std::thread::spawn(move || iolens.wait_with_output());
+    let iolens = Reports::start(&["-i", "0.5", "-n", "6", "--top", "500"]);
     std::thread::sleep(Duration::from_millis(1000));
     let reader = py(READ, &[c.to_str().unwrap(), "0"]);
-    let rep = iolens.join().unwrap().unwrap();
-    assert!(rep.status.success(), "iolens: {}", String::from_utf8_lossy(&rep.stderr));
-    let reports: Vec<Value> = String::from_utf8_lossy(&rep.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let reports = iolens.wait();
     let on_c = file_totals(&reports, &format!("{major}:{minor}"), c.metadata().unwrap().ino());
     let on_img = file_totals(&reports, &format!("{bmaj}:{bmin}"), meta.ino());
     println!("C: {on_c:?}; backing file {}: {on_img:?}", backing.display());

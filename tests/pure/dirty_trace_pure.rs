@@ -27,12 +27,7 @@ struct Row {
 
 /// `dd-21718 ( 21718) [001] ..... 46994.912652: balance_dirty_pages: bdi 7:0: limit=1069868 setpoint=935970 dirty=16183 wb_setpoint=223 wb_dirty=249 dirty_ratelimit=102400 task_ratelimit=29800 dirtied=64 dirtied_pause=56 paused=0 pause=8 period=8 think=0 cgroup_ino=1`
 fn parse_text(line: &str) -> Option<Row> {
-    let (head, rest) = line.split_once(": ")?;
-    let task = head.trim_start().split(" (").next()?.trim_end();
-    let pid = task.rsplit_once('-')?.1.parse().ok()?;
-    let ts = head.rsplit(' ').next()?;
-    let (s, us) = ts.split_once('.')?;
-    let us = s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?;
+    let (us, pid, rest) = crate::trace_text::split_line(line)?;
     let body = rest.strip_prefix("balance_dirty_pages: bdi ")?;
     let (bdi, kv) = body.split_once(": ")?;
     let val = |k: &str| -> Option<i64> {

@@ -28,12 +28,7 @@ struct Row {
 /// `dd-7300 ( 7300) [000] ..... 26550.849005: mm_filemap_add_to_page_cache: dev 254:0 ino 3c52d pfn=0x3b8672 ofs=4096 order=0`
 /// `dd-7300 ( 7300) [000] d..1. 26550.853039: writeback_dirty_folio: bdi 7:0: ino=12 index=0`
 fn parse_text(line: &str) -> Option<Row> {
-    let (head, rest) = line.split_once(": ")?;
-    let task = head.trim_start().split(" (").next()?.trim_end();
-    let pid = task.rsplit_once('-')?.1.parse().ok()?;
-    let ts = head.rsplit(' ').next()?;
-    let (s, us) = ts.split_once('.')?;
-    let us = s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?;
+    let (us, pid, rest) = crate::trace_text::split_line(line)?;
     let (name, body) = rest.split_once(": ")?;
     let t: Vec<&str> = body.split_whitespace().collect();
     let val = |k: &str| t.iter().find_map(|x| x.strip_prefix(k));

@@ -35,6 +35,7 @@ mod root_symlinks_pure;
 mod source_rules;
 mod trace_instances_pure;
 mod trace_pure;
+mod trace_text;
 mod trace_ui_pure;
 mod ui_render;
 mod ui_small_terminals;

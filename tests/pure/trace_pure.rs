@@ -39,13 +39,8 @@ fn kind_name(k: Kind) -> &'static str {
 
 /// `  dd-16991   (  16991) [001] .....   619.747605: block_io_start: 7,0 RS 4096 () 0 + 8 be,0,4 [dd]`
 fn parse_text(line: &str) -> Option<Row> {
-    let (head, rest) = line.split_once(": block_")?;
-    let (name, body) = rest.split_once(": ")?;
-    let task = head.trim_start().split(" (").next()?.trim_end();
-    let pid = task.rsplit_once('-')?.1.parse().ok()?;
-    let ts = head.rsplit(' ').next()?;
-    let (s, us) = ts.split_once('.')?;
-    let us = s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?;
+    let (us, pid, rest) = crate::trace_text::split_line(line)?;
+    let (name, body) = rest.strip_prefix("block_")?.split_once(": ")?;
     let toks: Vec<&str> = body.split_whitespace().collect();
     let (maj, min) = toks[0].split_once(',')?;
     let plus = toks.iter().position(|t| *t == "+")?;

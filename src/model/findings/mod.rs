@@ -322,8 +322,8 @@ pub(crate) fn culprit_list(c: &[Culprit]) -> String {
 }
 
 /// The processes issuing requests on a device, most requests first (at
-/// most `n`): traced requests where the device was traced, else the
-/// processes whose open files are on it, by disk bytes/s.
+/// most `n`): traced requests while tracing runs, else the processes
+/// whose open files are on it, by disk bytes/s.
 pub(crate) fn device_culprits(m: &Model, dev: &super::DeviceRow, n: usize) -> Vec<Culprit> {
     let key = crate::collect::trace::block::Dev {
         major: dev.major,
@@ -340,7 +340,11 @@ pub(crate) fn device_culprits(m: &Model, dev: &super::DeviceRow, n: usize) -> Ve
             unit: "requests (traced)",
         })
         .collect();
-    if v.is_empty() {
+    // Untraced, the processes with files on the device stand in, by their
+    // disk bytes (which may have gone to other devices). Traced, a device
+    // no process issued requests to has no issuers: a process with a file
+    // open there whose bytes went to another device is not one.
+    if v.is_empty() && !m.trace.active {
         v = m
             .procs
             .iter()

@@ -95,6 +95,33 @@ fn maintenance_job_at_best_effort_while_a_reader_waits() {
     assert!(f[0].next.contains("ionice -c3 -p 300"), "{}", f[0].next);
 }
 
+/// Traced, a device no process issued requests to has no top user: the
+/// job and the reader also have files open on an idle loop7 (the job's
+/// bytes all go to loop6), and the finding is on loop6 alone.
+#[test]
+fn maintenance_job_is_not_put_on_an_idle_device_it_has_files_on() {
+    use crate::model::procdev::{DevSource, ProcDevice};
+    let mut m = backup((TAR.0, TAR.1, Some(IoPrio::best_effort(4))), 50, 10.0, "none");
+    m.devices
+        .push(device("loop7", 7, None, rates("loop7", 0, 0.0, 0.0, 0.0)));
+    for p in &mut m.procs {
+        p.devices.push(ProcDevice {
+            name: "loop7".into(),
+            source: DevSource::OpenFiles,
+        });
+        if p.raw.key.pid == 300 {
+            p.rates = Some(Arc::new(ProcRates {
+                read_bps: 4e6,
+                io_wait_pct: Some(50.0),
+                ..Default::default()
+            }));
+        }
+    }
+    let f = run(&mut Engine::default(), &m, 1, 3);
+    assert_eq!(rules(&f), [("maintenance_not_idle", "tar (PID 300)".to_string())]);
+    assert!(f[0].text.contains("I/O on loop6"), "{}", f[0].text);
+}
+
 #[test]
 fn maintenance_job_below_its_thresholds_is_not_found() {
     let be = Some(IoPrio::best_effort(4));
