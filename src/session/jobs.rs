@@ -97,7 +97,11 @@ impl Engine {
             let key = (root.pid, root.start_time);
             live.push(key);
             if !self.known.contains_key(&key) {
-                let argv = self.argv.get(&key).cloned().unwrap_or_default();
+                // Its sources come from its command line: none read yet,
+                // the job waits for the next sample.
+                let Some(argv) = self.argv.get(&key).cloned() else {
+                    continue;
+                };
                 let k = self.prepare(g.tool, &argv, root);
                 self.known.insert(key, k);
             }
@@ -156,8 +160,10 @@ impl Engine {
             }
             let Some(p) = jobproc::read(pid, false) else { continue };
             let key = (p.pid, p.start_time);
+            // An empty command line (read while the process was in exec)
+            // is not kept: it is read again next time.
             if !self.argv.contains_key(&key)
-                && let Some(full) = jobproc::read(pid, true)
+                && let Some(full) = jobproc::read(pid, true).filter(|f| !f.argv.is_empty())
             {
                 self.argv.insert(key, full.argv);
                 if let Some(pwd) = full.pwd {
