@@ -181,6 +181,16 @@ fn findings<'a>(v: &'a serde_json::Value, rule: &str) -> Vec<&'a serde_json::Val
         .collect()
 }
 
+/// The evidence named `name` of finding `f`.
+fn evidence<'a>(f: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no evidence {name}: {f}"))
+}
+
 /// fio 4 KiB random direct reads at QD 1 on `dev` (read-only, up to a
 /// minute; killed on drop).
 fn qd1_reader(name: &str, dev: &str) -> Bg {
@@ -632,7 +642,6 @@ impl CappedRig {
 }
 
 #[test]
-#[ignore = "flaky: found nothing in about half the runs that followed another case in this file (cause not found); run with --ignored"]
 fn capped_loop_device_under_a_blkio_throttle_set_while_watched() {
     let _serial = serial();
     let Some(rig) = CappedRig::new("capped") else { return };
@@ -691,16 +700,8 @@ fn capped_loop_device_under_a_blkio_throttle_set_while_watched() {
         .iter()
         .find(|f| f["subject"]["path"] == path.as_str())
         .unwrap_or_else(|| panic!("no cgroup_at_limit finding on {path}: {v}"));
-    let ev = |n: &str| {
-        g["evidence"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["name"] == n)
-            .and_then(|e| e["value"].as_f64())
-    };
-    assert_eq!(ev("limit"), Some(LIMIT as f64), "{g}");
-    let rate = ev("rate").unwrap();
+    assert_eq!(evidence(g, "limit")["value"].as_f64(), Some(LIMIT as f64), "{g}");
+    let rate = evidence(g, "rate")["value"].as_f64().unwrap();
     assert!(
         (rate - truth).abs() <= truth * 0.1,
         "cgroup rate {rate} vs diskstats {truth}"
@@ -877,7 +878,6 @@ fn dirty_throttled_dd_beside_a_reader_but_not_alone() {
 /// IOPS at QD 1) shows what it can do; the finding says it came from
 /// there.
 #[test]
-#[ignore = "flaky: found nothing in about half the runs that followed another case in this file (cause not found); run with --ignored"]
 fn capped_against_a_saved_probe_result_with_the_throttle_from_the_start() {
     let _serial = serial();
     let Some(rig) = CappedRig::new("capped_saved") else {
@@ -919,15 +919,7 @@ fn capped_against_a_saved_probe_result_with_the_throttle_from_the_start() {
         .iter()
         .find(|f| f["subject"]["name"] == name.as_str())
         .unwrap_or_else(|| panic!("no capped_device finding on {name}: {v}"));
-    let ev = |n: &str| {
-        f["evidence"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["name"] == n)
-            .unwrap()
-            .clone()
-    };
+    let ev = |n| evidence(f, n);
     let level = ev("level")["value"].as_f64().unwrap();
     assert!((level - LIMIT as f64).abs() <= LIMIT as f64 * 0.1, "level {level}");
     assert_eq!(ev("highest shown")["value"].as_f64(), Some(1e9), "{f}");

@@ -33,12 +33,23 @@ pub struct TracedLat {
     pub queue_p50_ms: Option<f64>,
     /// Bio queued → issue (`block_bio_queue`), `None` where not traced.
     pub wait_p50_ms: Option<f64>,
+    /// The means of the same: with many waiters for few tags (unfairly
+    /// served) the p50 can fall below the device time while the mean, by
+    /// Little's law the waiting queue over the device's, stays above it.
+    pub device_mean_ms: Option<f64>,
+    pub queue_mean_ms: Option<f64>,
+    pub wait_mean_ms: Option<f64>,
 }
 
 fn p50_ms(a: &LatHist, b: &LatHist) -> Option<f64> {
     let mut h = a.clone();
     h.merge(b);
     h.quantile(0.5).map(|ns| ns as f64 / 1e6)
+}
+
+fn mean_ms(a: &LatHist, b: &LatHist) -> Option<f64> {
+    let n = a.n + b.n;
+    (n > 0).then(|| (a.sum + b.sum) as f64 / n as f64 / 1e6)
 }
 
 /// The device's traced latency, `None` when tracing is off or the device
@@ -54,6 +65,9 @@ pub fn traced(m: &Model, d: &DeviceRow) -> Option<TracedLat> {
         device_p50_ms: p50_ms(&t.latency[0].device, &t.latency[1].device),
         queue_p50_ms: p50_ms(&t.latency[0].queue, &t.latency[1].queue),
         wait_p50_ms: p50_ms(&t.latency[0].wait, &t.latency[1].wait),
+        device_mean_ms: mean_ms(&t.latency[0].device, &t.latency[1].device),
+        queue_mean_ms: mean_ms(&t.latency[0].queue, &t.latency[1].queue),
+        wait_mean_ms: mean_ms(&t.latency[0].wait, &t.latency[1].wait),
     })
 }
 

@@ -36,6 +36,12 @@ pub const ID: &str = "capped_device";
 pub const FLAT_N: usize = 5;
 /// Flat: (highest − lowest) / mean of the window at most this, %.
 pub const FLAT_SPREAD_PCT: f64 = 15.0;
+/// Or flat as delivered: at every interval's end the bytes so far within
+/// this share of the window's total of what its mean rate would have
+/// delivered by then, % (a throttle releases in bursts that the next
+/// short interval evens out: 24, 20, 20, 16, 24 MB/s at 0.5 s is 20 MB/s
+/// within 3.2%; a ramp or a swing of ±50% is not).
+pub const FLAT_TRACK_PCT: f64 = 5.0;
 /// The level at least this far below the highest bytes/s and IOPS shown, %.
 pub const BELOW_PCT: f64 = 20.0;
 /// Levels below this, bytes/s, are not judged.
@@ -57,6 +63,7 @@ pub const MIN_EXCESS_MS: f64 = 2.0;
 pub struct CappedCfg {
     pub on_s: f64,
     pub flat_spread_pct: f64,
+    pub flat_track_pct: f64,
     pub below_pct: f64,
     pub min_bps: f64,
     pub max_util_pct: f64,
@@ -71,6 +78,7 @@ impl Default for CappedCfg {
         CappedCfg {
             on_s: ON_S,
             flat_spread_pct: FLAT_SPREAD_PCT,
+            flat_track_pct: FLAT_TRACK_PCT,
             below_pct: BELOW_PCT,
             min_bps: MIN_BPS,
             max_util_pct: MAX_UTIL_PCT,
@@ -85,11 +93,21 @@ impl Default for CappedCfg {
 /// One device's recent throughput and the most it showed.
 #[derive(Debug, Clone, Default)]
 struct Tput {
-    /// (bytes/s, IOPS, a process on it waited) of the last [`FLAT_N`]
-    /// intervals.
-    recent: VecDeque<(f64, f64, bool)>,
+    /// The last [`FLAT_N`] intervals.
+    recent: VecDeque<Level>,
     peak_bps: f64,
     peak_iops: f64,
+}
+
+/// One interval of a device.
+#[derive(Debug, Clone, Copy)]
+struct Level {
+    bps: f64,
+    iops: f64,
+    /// A process on the device waited on I/O.
+    waited: bool,
+    /// The interval's length, s.
+    dt: f64,
 }
 
 /// Per-device throughput history (bounded: [`FLAT_N`] values a device,
@@ -116,7 +134,12 @@ impl CapState {
             if t.recent.len() >= FLAT_N {
                 t.recent.pop_front();
             }
-            t.recent.push_back((bps, iops, waited));
+            t.recent.push_back(Level {
+                bps,
+                iops,
+                waited,
+                dt: r.interval_s,
+            });
             t.peak_bps = t.peak_bps.max(bps);
             t.peak_iops = t.peak_iops.max(iops);
         }
@@ -181,19 +204,30 @@ pub(super) fn flat_of(st: &CapState, dev: &str, c: &CappedCfg) -> Option<(f64, f
     flat_level(st.devs.get(dev)?, c)
 }
 
-/// The flat level (mean bytes/s, mean IOPS) of a full window, if flat.
+/// The flat level (mean bytes/s, mean IOPS over the window's time) of a
+/// full window, if flat: its intervals within `flat_spread_pct` of each
+/// other, or the bytes it delivered tracking its mean rate within
+/// `flat_track_pct` ([`FLAT_TRACK_PCT`]).
 fn flat_level(t: &Tput, c: &CappedCfg) -> Option<(f64, f64)> {
-    if t.recent.len() < FLAT_N {
+    let time: f64 = t.recent.iter().map(|v| v.dt).sum();
+    if t.recent.len() < FLAT_N || time <= 0.0 {
         return None;
     }
-    let n = t.recent.len() as f64;
-    let bps = t.recent.iter().map(|v| v.0).sum::<f64>() / n;
-    let iops = t.recent.iter().map(|v| v.1).sum::<f64>() / n;
+    let total: f64 = t.recent.iter().map(|v| v.bps * v.dt).sum();
+    let (bps, iops) = (total / time, t.recent.iter().map(|v| v.iops * v.dt).sum::<f64>() / time);
     let (lo, hi) = t
         .recent
         .iter()
-        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v.0), hi.max(v.0)));
-    (bps >= c.min_bps && hi - lo <= bps * c.flat_spread_pct / 100.0).then_some((bps, iops))
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v.bps), hi.max(v.bps)));
+    let spread = hi - lo <= bps * c.flat_spread_pct / 100.0;
+    let tracks = || {
+        let (mut done, mut at) = (0.0, 0.0);
+        t.recent.iter().all(|v| {
+            (done, at) = (done + v.bps * v.dt, at + v.dt);
+            (done - bps * at).abs() <= total * c.flat_track_pct / 100.0
+        })
+    };
+    (bps >= c.min_bps && (spread || tracks())).then_some((bps, iops))
 }
 
 /// Why the level is held: the sentence's cause, the evidence of it and
@@ -230,7 +264,7 @@ fn cause(
         return None;
     }
     // Someone waited in most of the window's intervals.
-    if t.recent.iter().filter(|v| v.2).count() * 2 <= t.recent.len() {
+    if t.recent.iter().filter(|v| v.waited).count() * 2 <= t.recent.len() {
         return None;
     }
     let accounted = super::delay_accounted(m);

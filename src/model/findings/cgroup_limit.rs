@@ -63,6 +63,16 @@ fn binding(d: &CgDevice) -> Option<(&'static str, f64, f64)> {
     .max_by(|a, b| (a.2 / a.1).total_cmp(&(b.2 / b.1)))
 }
 
+/// The v1 blkio.throttle file (less `_device`) of an io.max key.
+fn v1_file(kind: &str) -> &'static str {
+    match kind {
+        "rbps" => "read_bps",
+        "wbps" => "write_bps",
+        "riops" => "read_iops",
+        _ => "write_iops",
+    }
+}
+
 /// Members waiting on I/O, and members doing I/O (by disk B/s).
 fn members(m: &Model, row: &CgroupRow, accounted: bool, c: &CgroupLimitCfg) -> (Vec<Culprit>, Vec<Culprit>) {
     let (mut waiting, mut doing) = (Vec::new(), Vec::new());
@@ -151,8 +161,10 @@ pub fn eval(m: &Model, c: &CgroupLimitCfg, out: &mut Vec<Candidate>) {
             ),
             culprits: if doing.is_empty() { waiting.into_iter().take(CULPRITS).collect() } else { doing },
             next: format!(
-                "C for the cgroups pane; raise or remove the limit ({} on v2: io.max of {}) if the work should go faster",
-                d.device, row.path
+                "C for the cgroups pane; raise or remove the {kind} limit on {} if the work should go faster (v2: io.max of {path}; v1: blkio.throttle.{}_device of {path} in the blkio hierarchy)",
+                d.device,
+                v1_file(kind),
+                path = row.path,
             ),
         });
     }

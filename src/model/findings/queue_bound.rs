@@ -66,32 +66,47 @@ pub fn eval(m: &Model, base: &Baselines, saved: &SavedProbes, c: &QueueBoundCfg,
         }
         let traced = baseline::traced(m, d).filter(|t| t.n as f64 >= MIN_IOS);
         let (evidence, what) = if let Some(t) = traced {
-            let (wait, source) = match t.wait_p50_ms {
-                Some(w) => (
-                    Some(w),
+            let bio = t.wait_p50_ms.is_some();
+            let (p50, mean) = if bio {
+                (t.wait_p50_ms, t.wait_mean_ms)
+            } else {
+                (t.queue_p50_ms, t.queue_mean_ms)
+            };
+            let holds = |q: Option<f64>, dev: Option<f64>| {
+                let (q, dev) = (q?, dev?);
+                (q >= c.min_queue_ms && q >= c.queue_vs_device * dev).then_some((q, dev))
+            };
+            let (q, dev, stat) = match (holds(p50, t.device_p50_ms), holds(mean, t.device_mean_ms)) {
+                (Some((q, d)), _) => (q, d, "p50"),
+                (None, Some((q, d))) => (q, d, "mean"),
+                (None, None) => continue,
+            };
+            let (source, dev_source) = match (bio, stat) {
+                (true, "p50") => (
                     "traced block_bio_queue → block_rq_issue, p50 (tag and writeback-throttling waits included)",
+                    "traced block_rq_issue → block_rq_complete, p50",
                 ),
-                None => (t.queue_p50_ms, "traced start → block_rq_issue, p50"),
+                (true, _) => (
+                    "traced block_bio_queue → block_rq_issue, mean (tag and writeback-throttling waits included; the p50 was below the device's)",
+                    "traced block_rq_issue → block_rq_complete, mean",
+                ),
+                (false, "p50") => (
+                    "traced start → block_rq_issue, p50",
+                    "traced block_rq_issue → block_rq_complete, p50",
+                ),
+                (false, _) => (
+                    "traced start → block_rq_issue, mean (the p50 was below the device's)",
+                    "traced block_rq_issue → block_rq_complete, mean",
+                ),
             };
-            let (Some(q), Some(dev)) = (wait, t.device_p50_ms) else {
-                continue;
-            };
-            if q < c.min_queue_ms || q < c.queue_vs_device * dev {
-                continue;
-            }
             (
                 vec![
                     Evidence::new("queue wait", Some(q), "ms", source),
-                    Evidence::new(
-                        "device latency",
-                        Some(dev),
-                        "ms",
-                        "traced block_rq_issue → block_rq_complete, p50",
-                    ),
+                    Evidence::new("device latency", Some(dev), "ms", dev_source),
                     Evidence::new("aqu-sz", Some(r.aqu_sz), "", "/proc/diskstats"),
                 ],
                 format!(
-                    "requests to {} wait {} before the device takes them (p50, traced), the device then takes {}",
+                    "requests to {} wait {} before the device takes them ({stat}, traced), the device then takes {}",
                     d.name,
                     ms(q),
                     ms(dev)

@@ -262,6 +262,47 @@ fn queue_bound_on_the_wait_from_the_bio_queued() {
 }
 
 #[test]
+fn queue_bound_on_the_mean_wait_where_few_tags_are_served_unfairly() {
+    // 200 requests of 2 ms at the device; 120 got a tag at once (0.5 ms),
+    // 80 waited `long` ms: the p50 wait (0.5 ms) is below the device's.
+    // At 30 ms the mean wait is (120 × 0.5 + 80 × 30) / 200 = 12.3 ms,
+    // above the device's 2 ms and 5 ms: queue-bound on the means. At
+    // 3 ms it is 1.5 ms: not.
+    let at = |long: f64| {
+        let mut m = model();
+        m.devices
+            .push(device("loop5", 5, None, rates("loop5", 200, 8.0, 8.0, 100.0)));
+        trace(&mut m, 5, 200, (0.01, 2.0), (901, "fio"), (0, 0));
+        let d = m.trace.interval.devices.get_mut(&Dev { major: 7, minor: 5 }).unwrap();
+        for i in 0..200 {
+            d.latency[0]
+                .wait
+                .record(if i < 120 { 500_000 } else { (long * 1e6) as u64 });
+        }
+        m
+    };
+    let mut e = Engine::default();
+    for t in 1..=5 {
+        assert!(step(&mut e, &mut at(3.0), t).is_empty(), "t={t}");
+    }
+    let mut e = Engine::default();
+    step(&mut e, &mut at(30.0), 1);
+    step(&mut e, &mut at(30.0), 2);
+    let f = step(&mut e, &mut at(30.0), 3);
+    assert_eq!(rules(&f), [("queue_bound", "loop5".to_string())]);
+    let (q, dev) = (&f[0].evidence[0], &f[0].evidence[1]);
+    assert!((q.value.unwrap() - 12.3).abs() < 1e-9, "{q:?}");
+    assert!((dev.value.unwrap() - 2.0).abs() < 1e-9, "{dev:?}");
+    assert!(
+        q.source.contains("block_bio_queue") && q.source.contains("mean"),
+        "{}",
+        q.source
+    );
+    assert!(dev.source.ends_with("mean"), "{}", dev.source);
+    assert!(f[0].text.contains("(mean, traced)"), "{}", f[0].text);
+}
+
+#[test]
 fn queue_bound_untraced_needs_a_long_queue_above_the_baseline() {
     let at = |aqu: f64, ms: f64| {
         let mut m = model();

@@ -243,3 +243,43 @@ fn queue_bound_untraced_against_the_saved_knee() {
         None
     );
 }
+
+/// capped_device on a saved basis with loop7's IOPS cycling through
+/// `pattern` (await 4 ms, 30% busy, dd in D): the findings at 1..=14 s.
+fn capped_cycling(pattern: &[u64]) -> Vec<Vec<Finding>> {
+    let i = std::cell::Cell::new(0);
+    let m = || {
+        i.set(i.get() + 1);
+        capped_at(pattern[i.get() % pattern.len()], 4.0, 0.3, 30.0, 'D')
+    };
+    held(&mut engine(Some(probed())), m, 14, "capped_device")
+}
+
+#[test]
+fn capped_device_flat_as_delivered_through_a_throttles_bursts() {
+    // A throttle releasing in bursts: 2200, 1880, 1920, 1500, 2000 IOPS
+    // (mean 1900, 74% of the saved 2550): 37% from highest to lowest, but
+    // every rotation of the window delivers within 4.2% of the steady
+    // 1900/s (e.g. 2200, 4080, 6000, 7500 against 1900, 3800, 5700, 7600:
+    // 300 of 9500): found as soon as a steady 1900/s is.
+    let first = |f: &[Vec<Finding>]| f.iter().position(|f| !f.is_empty());
+    let steady = capped_cycling(&[1900]);
+    let f = capped_cycling(&[2200, 1880, 1920, 1500, 2000]);
+    assert_eq!(first(&f), first(&steady));
+    let at = first(&f).unwrap();
+    assert_eq!(rules(&f[at]), [("capped_device", "loop7".to_string())]);
+    let level = f[at][0].evidence.iter().find(|e| e.name == "level").unwrap();
+    assert!((level.value.unwrap() - 1900.0 * 4096.0).abs() < 1e-6, "{level:?}");
+}
+
+#[test]
+fn capped_device_not_flat_on_a_ramp_or_a_swing() {
+    // A ramp 1300 → 2500 IOPS (9.5% of the window's bytes off a steady
+    // rate at its middle) and a swing of ±45% between 1000 and 2800:
+    // neither is flat, so neither is capped however long it lasts.
+    let patterns: [&[u64]; 2] = [&[1300, 1600, 1900, 2200, 2500], &[1000, 2800]];
+    for pattern in patterns {
+        let f = capped_cycling(pattern);
+        assert!(f.iter().all(Vec::is_empty), "{pattern:?}: {f:?}");
+    }
+}
