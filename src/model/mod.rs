@@ -469,6 +469,7 @@ impl Model {
             traced.append(&mut p.devices);
             p.devices = traced;
         }
+        dirty::fold_into(&mut self.procs, &view.dirty, self.interval_s, &mut self.shared_rates);
         self.trace = view;
     }
 
