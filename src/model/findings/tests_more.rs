@@ -570,3 +570,29 @@ fn capped_device_latency_differences_under_2_ms_are_the_baseline() {
     assert!(text(2.3).contains("throttle iolens cannot see"), "{}", text(2.3));
     assert!(text(2.4).contains("await grew to 2.40 ms"), "{}", text(2.4));
 }
+
+/// fio through io_uring whose requests all came from its io-wq worker
+/// (`iou-wrk-812`, a thread of fio, PID 812): the slow device's culprit
+/// is fio (PID 812), named from its process row, not the worker thread.
+#[test]
+fn an_io_uring_worker_is_named_by_its_process() {
+    let mut e = Engine::default();
+    let mut f = Vec::new();
+    for t in 1..=3 {
+        let mut m = model();
+        m.devices
+            .push(device("loop3", 3, Some(true), rates("loop3", 50, 20.0, 1.0, 100.0)));
+        m.procs.push(proc_with(812, "fio", ProcRates::default()));
+        let mut traced = Model::default();
+        trace(&mut traced, 3, 50, (0.01, 20.0), (812, "iou-wrk-812"), (0, 0));
+        m.apply_trace(std::mem::take(&mut traced.trace));
+        f = step(&mut e, &mut m, t);
+    }
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!((f[0].culprits[0].pid, f[0].culprits[0].comm.as_str()), (812, "fio"));
+    assert!(
+        f[0].text.contains("fio (PID 812)") && !f[0].text.contains("iou-wrk"),
+        "{}",
+        f[0].text
+    );
+}
