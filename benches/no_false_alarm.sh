@@ -107,6 +107,7 @@ import json, sys
 path, name, dev = sys.argv[1], sys.argv[2], sys.argv[3].removeprefix("/dev/")
 samples = with_findings = stalls = 0
 held = {}
+first = {}
 util = mbs = 0.0
 traced = dirty = None
 for line in open(path):
@@ -124,6 +125,7 @@ for line in open(path):
     for x in f:
         k = (x["rule"], x["severity"], x["subject"]["name"])
         held[k] = held.get(k, 0) + 1
+        first.setdefault(k, x["text"].encode("unicode_escape").decode())
     t = o.get("trace") or {}
     if not t.get("active"):
         traced = f"no ({t.get('reason')})"
@@ -138,7 +140,7 @@ for line in open(path):
 print(f"{name:6} samples {samples:4}  with findings {with_findings:4}  distinct {len(held):2}  "
       f"(device {dev or '-'}: max %util {util:.0f}, max {mbs:.0f} MB/s; traced {traced}; stall notices {stalls})")
 for (rule, sev, subj), n in sorted(held.items()):
-    print(f"       {sev:8} {rule} [{subj}] in {n} samples")
+    print(f"       {sev:8} {rule} [{subj}] in {n} samples: {first[(rule, sev, subj)]}")
 sys.exit(1 if held else 0)
 EOF
 }
