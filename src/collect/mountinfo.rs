@@ -182,6 +182,10 @@ pub struct AnonMount {
     /// The mount source as mountinfo gives it ("/dev/vdb" for btrfs,
     /// "overlay", "server:/export").
     pub source: String,
+    /// Where it is mounted (unescaped: escape it before a terminal; empty
+    /// in a recording made before it was kept).
+    #[serde(default)]
+    pub mount_point: String,
 }
 
 /// The mounts of anonymous devices in mountinfo text, the first mount of
@@ -196,6 +200,7 @@ pub fn parse_anon(text: &str) -> Vec<AnonMount> {
             minor: m.minor,
             fs_type: m.fs_type,
             source: m.source,
+            mount_point: m.mount_point,
         });
     }
     out

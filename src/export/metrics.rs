@@ -23,8 +23,10 @@ use crate::collect::trace::block::Dev;
 use crate::model::Model;
 use crate::model::process::ProcRates;
 
-/// The per-command counters, in this order.
-const PROC_COUNTERS: [(&str, &str); 7] = [
+/// The per-command counters, in this order; the last [`DIRTY_COUNTERS`]
+/// only once the dirty throttle was traced (untraced they are unknown,
+/// not 0: no family).
+const PROC_COUNTERS: [(&str, &str); N_COUNTERS] = [
     (
         "process_read_bytes",
         "Bytes the processes of this command made the storage read (/proc/<pid>/io read_bytes), own I/O only, accumulated by iolens",
@@ -44,7 +46,17 @@ const PROC_COUNTERS: [(&str, &str); 7] = [
     ("process_syscall_written_bytes", "Bytes through write syscalls (wchar)"),
     ("process_read_syscalls", "Read syscalls (syscr)"),
     ("process_write_syscalls", "Write syscalls (syscw)"),
+    (
+        "process_dirty_paused_seconds",
+        "Seconds the processes of this command were paused by the dirty throttle (traced writeback:balance_dirty_pages pauses)",
+    ),
+    (
+        "process_dirty_pauses",
+        "Pauses of the processes of this command in the dirty throttle (traced balance_dirty_pages events with pause > 0)",
+    ),
 ];
+const N_COUNTERS: usize = 9;
+const DIRTY_COUNTERS: usize = 2;
 
 /// The series for commands outside the top N.
 pub const OTHER: &str = "other";
@@ -58,8 +70,8 @@ const MAX_COMMS: usize = 4096;
 /// The interval's counts back from the rates (whole bytes and calls: the
 /// rates are integer deltas over `dt`, so rounding undoes the division's
 /// float error and the counters stay exact, e.g. 32 MiB, not 32 MiB − 4e-9).
-fn amounts(r: &ProcRates, dt: f64) -> [f64; 7] {
-    [
+fn amounts(r: &ProcRates, dt: f64) -> [f64; N_COUNTERS] {
+    let [a, b, c, d, e, f, g] = [
         r.read_bps,
         r.write_bps,
         r.cancelled_write_bps,
@@ -68,13 +80,17 @@ fn amounts(r: &ProcRates, dt: f64) -> [f64; 7] {
         r.syscr_per_s,
         r.syscw_per_s,
     ]
-    .map(|rate| (rate * dt).round())
+    .map(|rate| (rate * dt).round());
+    // The throttle's figures are the interval's, exact (0 untraced: not
+    // encoded before the throttle was traced).
+    let paused_s = r.dirty_paused_ms.unwrap_or(0) as f64 / 1000.0;
+    [a, b, c, d, e, f, g, paused_s, r.dirty_pauses.unwrap_or(0) as f64]
 }
 
 #[derive(Debug, Clone, Default)]
 struct Comm {
     /// Accumulated while the command was exported on its own series.
-    own: [f64; 7],
+    own: [f64; N_COUNTERS],
     /// Storage bytes per sample, decayed: what ranks the commands.
     rank: Ranked,
 }
@@ -150,7 +166,9 @@ pub struct Exported {
     /// How many commands get their own series.
     pub top: usize,
     comms: HashMap<String, Comm>,
-    other: [f64; 7],
+    other: [f64; N_COUNTERS],
+    /// The dirty throttle was traced in some interval (its counters exist).
+    dirty_traced: bool,
     cgroups: BTreeMap<String, Cgroup>,
     devices: BTreeMap<(u32, u32), DevTrace>,
     /// Own health.
@@ -184,6 +202,7 @@ impl Exported {
         self.last_sample_unix_s = m.wall_ns as f64 / 1e9;
         self.last_sample_duration_s = sample_s;
         self.trace_active = m.trace.active;
+        self.dirty_traced |= m.trace.dirty.active;
         self.exit_record_overflows = m.exits.overflows;
         let Some(dt) = m.interval_s else { return };
         self.update_comms(m, dt);
@@ -212,7 +231,7 @@ impl Exported {
     }
 
     fn update_comms(&mut self, m: &Model, dt: f64) {
-        let mut step: HashMap<String, [f64; 7]> = HashMap::new();
+        let mut step: HashMap<String, [f64; N_COUNTERS]> = HashMap::new();
         for p in &m.procs {
             let Some(r) = &p.rates else { continue };
             // Kernel workers by role, not by their changing comm.
@@ -346,7 +365,12 @@ impl Exported {
     fn encode_comms(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let mut comms: Vec<(&String, &Comm)> = self.comms.iter().filter(|(_, c)| c.rank.exported).collect();
         comms.sort_by(|a, b| a.0.cmp(b.0));
-        for (i, (name, help)) in PROC_COUNTERS.iter().enumerate() {
+        let shown = if self.dirty_traced {
+            N_COUNTERS
+        } else {
+            N_COUNTERS - DIRTY_COUNTERS
+        };
+        for (i, (name, help)) in PROC_COUNTERS.iter().enumerate().take(shown) {
             let mut series: Vec<(Labels, f64)> = comms
                 .iter()
                 .map(|(k, c)| (vec![("comm", label(k))], c.own[i]))

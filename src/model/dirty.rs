@@ -15,16 +15,21 @@
 //! The bdi is named by the kernel as "MAJ:MIN" of the whole disk (of a
 //! partition's disk), or of the superblock for FUSE and NFS.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
 
 use crate::collect::trace::dirty::PauseEvent;
+use crate::model::ProcRow;
+use crate::model::process::SharedRates;
 
 /// (process, bdi) rows kept per interval; past this the rest are summed
 /// into one row with pid 0 per bdi.
 pub const MAX_ROWS: usize = 512;
 
 /// One process (or kernel thread) on one bdi over an interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Throttled {
     /// Passes through the throttle (events).
     pub passes: u64,
@@ -51,11 +56,22 @@ impl Throttled {
         self.dirtied_pages = self.dirtied_pages.saturating_add(e.dirtied);
         self.kernel |= e.kernel;
     }
+
+    /// Another row of the same process (on another bdi) added in.
+    fn merge(&mut self, o: &Throttled) {
+        self.passes += o.passes;
+        self.pauses += o.pauses;
+        self.paused_ms = self.paused_ms.saturating_add(o.paused_ms);
+        self.max_pause_ms = self.max_pause_ms.max(o.max_pause_ms);
+        self.dirtied_pages = self.dirtied_pages.saturating_add(o.dirtied_pages);
+        self.kernel |= o.kernel;
+    }
 }
 
 /// One bdi over an interval: its writers' passes and pauses summed, and
 /// the dirty counts of its last event (pages).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BdiThrottle {
     pub sum: Throttled,
     /// Processes (and kernel threads) that passed through the throttle.
@@ -82,6 +98,16 @@ pub struct ThrottleInterval {
 }
 
 impl ThrottleInterval {
+    /// Each process's rows summed over its bdis (the rows past
+    /// [`MAX_ROWS`], key 0, left out).
+    pub fn per_process(&self) -> HashMap<i32, Throttled> {
+        let mut m: HashMap<i32, Throttled> = HashMap::new();
+        for ((k, _), t) in self.procs.iter().filter(|((k, _), _)| *k > 0) {
+            m.entry(*k).or_default().merge(t);
+        }
+        m
+    }
+
     /// The rows of one bdi: (process key, row).
     pub fn procs_on<'a>(&'a self, bdi: &'a str) -> impl Iterator<Item = (i32, &'a Throttled)> {
         self.procs
@@ -143,6 +169,27 @@ impl ThrottleView {
             reason: Some(reason.into()),
             interval: ThrottleInterval::default(),
         }
+    }
+}
+
+/// The throttle's per-process figures into the rows' rates (as the
+/// columns, the batch reports and the exporter show them), while the
+/// throttle is traced; otherwise the rates keep `None` (n/a). Rows without
+/// rates (a first sample) stay without.
+pub fn fold_into(procs: &mut [ProcRow], v: &ThrottleView, dt: Option<f64>, shared: &mut SharedRates) {
+    let (true, Some(dt)) = (v.active, dt.filter(|d| *d > 0.0)) else {
+        return;
+    };
+    let per = v.interval.per_process();
+    for p in procs {
+        let Some(r) = p.rates.as_deref() else { continue };
+        let t = per.get(&p.raw.key.pid).copied().unwrap_or_default();
+        let mut r = *r;
+        r.dirty_paused_pct = Some((t.paused_ms as f64 / (dt * 1000.0) * 100.0).min(100.0));
+        r.dirty_paused_ms = Some(t.paused_ms);
+        r.dirty_pauses = Some(t.pauses);
+        r.dirty_max_pause_ms = Some(t.max_pause_ms);
+        p.rates = Some(shared.share(r));
     }
 }
 

@@ -430,6 +430,11 @@ impl Model {
     /// partitions' requests are their disk's), as do devices of a
     /// recording made before the bytes were kept.
     pub fn apply_trace(&mut self, mut view: trace::view::TraceView) {
+        let procs = &self.procs;
+        view.interval.name_io_uring_rows(|pid| {
+            let p = procs.iter().find(|p| p.raw.key.pid == pid)?;
+            Some(p.raw.comm.to_string())
+        });
         let waits = self.prev.as_ref().map_or(&[][..], |p| &p.waits[..]);
         view.files.add_waits(waits, self.interval_s);
         view.files.name_with(&mut self.file_names);
@@ -469,6 +474,7 @@ impl Model {
             traced.append(&mut p.devices);
             p.devices = traced;
         }
+        dirty::fold_into(&mut self.procs, &view.dirty, self.interval_s, &mut self.shared_rates);
         self.trace = view;
     }
 

@@ -66,22 +66,27 @@ pub fn major_minor(dev: u64) -> (u32, u32) {
     (major as u32, minor as u32)
 }
 
+/// The name a filesystem on an anonymous device is shown by (its type;
+/// btrfs with its source device), or `None` when it holds no storage.
+pub fn anon_name(m: &AnonMount) -> Option<String> {
+    if NO_STORAGE.contains(&m.fs_type.as_str()) {
+        return None;
+    }
+    Some(match m.fs_type.as_str() {
+        "btrfs" => match m.source.strip_prefix("/dev/") {
+            Some(src) => format!("btrfs:{}", src.rsplit('/').next().unwrap_or(src)),
+            None => "btrfs".to_string(),
+        },
+        t => t.to_string(),
+    })
+}
+
 /// The name a device number is shown by, or `None` when it holds no storage
 /// (or is not known).
 pub fn device_name(dev: u64, disks: &[DiskStat], infos: &[DeviceInfo], anon: &[AnonMount]) -> Option<String> {
     let (major, minor) = major_minor(dev);
     if major == 0 {
-        let m = anon.iter().find(|m| m.minor == minor)?;
-        if NO_STORAGE.contains(&m.fs_type.as_str()) {
-            return None;
-        }
-        return Some(match m.fs_type.as_str() {
-            "btrfs" => match m.source.strip_prefix("/dev/") {
-                Some(src) => format!("btrfs:{}", src.rsplit('/').next().unwrap_or(src)),
-                None => "btrfs".to_string(),
-            },
-            t => t.to_string(),
-        });
+        return anon_name(anon.iter().find(|m| m.minor == minor)?);
     }
     let d = disks.iter().find(|d| d.major == major && d.minor == minor)?;
     let parent = infos.iter().find(|i| i.name == d.name).and_then(|i| i.parent.clone());
@@ -169,16 +174,19 @@ mod tests {
                 minor: 35,
                 fs_type: "btrfs".into(),
                 source: "/dev/vdb1".into(),
+                mount_point: String::new(),
             },
             AnonMount {
                 minor: 50,
                 fs_type: "overlay".into(),
                 source: "overlay".into(),
+                mount_point: String::new(),
             },
             AnonMount {
                 minor: 21,
                 fs_type: "tmpfs".into(),
                 source: "tmpfs".into(),
+                mount_point: String::new(),
             },
         ];
         let fds = [

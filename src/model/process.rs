@@ -76,11 +76,21 @@ pub struct ProcRates {
     /// Percent of the interval spent waiting for block I/O (delay accounting);
     /// `None` when the kernel does not account it.
     pub io_wait_pct: Option<f64>,
+    /// Paused by the dirty throttle over the interval (traced
+    /// `writeback:balance_dirty_pages`, summed over its bdis, see
+    /// [`crate::model::dirty`]): the share of the interval, %, capped at
+    /// 100 (a pause counts whole in the interval its event falls in); the
+    /// milliseconds paused, the pauses, the longest pause. `None` while
+    /// the throttle is not traced (0 only when traced and not paused).
+    pub dirty_paused_pct: Option<f64>,
+    pub dirty_paused_ms: Option<u64>,
+    pub dirty_pauses: Option<u64>,
+    pub dirty_max_pause_ms: Option<u64>,
 }
 
 impl ProcRates {
     /// No bytes and no system calls (the estimates and IO% aside).
-    fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         !self.is_active() && self.syscr_per_s == 0.0 && self.syscw_per_s == 0.0
     }
 
@@ -123,7 +133,7 @@ pub fn io_rates(prev: &ProcIo, cur: &ProcIo, dt_s: f64) -> Option<ProcRates> {
         avg_write: (sw > 0).then(|| wc as f64 / sw as f64),
         // read_bytes can exceed rchar (readahead, mmap faults): clamp at 0.
         cache_share: (rc >= CACHE_SHARE_MIN_BYTES).then(|| (1.0 - rb as f64 / rc as f64).clamp(0.0, 1.0)),
-        io_wait_pct: None,
+        ..ProcRates::default()
     })
 }
 

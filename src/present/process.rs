@@ -221,6 +221,17 @@ column_table! {
             json: &["rates.io_wait_pct"], metric: &[], width: 5, align: R, text_width: 6, text_align: R,
             keep: 13, children: (false, false), wide_only: true, value: Value::Num(|n| n.io_wait, Fmt::Pct),
         },
+        /// Share of the interval paused by the dirty throttle (traced
+        /// `balance_dirty_pages`; n/a untraced): given up even before IO%,
+        /// in the batch text only with `--wide`.
+        DirtyPaused {
+            key: "dirty_paused", head: "PAUSE%", head_total: "PAUSE%", text_head: "pause%",
+            raw_head: "dirty_pause%", csv_head: "dirty_pause%",
+            json: &["rates.dirty_paused_pct", "rates.dirty_paused_ms", "rates.dirty_pauses", "rates.dirty_max_pause_ms"],
+            metric: &["process_dirty_paused_seconds", "process_dirty_pauses"], width: 6, align: R, text_width: 7,
+            text_align: R, keep: 14, children: (false, false), wide_only: true,
+            value: Value::Num(|n| n.dirty_paused, Fmt::Pct),
+        },
         Devices {
             key: "devices", head: "DEVICES", head_total: "DEVICES", text_head: "devices", raw_head: "devices",
             csv_head: "devices", json: &["devices"], metric: &[], width: 10, align: L, text_width: 12,
@@ -320,6 +331,7 @@ pub struct ProcNums {
     pub avg_syscall: Option<f64>,
     pub cache: Option<f64>,
     pub io_wait: Option<f64>,
+    pub dirty_paused: Option<f64>,
 }
 
 fn totals(io: &ProcIo, reads_files: bool) -> ProcNums {
@@ -335,6 +347,7 @@ fn totals(io: &ProcIo, reads_files: bool) -> ProcNums {
         cache: (reads_files && io.rchar >= CACHE_SHARE_MIN_BYTES)
             .then(|| (1.0 - io.read_bytes as f64 / io.rchar as f64).clamp(0.0, 1.0)),
         io_wait: None,
+        dirty_paused: None,
     }
 }
 
@@ -360,6 +373,27 @@ pub fn rate_nums(r: &ProcRates) -> ProcNums {
         avg_syscall: (sys > 0.0).then(|| (r.rchar_bps + r.wchar_bps) / sys),
         cache: r.cache_share,
         io_wait: r.io_wait_pct,
+        dirty_paused: r.dirty_paused_pct,
+    }
+}
+
+/// The dirty throttle's figures of rates `r` for the process detail and
+/// the batch text: paused share, time, pauses and the longest, or n/a
+/// with `why` (the throttle is not traced).
+pub fn dirty_text(r: Option<&ProcRates>, why: Option<&str>) -> String {
+    match r.map(|r| {
+        (
+            r.dirty_paused_pct,
+            r.dirty_paused_ms,
+            r.dirty_pauses,
+            r.dirty_max_pause_ms,
+        )
+    }) {
+        Some((Some(pct), Some(ms), Some(n), Some(max))) => format!(
+            "paused {pct:.0}% of the interval ({ms} ms in {n} pauses, longest {max} ms; traced balance_dirty_pages)"
+        ),
+        Some(_) => format!("{} ({})", format::NA, format::escape(why.unwrap_or("not traced"))),
+        None => format!("{} (I/O counters not readable yet)", format::NA),
     }
 }
 

@@ -212,6 +212,17 @@ impl Writer {
         }
     }
 
+    /// The dirty-throttle figures of the sample of `wall_ns` (appended
+    /// after it; nothing while the block tracer does not run, as no trace
+    /// frame is written then).
+    pub fn append_dirty(&mut self, wall_ns: u64, trace: &TraceView) -> anyhow::Result<()> {
+        if !trace.active {
+            return Ok(());
+        }
+        let r = super::dirty::RecordedThrottle::of(&trace.dirty);
+        self.append_payload(kind::DIRTY, wall_ns, &sample_payload(&r)?)
+    }
+
     fn append_payload(&mut self, kind: u8, wall_ns: u64, payload: &[u8]) -> anyhow::Result<()> {
         anyhow::ensure!(
             payload.len() <= frame::MAX_PAYLOAD as usize,
@@ -337,6 +348,8 @@ pub struct Segment {
     pub findings: std::collections::HashMap<usize, FrameRef>,
     /// The per-file frame after sample `i`, if any.
     pub files: std::collections::HashMap<usize, FrameRef>,
+    /// The dirty-throttle frame after sample `i`, if any.
+    pub dirty: std::collections::HashMap<usize, FrameRef>,
 }
 
 /// A recording read into memory, indexed.
@@ -392,7 +405,7 @@ impl Recording {
                 },
                 // Trace, findings and files frames belong to the sample
                 // just before.
-                kind::TRACE | kind::FINDINGS | kind::FILES => {
+                kind::TRACE | kind::FINDINGS | kind::FILES | kind::DIRTY => {
                     if let Some(seg) = segments.last_mut()
                         && let Some(i) = seg.samples.len().checked_sub(1)
                         && seg.samples[i].wall_ns == f.wall_ns
@@ -400,6 +413,7 @@ impl Recording {
                         let at = match f.kind {
                             kind::TRACE => &mut seg.traces,
                             kind::FINDINGS => &mut seg.findings,
+                            kind::DIRTY => &mut seg.dirty,
                             _ => &mut seg.files,
                         };
                         at.insert(i, f);
@@ -429,7 +443,7 @@ impl Recording {
                 interval,
                 log: Vec::new(),
                 files: self.files(seg, idx),
-                dirty: crate::model::dirty::ThrottleView::off("recordings do not keep the dirty-throttle events"),
+                dirty: self.dirty(seg, idx),
             },
             Err(e) => TraceView::off(format!("recorded trace unreadable: {e:#}")),
         }
@@ -445,6 +459,19 @@ impl Recording {
         match self.decode::<super::files::RecordedFiles>(f) {
             Ok(r) => r.into_view(),
             Err(e) => FilesView::off(format!("recorded per-file numbers unreadable: {e:#}")),
+        }
+    }
+
+    /// The dirty throttle recorded after sample `idx` of `seg` (a
+    /// recording made before it was kept has none: not traced).
+    fn dirty(&self, seg: &Segment, idx: usize) -> crate::model::dirty::ThrottleView {
+        use crate::model::dirty::ThrottleView;
+        let Some(f) = seg.dirty.get(&idx) else {
+            return ThrottleView::off(super::dirty::NOT_RECORDED);
+        };
+        match self.decode::<super::dirty::RecordedThrottle>(f) {
+            Ok(r) => r.into_view(),
+            Err(e) => ThrottleView::off(format!("recorded dirty-throttle figures unreadable: {e:#}")),
         }
     }
 

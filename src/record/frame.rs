@@ -40,6 +40,10 @@ pub mod kind {
     /// page-cache events are traced; recordings made before them have none
     /// (replay then says the per-file numbers are not recorded).
     pub const FILES: u8 = 5;
+    /// The dirty throttle of the interval ending at the sample before it
+    /// (zstd JSON, `record::dirty::RecordedThrottle`), with `--trace`;
+    /// recordings made before it have none (replay: not traced).
+    pub const DIRTY: u8 = 6;
 }
 
 /// Flag: the payload is zstd-compressed.

@@ -10,6 +10,7 @@
 //!   [`player`]: where a replay on the dashboard is (time travel).
 
 mod crc;
+pub mod dirty;
 pub mod file;
 pub mod files;
 pub mod findings;
@@ -89,6 +90,9 @@ pub fn run(cli: &crate::cli::Cli, args: &crate::cli::RecordArgs) -> anyhow::Resu
                 }
                 if let Err(e) = w.append_files(model.wall_ns, &model.trace.files) {
                     eprintln!("iolens: {e:#}: per-file numbers not recorded");
+                }
+                if let Err(e) = w.append_dirty(model.wall_ns, &model.trace) {
+                    eprintln!("iolens: {e:#}: dirty-throttle figures not recorded");
                 }
             }
             printer.as_ref().map_or(ControlFlow::Continue(()), |p| p.print(r))

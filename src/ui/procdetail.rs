@@ -104,6 +104,10 @@ pub fn head_lines(model: &Model, info: Option<&ProcInfo>, key: ProcKey) -> Vec<L
         };
         v.push(Line::raw(line));
     }
+    v.push(Line::raw(format!(
+        "dirty throttle: {}",
+        crate::present::process::dirty_text(p.rates.as_deref(), model.trace.dirty.reason.as_deref())
+    )));
     v
 }
 

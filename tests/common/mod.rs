@@ -213,3 +213,50 @@ pub fn trace_loop0_mixed(m: &mut Model) {
         dirty: Default::default(),
     });
 }
+
+/// One traced interval in which process `pid` was paused by the dirty
+/// throttle on loop0's bdi (7:0): `pauses` pauses of `paused_ms` in all,
+/// the longest `max_ms` (the block trace itself empty).
+pub fn dirty_view(pid: i32, pauses: u64, paused_ms: u64, max_ms: u64) -> iolens::model::dirty::ThrottleView {
+    use iolens::model::dirty::{BdiThrottle, ThrottleInterval, ThrottleView, Throttled};
+    let t = Throttled {
+        passes: pauses + 1,
+        pauses,
+        paused_ms,
+        max_pause_ms: max_ms,
+        dirtied_pages: 256,
+        kernel: false,
+    };
+    let mut interval = ThrottleInterval::default();
+    interval.procs.insert((pid, "7:0".into()), t);
+    interval.bdis.insert(
+        "7:0".into(),
+        BdiThrottle {
+            sum: t,
+            writers: 1,
+            limit_pages: 1000,
+            dirty_pages: 990,
+            wb_dirty_pages: Some(40),
+            wb_setpoint_pages: Some(32),
+        },
+    );
+    interval.events = pauses + 1;
+    ThrottleView {
+        active: true,
+        reason: None,
+        interval,
+    }
+}
+
+/// [`dirty_view`] folded into `m` as a traced interval.
+pub fn trace_dirty(m: &mut Model, pid: i32, pauses: u64, paused_ms: u64, max_ms: u64) {
+    use iolens::model::trace::view::TraceView;
+    m.apply_trace(TraceView {
+        active: true,
+        reason: None,
+        interval: Default::default(),
+        log: Vec::new(),
+        files: Default::default(),
+        dirty: dirty_view(pid, pauses, paused_ms, max_ms),
+    });
+}

@@ -581,7 +581,9 @@ fn bytes_per_syscall_agree_across_outputs() {
 #[test]
 fn process_table_json_and_metric_names_are_the_outputs_names() {
     use iolens::present::process::ProcCol;
-    let m = common::model();
+    let mut m = common::model();
+    // The dirty-throttle counters exist once the throttle is traced.
+    common::trace_dirty(&mut m, 4242, 3, 250, 120);
     let json = iolens::batch::json_report(&m, 10);
     let proc0 = &json["processes"][0];
     let mut e = iolens::export::metrics::Exported::new(1);
@@ -602,4 +604,132 @@ fn process_table_json_and_metric_names_are_the_outputs_names() {
             );
         }
     }
+}
+
+/// The dirty throttle's figures per process, traced, in every output: dd
+/// (4242) paused 250 ms in 3 pauses (longest 120) of the 1 s interval is
+/// 25% in the JSON, the wide batch text, the CSV, the dashboard's column
+/// and the process detail, and 0.25 s and 3 pauses in the exporter; a
+/// process not paused shows 0; untraced, every output says n/a (JSON
+/// null, no exporter series), never 0.
+#[test]
+fn dirty_throttle_figures_in_every_output() {
+    use iolens::batch::{csv, text_report_in};
+    use iolens::cli::{CsvTable, Units};
+    use iolens::present::process::ProcCol;
+    let mut m = common::model();
+    let untraced = m.clone();
+    common::trace_dirty(&mut m, 4242, 3, 250, 120);
+    let proc_json = |m: &iolens::model::Model, pid: i64| {
+        let json = iolens::batch::json_report(m, 10);
+        let p = json["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == pid)
+            .cloned();
+        p.unwrap()["rates"].clone()
+    };
+    let r = proc_json(&m, 4242);
+    assert_eq!(
+        (
+            &r["dirty_paused_pct"],
+            &r["dirty_paused_ms"],
+            &r["dirty_pauses"],
+            &r["dirty_max_pause_ms"]
+        ),
+        (
+            &serde_json::json!(25.0),
+            &serde_json::json!(250),
+            &serde_json::json!(3),
+            &serde_json::json!(120)
+        ),
+        "{r}"
+    );
+    let others: Vec<i64> = iolens::batch::json_report(&m, 10)["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["pid"] != 4242 && !p["rates"].is_null())
+        .map(|p| p["rates"]["dirty_pauses"].as_i64().unwrap())
+        .collect();
+    assert!(!others.is_empty() && others.iter().all(|n| *n == 0), "{others:?}");
+    let r = proc_json(&untraced, 4242);
+    for f in [
+        "dirty_paused_pct",
+        "dirty_paused_ms",
+        "dirty_pauses",
+        "dirty_max_pause_ms",
+    ] {
+        assert!(r[f].is_null(), "{f}: {r}");
+    }
+    // The wide batch text and the CSV: the column, 25 for dd.
+    let cell = |text: &str, head: &str| {
+        let mut lines = text
+            .lines()
+            .skip_while(|l| !(l.trim_start().starts_with("PID ") && l.contains(head)));
+        let Some(heads) = lines.next() else {
+            panic!("no {head} in {text}");
+        };
+        let at = heads.split_whitespace().position(|h| h == head).unwrap();
+        let line = lines.find(|l| l.split_whitespace().next() == Some("4242")).unwrap();
+        line.split_whitespace().nth(at).unwrap().to_string()
+    };
+    let raw_wide = TextStyle {
+        units: Units::Raw,
+        wide: true,
+    };
+    let head = ProcCol::DirtyPaused.def().raw_head;
+    assert_eq!(cell(&text_report_in(&m, 10, raw_wide), head), "25");
+    assert_eq!(cell(&text_report_in(&untraced, 10, raw_wide), head), "n/a");
+    let narrow = text_report_in(&m, 10, TextStyle::default());
+    assert!(!narrow.contains(ProcCol::DirtyPaused.def().text_head), "{narrow}");
+    let rows = csv::header(CsvTable::Processes) + &csv::rows(&m, CsvTable::Processes, 10, 0);
+    let at = rows
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|h| h == ProcCol::DirtyPaused.def().csv_head);
+    let line = rows.lines().find(|l| l.split(',').nth(1) == Some("4242")).unwrap();
+    assert_eq!(line.split(',').nth(at.unwrap()), Some("25.0"), "{rows}");
+    // The dashboard's cell and the process detail.
+    let dd = m.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap();
+    let n = iolens::ui::viewmodel::nums(dd, false).unwrap();
+    assert_eq!(ProcCol::DirtyPaused.pane_text(dd, Some(&n), false), "25");
+    let un = untraced.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap();
+    let n = iolens::ui::viewmodel::nums(un, false).unwrap();
+    assert_eq!(ProcCol::DirtyPaused.pane_text(un, Some(&n), false), "n/a");
+    let detail = |m: &iolens::model::Model| {
+        let key = m.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap().raw.key;
+        iolens::ui::procdetail::head_lines(m, None, key)
+            .iter()
+            .map(|l| l.to_string())
+            .find(|l| l.starts_with("dirty throttle: "))
+            .unwrap()
+    };
+    assert_eq!(
+        detail(&m),
+        "dirty throttle: paused 25% of the interval (250 ms in 3 pauses, longest 120 ms; traced balance_dirty_pages)"
+    );
+    assert!(
+        detail(&untraced).starts_with("dirty throttle: n/a ("),
+        "{}",
+        detail(&untraced)
+    );
+    // The exporter: dd's command, exact; no series untraced.
+    let mut e = iolens::export::metrics::Exported::new(10);
+    e.update(&m, 0.004);
+    let om = e.openmetrics();
+    assert!(
+        om.contains("iolens_process_dirty_paused_seconds_total{comm=\"dd\"} 0.25\n"),
+        "{om}"
+    );
+    assert!(
+        om.contains("iolens_process_dirty_pauses_total{comm=\"dd\"} 3.0\n"),
+        "{om}"
+    );
+    let mut e = iolens::export::metrics::Exported::new(10);
+    e.update(&untraced, 0.004);
+    assert!(!e.openmetrics().contains("dirty_pause"), "{}", e.openmetrics());
 }

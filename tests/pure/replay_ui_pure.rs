@@ -297,3 +297,63 @@ fn a_recording_carries_its_findings_and_an_old_one_replays_with_the_engines() {
     let rules: Vec<&str> = old.model.findings.findings().iter().map(|f| f.rule).collect();
     assert_eq!(rules, ["misaligned"], "{:?}", old.model.findings.findings());
 }
+
+/// The dirty throttle's figures ride in the recording (a frame after each
+/// traced sample): a replay shows dd paused 25% as live and hands the
+/// findings engine the same traced view (the dirty_throttled rule then
+/// judges the traced pauses, not the untraced vmstat check); a recording
+/// with trace frames but none of these says the figures are not recorded
+/// and shows n/a.
+#[test]
+fn a_recording_carries_the_dirty_throttle() {
+    use iolens::model::trace::TraceInterval;
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, dirty: bool| {
+        let path = dir.path().join(name);
+        let mut w = Writer::open(&path, &header(), None).unwrap();
+        for s in common::samples(40) {
+            w.append(&s, Some(&TraceInterval::default())).unwrap();
+            if dirty {
+                let t = TraceView {
+                    active: true,
+                    dirty: common::dirty_view(4242, 3, 250, 120),
+                    ..Default::default()
+                };
+                w.append_dirty(s.wall_ns, &t).unwrap();
+            }
+        }
+        drop(w);
+        Recording::open(&path).unwrap()
+    };
+    let rec = write("dirty.iolens", true);
+    assert_eq!(rec.unknown_frames, 0);
+    assert_eq!(rec.segments[0].dirty.len(), 41);
+    let app = app_on(rec, 40);
+    assert_eq!(app.model.trace.dirty, common::dirty_view(4242, 3, 250, 120));
+    let dd = app.model.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap();
+    let r = dd.rates.as_deref().unwrap();
+    assert_eq!(
+        (
+            r.dirty_paused_pct,
+            r.dirty_paused_ms,
+            r.dirty_pauses,
+            r.dirty_max_pause_ms
+        ),
+        (Some(25.0), Some(250), Some(3), Some(120))
+    );
+    let s = screen(&app.model, &app.view, 200, 60);
+    let head = s.lines().find(|l| l.contains("PID USER")).unwrap();
+    let at = head[..head.find("PAUSE%").unwrap()].chars().count() + "PAUSE%".len();
+    let row = s.lines().find(|l| l.contains("dd if=/dev/sda")).unwrap();
+    let cell: String = row.chars().take(at).collect();
+    assert_eq!(cell.split_whitespace().last(), Some("25"), "{head}\n{row}");
+    // Without the frames: not recorded, n/a.
+    let old = app_on(write("old.iolens", false), 40);
+    assert!(!old.model.trace.dirty.active);
+    assert_eq!(
+        old.model.trace.dirty.reason.as_deref(),
+        Some(iolens::record::dirty::NOT_RECORDED)
+    );
+    let dd = old.model.procs.iter().find(|p| p.raw.key.pid == 4242).unwrap();
+    assert_eq!(dd.rates.as_deref().unwrap().dirty_paused_pct, None);
+}

@@ -10,6 +10,10 @@
 //! it, and the processes dirtying most (`write_bytes`) are named as the
 //! likely writers.
 //!
+//! A bdi that is no device row (FUSE, NFS: "0:NN", the superblock's
+//! MAJ:MIN) is judged on its mount (mountinfo), the others there being
+//! the waiting processes with files on that filesystem open.
+//!
 //! The others: user processes, not the paused writers, that wait on I/O on
 //! the device (IO% by delay accounting, else state D), or read from it with
 //! a traced latency (p50) well above the device's own low-load baseline.
@@ -26,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::baseline::Baselines;
 use super::cfg::ON_S;
 use super::{CULPRITS, Candidate, Culprit, Evidence, Severity, Subject, culprit_list, ms};
+use crate::collect::mountinfo::AnonMount;
 use crate::model::dirty::Throttled;
 use crate::model::{DeviceRow, Model};
 
@@ -149,6 +154,53 @@ fn next(bdi: &str) -> String {
     )
 }
 
+/// What a bdi is: a device row ("MAJ:MIN" of a disk; "MAJ:MIN-fuseblk"
+/// of a fuseblk filesystem's disk), or a mount of an anonymous device
+/// ("0:NN": FUSE, NFS; its first mount in mountinfo, by the MAJ:MIN the
+/// kernel names the bdi by), else not known (not judged).
+enum Target<'a> {
+    Device(&'a DeviceRow),
+    Mount(&'a AnonMount),
+}
+
+fn target<'a>(m: &'a Model, bdi: &str) -> Option<Target<'a>> {
+    let dev = bdi.strip_suffix("-fuseblk").unwrap_or(bdi);
+    if let Some(d) = m.devices.iter().find(|d| format!("{}:{}", d.major, d.minor) == dev) {
+        return Some(Target::Device(d));
+    }
+    let minor: u32 = dev.strip_prefix("0:")?.parse().ok()?;
+    let a = m.last_sample()?.anon_mounts.iter().find(|a| a.minor == minor)?;
+    Some(Target::Mount(a))
+}
+
+/// The other user processes (not `writers`) that wait with the mount's
+/// filesystem among their devices: IO% at or above `wait_pct`, or in
+/// state D (a FUSE or NFS call waits there, outside the block layer's
+/// accounting).
+fn mount_victims(m: &Model, a: &AnonMount, writers: &HashSet<i32>, c: &DirtyThrottledCfg) -> Vec<Culprit> {
+    let Some(fs) = crate::model::procdev::anon_name(a) else {
+        return Vec::new();
+    };
+    let accounted = super::delay_accounted(m);
+    let mut v: Vec<Culprit> = m
+        .procs
+        .iter()
+        .filter(|p| !p.exited && p.worker.is_none() && !p.raw.cmdline.is_empty())
+        .filter(|p| !writers.contains(&p.raw.key.pid) && p.devices.iter().any(|d| d.name == fs))
+        .filter_map(|p| {
+            let w = super::io_wait(p, accounted, c.wait_pct).or((p.raw.state == 'D').then_some(100.0))?;
+            Some(Culprit {
+                pid: p.raw.key.pid,
+                comm: p.raw.comm.to_string(),
+                value: w,
+                unit: "% IO wait, or in state D (files on the mount's filesystem open)",
+            })
+        })
+        .collect();
+    v.sort_by(|a, b| b.value.total_cmp(&a.value).then(a.pid.cmp(&b.pid)));
+    v
+}
+
 /// Traced: per bdi with paused writers.
 fn traced(
     m: &Model,
@@ -163,11 +215,26 @@ fn traced(
         let Some((top, _)) = w.first().filter(|(t, _)| t.value >= c.paused_pct) else {
             continue;
         };
-        let Some(d) = m.devices.iter().find(|d| format!("{}:{}", d.major, d.minor) == *bdi) else {
-            continue;
-        };
         let pids: HashSet<i32> = w.iter().map(|(c, _)| c.pid).collect();
-        let mut others = victims(m, d, &pids, base, c);
+        let (name, subject, mut others, basis) = match target(m, bdi) {
+            Some(Target::Device(d)) => (
+                d.name.clone(),
+                Subject::Device { name: d.name.clone() },
+                victims(m, d, &pids, base, c),
+                basis(m),
+            ),
+            Some(Target::Mount(a)) => {
+                let path = if a.mount_point.is_empty() {
+                    format!("the {} mount of bdi {bdi}", a.fs_type)
+                } else {
+                    a.mount_point.clone()
+                };
+                let others = mount_victims(m, a, &pids, c);
+                let basis = "IO% or state D, files on the mount's filesystem open";
+                (path.clone(), Subject::Mount { path }, others, basis)
+            }
+            None => continue,
+        };
         if (others.len() as f64) < c.min_victims.max(1.0) {
             continue;
         }
@@ -179,27 +246,24 @@ fn traced(
         out.push(Candidate {
             rule: ID,
             severity: Severity::Warning,
-            subject: Subject::Device { name: d.name.clone() },
+            subject,
             evidence: vec![
                 Evidence::new("paused", Some(top.value), "%", "traced balance_dirty_pages: the top writer's pauses (sum of pause > 0) over the interval"),
                 Evidence::new("pauses", Some(sum.pauses as f64), "", "traced balance_dirty_pages events with pause > 0, all writers on the bdi"),
                 Evidence::new("longest pause", Some(sum.max_pause_ms as f64), "ms", "traced balance_dirty_pages pause"),
                 Evidence::new("bdi dirty", b.wb_dirty_pages.map(|v| v as f64), "pages", "traced balance_dirty_pages wb_dirty, last event"),
                 Evidence::new("bdi set point", b.wb_setpoint_pages.map(|v| v as f64), "pages", "traced balance_dirty_pages wb_setpoint, last event"),
-                Evidence::new("others waiting", Some(n_others as f64), "", basis(m)),
+                Evidence::new("others waiting", Some(n_others as f64), "", basis),
                 Evidence::new("io some", psi_some, "%", "/proc/pressure/io some, Δ over the interval (the paused writers count in it too)"),
             ],
             text: format!(
-                "Dirty throttling on {} hurts others: {} paused {:.0}% of the last interval in balance_dirty_pages ({} pauses, longest {}; bdi {bdi}), while {} wait{} on {} ({}).",
-                d.name,
+                "Dirty throttling on {name} hurts others: {} paused {:.0}% of the last interval in balance_dirty_pages ({} pauses, longest {}; bdi {bdi}), while {} wait{} on {name} ({basis}).",
                 culprit_list(&culprits),
                 top.value,
                 sum.pauses,
                 ms(sum.max_pause_ms as f64),
                 culprit_list(&others),
                 if others.len() == 1 { "s" } else { "" },
-                d.name,
-                basis(m),
             ),
             culprits,
             next: next(bdi),

@@ -200,3 +200,78 @@ fn untraced_dirty_memory_at_95_pct_of_its_threshold_names_the_top_dirtier() {
         assert!(step(&mut e, &mut untraced(94), t).is_empty());
     }
 }
+
+/// mountinfo of a box with a FUSE mount (0:52, what tests/common's
+/// SlowMount makes) and an NFS one (0:61).
+const MOUNTINFO: &str = "\
+22 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
+25 22 0:22 / /proc rw,nosuid - proc proc rw
+88 22 0:52 / /tmp/slow\\040mnt rw,nosuid,nodev,relatime shared:48 - fuse.slowfs slowfs rw,user_id=0,group_id=0
+90 22 0:61 / /srv/nfs rw,relatime shared:50 - nfs4 srv:/export rw,vers=4.2
+";
+
+/// dd (PID 500) paused `paused_ms` of a 1 s interval on bdi `bdi` (no
+/// device row), a reader (PID 600) in state D with files on `fs` open.
+fn throttled_on_mount(bdi: &str, paused_ms: u64, fs: &str) -> Model {
+    let mut m = model();
+    m.delayacct = Some(false);
+    m.prev = Some(crate::collect::RawSample {
+        anon_mounts: crate::collect::mountinfo::parse_anon(MOUNTINFO),
+        ..Default::default()
+    });
+    let row = Throttled {
+        passes: 40,
+        pauses: 20,
+        paused_ms,
+        max_pause_ms: paused_ms / 10,
+        dirtied_pages: 4096,
+        kernel: false,
+    };
+    let d = &mut m.trace.dirty;
+    d.active = true;
+    d.interval.procs.insert((500, bdi.into()), row);
+    d.interval.bdis.insert(
+        bdi.into(),
+        BdiThrottle {
+            sum: row,
+            writers: 1,
+            ..Default::default()
+        },
+    );
+    m.procs.push(waiter(500, "dd"));
+    let mut reader = waiter(600, "postgres");
+    reader.devices.push(ProcDevice {
+        name: fs.into(),
+        source: DevSource::OpenFiles,
+    });
+    m.procs.push(reader);
+    m
+}
+
+fn run_on_mount(bdi: &str, paused_ms: u64, fs: &str) -> Vec<Finding> {
+    let mut e = Engine::default();
+    (0..=3)
+        .map(|t| step(&mut e, &mut throttled_on_mount(bdi, paused_ms, fs), t))
+        .last()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_fuse_or_nfs_bdi_is_judged_on_its_mount() {
+    let f = run_on_mount("0:52", 300, "fuse.slowfs");
+    assert_eq!(rules(&f), [("dirty_throttled", "/tmp/slow mnt".to_string())]);
+    assert_eq!(f[0].subject.kind(), "mount");
+    assert_eq!((f[0].culprits[0].pid, f[0].evidence[0].value), (500, Some(30.0)));
+    assert!(
+        f[0].text.contains("bdi 0:52") && f[0].text.contains("postgres (PID 600)"),
+        "{}",
+        f[0].text
+    );
+    let f = run_on_mount("0:61", 300, "nfs4");
+    assert_eq!(rules(&f), [("dirty_throttled", "/srv/nfs".to_string())]);
+    // Below the threshold; a reader on another filesystem; a bdi that is
+    // neither a device row nor a mount: none.
+    assert!(run_on_mount("0:52", 199, "fuse.slowfs").is_empty());
+    assert!(run_on_mount("0:52", 300, "nfs4").is_empty());
+    assert!(run_on_mount("0:77", 300, "fuse.slowfs").is_empty());
+}

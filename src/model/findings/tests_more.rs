@@ -570,3 +570,53 @@ fn capped_device_latency_differences_under_2_ms_are_the_baseline() {
     assert!(text(2.3).contains("throttle iolens cannot see"), "{}", text(2.3));
     assert!(text(2.4).contains("await grew to 2.40 ms"), "{}", text(2.4));
 }
+
+/// fio through io_uring whose requests all came from its io-wq worker
+/// (`iou-wrk-812`, a thread of fio, PID 812): the slow device's culprit
+/// is fio (PID 812), named from its process row, not the worker thread.
+#[test]
+fn an_io_uring_worker_is_named_by_its_process() {
+    let mut e = Engine::default();
+    let mut f = Vec::new();
+    for t in 1..=3 {
+        let mut m = model();
+        m.devices
+            .push(device("loop3", 3, Some(true), rates("loop3", 50, 20.0, 1.0, 100.0)));
+        m.procs.push(proc_with(812, "fio", ProcRates::default()));
+        let mut traced = Model::default();
+        trace(&mut traced, 3, 50, (0.01, 20.0), (812, "iou-wrk-812"), (0, 0));
+        m.apply_trace(std::mem::take(&mut traced.trace));
+        f = step(&mut e, &mut m, t);
+    }
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!((f[0].culprits[0].pid, f[0].culprits[0].comm.as_str()), (812, "fio"));
+    assert!(
+        f[0].text.contains("fio (PID 812)") && !f[0].text.contains("iou-wrk"),
+        "{}",
+        f[0].text
+    );
+}
+
+/// fio's 4 KiB reads at QD 1 (O_DIRECT): 20,000 calls/s of 4096 B, each
+/// a traced device request — the device sets the pace, not tiny calls;
+/// with 9,999 requests/s (below half the calls) it is judged, and a
+/// process waiting on I/O 50% of the time (IO%) is not.
+#[test]
+fn tiny_syscalls_not_when_each_call_is_a_device_request() {
+    let run = |requests: u64, io_wait: Option<f64>| {
+        let mut e = Engine::default();
+        let mut m = model();
+        let mut p = super::tests::calls(812, 20_000.0, 4096.0);
+        Arc::make_mut(p.rates.as_mut().unwrap()).io_wait_pct = io_wait;
+        m.procs.push(p);
+        m.devices
+            .push(device("loop3", 3, None, rates("loop3", requests, 0.05, 0.01, 100.0)));
+        trace(&mut m, 3, requests, (0.01, 0.05), (812, "fio"), (0, 0));
+        (1..=3).map(|t| step(&mut e, &mut m, t)).last().unwrap_or_default()
+    };
+    let tiny = |f: &[Finding]| f.iter().filter(|f| f.rule == "tiny_syscalls").count();
+    assert_eq!(tiny(&run(10_000, None)), 0, "each call a device request");
+    assert_eq!(tiny(&run(9_999, None)), 1, "fewer requests than half the calls");
+    assert_eq!(tiny(&run(0, Some(50.0))), 0, "IO% 50");
+    assert_eq!(tiny(&run(0, Some(49.9))), 1, "IO% 49.9");
+}

@@ -3,6 +3,11 @@
 //! byte goes to the calls. From `/proc/<pid>/io`: calls are
 //! Δsyscr + Δsyscw, bytes Δrchar + Δwchar (cache hits, pipes and sockets
 //! included: what the calls moved).
+//!
+//! Not when the device sets the pace: a process whose calls are device
+//! requests (traced requests ≥ `max_requests_pct` of its calls: O_DIRECT
+//! or uncached reads of a few KiB, fio at QD 1) or that waits on block I/O
+//! (IO% ≥ `max_io_wait_pct`) is bound by the device, not by its calls.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +21,12 @@ pub const ID: &str = "tiny_syscalls";
 pub const MIN_CALLS_PER_S: f64 = 10_000.0;
 /// Average bytes per call at or below which the calls are tiny.
 pub const MAX_AVG_BYTES: f64 = 4096.0;
+/// Traced device requests per call, %, at or above which the calls are
+/// the device's requests (the device sets the pace): not judged.
+pub const MAX_REQUESTS_PCT: f64 = 50.0;
+/// IO% (delay accounting) at or above which the process waits on the
+/// device more than on its calls: not judged.
+pub const MAX_IO_WAIT_PCT: f64 = 50.0;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -23,6 +34,8 @@ pub struct TinySyscallsCfg {
     pub on_s: f64,
     pub min_calls_per_s: f64,
     pub max_avg_bytes: f64,
+    pub max_requests_pct: f64,
+    pub max_io_wait_pct: f64,
 }
 
 impl Default for TinySyscallsCfg {
@@ -31,8 +44,23 @@ impl Default for TinySyscallsCfg {
             on_s: ON_S,
             min_calls_per_s: MIN_CALLS_PER_S,
             max_avg_bytes: MAX_AVG_BYTES,
+            max_requests_pct: MAX_REQUESTS_PCT,
+            max_io_wait_pct: MAX_IO_WAIT_PCT,
         }
     }
+}
+
+/// The device sets the pace: the calls are its requests (traced), or the
+/// process waits on block I/O (IO%).
+fn device_paced(m: &Model, pid: i32, r: &crate::model::process::ProcRates, calls: f64, c: &TinySyscallsCfg) -> bool {
+    if r.io_wait_pct.is_some_and(|w| w >= c.max_io_wait_pct) {
+        return true;
+    }
+    let Some(dt) = m.interval_s.filter(|d| *d > 0.0) else {
+        return false;
+    };
+    let requests: u64 = m.trace.proc_rows(pid).map(|(_, t)| t.issued).sum();
+    m.trace.active && requests as f64 / dt >= calls * c.max_requests_pct / 100.0
 }
 
 pub fn eval(m: &Model, ignore_pid: Option<i32>, c: &TinySyscallsCfg, out: &mut Vec<Candidate>) {
@@ -44,7 +72,7 @@ pub fn eval(m: &Model, ignore_pid: Option<i32>, c: &TinySyscallsCfg, out: &mut V
         }
         let bytes = r.rchar_bps + r.wchar_bps;
         let avg = bytes / calls;
-        if avg > c.max_avg_bytes {
+        if avg > c.max_avg_bytes || device_paced(m, p.raw.key.pid, r, calls, c) {
             continue;
         }
         let comm = p.raw.comm.to_string();

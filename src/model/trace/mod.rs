@@ -197,6 +197,14 @@ pub fn proc_key(t: &Task) -> i32 {
     if t.tgid > 0 { t.tgid } else { -t.pid.max(0) }
 }
 
+/// An io_uring thread of a process (`iou-wrk-<tid>`: an io-wq worker that
+/// issues requests punted from the ring; `iou-sqp-<tid>`: the SQPOLL
+/// thread): a thread of the process that owns the ring (same tgid), named
+/// after the task that set it up, never the process's own name.
+pub fn is_io_uring_thread(comm: &str) -> bool {
+    comm.starts_with("iou-wrk-") || comm.starts_with("iou-sqp-")
+}
+
 fn comm_of(t: &Task) -> String {
     let n = t.comm.iter().position(|&c| c == 0).unwrap_or(16);
     String::from_utf8_lossy(&t.comm[..n]).into_owned()
@@ -221,6 +229,23 @@ pub struct TraceInterval {
     pub unmatched: u64,
     pub decode_errors: u64,
     pub events: u64,
+}
+
+impl TraceInterval {
+    /// Rows named after an io_uring thread (all their requests came from
+    /// the ring's workers) take the name of their process, `comm_of` its
+    /// key: the culprit is the process that owns the ring, not its worker
+    /// (a process gone keeps the worker's name).
+    pub fn name_io_uring_rows(&mut self, comm_of: impl Fn(i32) -> Option<String>) {
+        for ((key, _), row) in &mut self.procs {
+            if *key > 0
+                && is_io_uring_thread(&row.comm)
+                && let Some(c) = comm_of(*key)
+            {
+                row.comm = c;
+            }
+        }
+    }
 }
 
 /// A map as a list of (key, value) pairs.
@@ -284,11 +309,20 @@ impl Accumulator {
         if self.cur.procs.len() >= MAX_PROC_ROWS && !self.cur.procs.contains_key(&key) {
             key = (0, dev);
         }
-        self.cur.procs.entry(key).or_insert_with(|| ProcDevTrace {
+        let row = self.cur.procs.entry(key).or_insert_with(|| ProcDevTrace {
             comm: if key.0 == 0 { "(other)".into() } else { comm_of(t) },
             kernel: t.kernel,
             ..Default::default()
-        })
+        });
+        // A row first seen from an io_uring thread takes the name of
+        // another thread of the process when one issues too.
+        if is_io_uring_thread(&row.comm) {
+            let c = comm_of(t);
+            if !is_io_uring_thread(&c) {
+                row.comm = c;
+            }
+        }
+        row
     }
 
     fn issued(&mut self, i: &Issued) {

@@ -284,3 +284,40 @@ fn wait_from_the_bio_queued_to_the_issue_of_each_part() {
     ]);
     assert_eq!(t.log().next().map(|r| r.wait_ns), Some(None));
 }
+
+/// A start event of task `pid` (thread group `tgid`) named `comm`.
+fn ev_of(ts: u64, kind: Kind, sector: u64, (pid, tgid, comm): (i32, i32, &str)) -> BlockEvent {
+    let mut e = ev(ts, kind, "R", sector, 8, pid);
+    e.comm = [0u8; 16];
+    e.comm[..comm.len()].copy_from_slice(comm.as_bytes());
+    e.tgid = if kind == Kind::Start { tgid } else { 0 };
+    e
+}
+
+#[test]
+fn io_uring_worker_requests_are_their_processes() {
+    // fio (tgid 812) through io_uring: its io-wq worker (tid 830) issues
+    // first, then fio's own thread.
+    let wrk = (830, 812, "iou-wrk-812");
+    let fio = (812, 812, "fio");
+    let (iv, _) = run(&[
+        ev_of(100, Kind::Start, 80, wrk),
+        ev_of(150, Kind::Issue, 80, wrk),
+        ev_of(900, Kind::Complete, 80, (0, 0, "")),
+        ev_of(1_000, Kind::Start, 88, fio),
+        ev_of(1_050, Kind::Issue, 88, fio),
+        ev_of(1_900, Kind::Complete, 88, (0, 0, "")),
+    ]);
+    assert_eq!(iv.procs.len(), 1, "{:?}", iv.procs.keys());
+    let p = &iv.procs[&(812, D)];
+    assert_eq!((p.issued, p.comm.as_str()), (2, "fio"));
+    // Only the worker issued: the row is renamed after its process.
+    let (mut iv, _) = run(&[
+        ev_of(100, Kind::Start, 80, wrk),
+        ev_of(150, Kind::Issue, 80, wrk),
+        ev_of(900, Kind::Complete, 80, (0, 0, "")),
+    ]);
+    assert_eq!(iv.procs[&(812, D)].comm, "iou-wrk-812");
+    iv.name_io_uring_rows(|pid| (pid == 812).then(|| "fio".to_string()));
+    assert_eq!(iv.procs[&(812, D)].comm, "fio");
+}
