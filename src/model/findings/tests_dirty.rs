@@ -21,6 +21,18 @@ fn on_loop3(mut p: ProcRow) -> ProcRow {
     p
 }
 
+/// dd's interval on its bdi: 20 pauses, `paused_ms` in all.
+fn dd_paused(paused_ms: u64) -> Throttled {
+    Throttled {
+        passes: 40,
+        pauses: 20,
+        paused_ms,
+        max_pause_ms: paused_ms / 10,
+        dirtied_pages: 4096,
+        kernel: false,
+    }
+}
+
 /// loop3 with dd (PID 500, in state D: paused) paused `paused_ms` of a
 /// 1 s interval on its bdi, a reader (PID 600) on loop3 in state D when
 /// `reader`, and PSI io at `full_us` µs full per second (`t` seconds in).
@@ -30,14 +42,7 @@ fn throttled(paused_ms: u64, reader: bool, t: u64, full_us: u64) -> Model {
     m.psi = psi(t * full_us);
     m.devices
         .push(device("loop3", 3, None, rates("loop3", 100, 5.0, 2.0, 90.0)));
-    let row = Throttled {
-        passes: 40,
-        pauses: 20,
-        paused_ms,
-        max_pause_ms: paused_ms / 10,
-        dirtied_pages: 4096,
-        kernel: false,
-    };
+    let row = dd_paused(paused_ms);
     let d = &mut m.trace.dirty;
     d.active = true;
     d.interval.procs.insert((500, BDI.into()), row);
@@ -219,14 +224,7 @@ fn throttled_on_mount(bdi: &str, paused_ms: u64, fs: &str) -> Model {
         anon_mounts: crate::collect::mountinfo::parse_anon(MOUNTINFO),
         ..Default::default()
     });
-    let row = Throttled {
-        passes: 40,
-        pauses: 20,
-        paused_ms,
-        max_pause_ms: paused_ms / 10,
-        dirtied_pages: 4096,
-        kernel: false,
-    };
+    let row = dd_paused(paused_ms);
     let d = &mut m.trace.dirty;
     d.active = true;
     d.interval.procs.insert((500, bdi.into()), row);
