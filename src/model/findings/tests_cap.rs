@@ -1,9 +1,10 @@
-//! capped_device against a saved probe result, and the informational
-//! at_device_limit: fires at its threshold, not below, clears.
+//! capped_device (against the session's peak and a saved probe result)
+//! and the informational at_device_limit: fires at its threshold, not
+//! below, clears.
 
-use super::tests::{rules, step};
-use super::tests_more::capped_at;
+use super::tests::{device, model, proc_with, rates, rules, step, trace};
 use super::*;
+use crate::model::process::ProcRates;
 use crate::model::saved::{DepthCurve, SavedProbe, SavedProbes};
 
 /// loop7 probed: 10.24 MB/s sequential, 1,000 IOPS at QD 1 and 2,500 at
@@ -282,4 +283,156 @@ fn capped_device_not_flat_on_a_ramp_or_a_swing() {
         let f = capped_cycling(pattern);
         assert!(f.iter().all(Vec::is_empty), "{pattern:?}: {f:?}");
     }
+}
+
+/// loop7 over one interval: `iops` reads of 4 KiB (bytes/s = iops × 4096)
+/// at `await_ms`, aqu-sz `aqu`, `util` %; `dd` (PID 700) has a file open
+/// on it, in state `state`.
+fn capped_at(iops: u64, await_ms: f64, aqu: f64, util: f64, state: char) -> Model {
+    let mut m = model();
+    m.devices
+        .push(device("loop7", 7, None, rates("loop7", iops, await_ms, aqu, util)));
+    let mut p = proc_with(700, "dd", ProcRates::default());
+    p.raw.state = state;
+    p.devices.push(crate::model::procdev::ProcDevice {
+        name: "loop7".into(),
+        source: crate::model::procdev::DevSource::OpenFiles,
+    });
+    m.procs.push(p);
+    m
+}
+
+/// The capped_device findings of a run: 5 s at its peak (2500 IOPS =
+/// 10.24 MB/s, await 4 ms at aqu-sz 1: the baseline), then `level`
+/// until second `until`.
+fn capped_run(level: impl Fn() -> Model, until: u64) -> Vec<Vec<Finding>> {
+    let mut e = Engine::default();
+    for t in 1..=5 {
+        let f = step(&mut e, &mut capped_at(2500, 4.0, 1.0, 100.0, 'D'), t);
+        assert!(f.is_empty(), "t={t}: {f:?}");
+    }
+    (6..=until)
+        .map(|t| {
+            step(&mut e, &mut level(), t)
+                .into_iter()
+                .filter(|f| f.rule == "capped_device")
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn capped_device_throttled_flat_at_80_pct_of_its_peak() {
+    // Throttled: 2000 IOPS = 8.192 MB/s, exactly 80% of the peak, the
+    // device 30% busy, await 4 ms (its baseline), dd in state D. Flat
+    // from t=6; the window of 5 is all throttled at t=10, held 3 s at 12.
+    let f = capped_run(|| capped_at(2000, 4.0, 0.3, 30.0, 'D'), 12);
+    assert!(f[..6].iter().all(Vec::is_empty), "{f:?}");
+    let f = &f[6];
+    assert_eq!(rules(f), [("capped_device", "loop7".to_string())]);
+    let ev = |n: &str| f[0].evidence.iter().find(|e| e.name == n).and_then(|e| e.value);
+    assert_eq!(ev("level"), Some(8_192_000.0));
+    assert_eq!(ev("highest shown"), Some(10_240_000.0));
+    assert_eq!(ev("baseline await"), Some(4.0));
+    assert_eq!((f[0].culprits[0].pid, f[0].culprits[0].comm.as_str()), (700, "dd"));
+    assert!(f[0].text.contains("8.19 MB/s"), "{}", f[0].text);
+    assert!(f[0].text.contains("20% below the 10.2 MB/s"), "{}", f[0].text);
+    assert!(f[0].text.contains("throttle"), "{}", f[0].text);
+    // 2025 IOPS is 81% of the peak: not capped.
+    let f = capped_run(|| capped_at(2025, 4.0, 0.3, 30.0, 'D'), 14);
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // Nobody waits (dd sleeping): a steady reader by design.
+    let f = capped_run(|| capped_at(1000, 4.0, 0.3, 30.0, 'S'), 14);
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // Latency 7 ms: above 1.5 × the baseline (6) and 2 ms over it, under
+    // 2 × (8): neither a throttle nor a cap below the device.
+    let f = capped_run(|| capped_at(1000, 7.0, 0.3, 30.0, 'D'), 14);
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+    // The device 61% busy: not the throttle's idle device.
+    let f = capped_run(|| capped_at(1000, 4.0, 0.7, 61.0, 'D'), 14);
+    assert!(f.iter().all(Vec::is_empty), "{f:?}");
+}
+
+#[test]
+fn capped_device_below_a_cap_with_growing_await_and_clears() {
+    // A volume cap: 1000 IOPS with await 8 ms = 2 × the baseline, the
+    // device 100% busy; fio's traced requests name it.
+    let capped = || {
+        let mut m = capped_at(1000, 8.0, 0.8, 100.0, 'S');
+        trace(&mut m, 7, 1000, (0.0, 8.0), (900, "fio"), (0, 0));
+        m
+    };
+    let mut e = Engine::default();
+    for t in 1..=5 {
+        step(&mut e, &mut capped_at(2500, 4.0, 1.0, 100.0, 'D'), t);
+    }
+    for t in 6..=11 {
+        let f = step(&mut e, &mut capped(), t);
+        assert!(f.iter().all(|f| f.rule != "capped_device"), "t={t}");
+    }
+    let f = step(&mut e, &mut capped(), 12);
+    let f: Vec<_> = f.into_iter().filter(|f| f.rule == "capped_device").collect();
+    assert_eq!(rules(&f), [("capped_device", "loop7".to_string())]);
+    assert_eq!(f[0].culprits[0].comm, "fio");
+    assert!(f[0].text.contains("await grew to 8.00 ms"), "{}", f[0].text);
+    // Back at its peak: the level is no longer flat (t=13..), the
+    // finding clears once 5 s passed without the condition.
+    let mut gone = None;
+    for t in 13..=20 {
+        let f = step(&mut e, &mut capped_at(2500, 4.0, 1.0, 100.0, 'D'), t);
+        if gone.is_none() && f.iter().all(|f| f.rule != "capped_device") {
+            gone = Some(t);
+        }
+    }
+    assert_eq!(gone, Some(17));
+}
+
+#[test]
+fn capped_device_not_at_its_own_limit_nor_random_below_a_sequential_peak() {
+    // Flat out at its peak the whole time, dd waiting: not capped.
+    let mut e = Engine::default();
+    for t in 1..=15 {
+        let f = step(&mut e, &mut capped_at(2500, 4.0, 1.0, 100.0, 'D'), t);
+        assert!(f.iter().all(|f| f.rule != "capped_device"), "t={t}");
+    }
+    // Peak 2500 IOPS of 1 MiB (2.6 GB/s); then 2500 IOPS of 4 KiB: far
+    // below in bytes, at the peak in IOPS — a pattern change, not a cap.
+    let big = || {
+        let mut m = capped_at(2500, 4.0, 1.0, 100.0, 'D');
+        if let Some(r) = &mut m.devices[0].rates {
+            r.read.bytes_per_s = 2500.0 * 1_048_576.0;
+        }
+        m
+    };
+    let mut e = Engine::default();
+    for t in 1..=5 {
+        step(&mut e, &mut big(), t);
+    }
+    for t in 6..=15 {
+        let f = step(&mut e, &mut capped_at(2500, 4.0, 0.3, 30.0, 'D'), t);
+        assert!(f.iter().all(|f| f.rule != "capped_device"), "t={t}");
+    }
+}
+
+#[test]
+fn capped_device_latency_differences_under_2_ms_are_the_baseline() {
+    // Baseline 0.4 ms; throttled with await 2.3 ms (5.75 × the baseline,
+    // 1.9 ms over it): still at the baseline — a throttle; 2.4 ms (2.0
+    // over): a cap below the device, named by its growth.
+    let text = |ms: f64| {
+        let mut e = Engine::default();
+        for t in 1..=5 {
+            step(&mut e, &mut capped_at(2500, 0.4, 1.0, 100.0, 'D'), t);
+        }
+        let mut f = Vec::new();
+        for t in 6..=12 {
+            f = step(&mut e, &mut capped_at(1000, ms, 0.3, 30.0, 'D'), t);
+        }
+        f.iter()
+            .find(|f| f.rule == "capped_device")
+            .map(|f| f.text.clone())
+            .unwrap_or_default()
+    };
+    assert!(text(2.3).contains("throttle iolens cannot see"), "{}", text(2.3));
+    assert!(text(2.4).contains("await grew to 2.40 ms"), "{}", text(2.4));
 }
