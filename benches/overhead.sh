@@ -5,6 +5,7 @@
 #   QUICK=1 bash benches/overhead.sh     # quick: N = 1,000 2,000; 1 run of 6 samples; dashboard 15 s
 #   IOLENS_BIN=path bash benches/overhead.sh   # skip the build
 #   PROFILE=1 ...                        # also perf-profile iolens --batch at 5,000 and in the active scenario
+#   ACTIVE=only ...                      # only the active scenario (fork churn)
 #
 # Needs root (iolens's tracing, exit records and other users' /proc/<pid>/io
 # are part of the cost measured). Installs what it compares with (sysstat
@@ -187,6 +188,7 @@ median() { python3 -c 'import sys,statistics; v=[float(x) for x in sys.argv[1:]]
 
 declare -A MS RSS ANON FDS SLAB LOADS TOTAL
 echo "overhead: N = $NS, $RUNS run(s) of $SAMPLES samples at 1 s, warm-up ${WARM}s; $(nproc) CPUs; kernel $(uname -r)" >&2
+if [ "${ACTIVE:-}" != only ]; then
 for n in $NS; do
     spawn_to "$n"
     TOTAL[$n]=$(ls /proc | grep -c '^[0-9]')
@@ -268,6 +270,7 @@ echo "## Dashboard (tmux 120x40, cgroups pane shown, 1 s), $(ls /proc | grep -c 
 echo
 python3 -c "print('CPU: %.2f%% of one core; terminal output %.0f bytes/s; peak RSS %.1f MiB' % (($c1-$c0)/1e7/$DASH_S, $bytes/$DASH_S, $drss/1024))"
 
+fi
 # Active scenario.
 kill "${HOLD[@]}" 2>/dev/null || true
 wait "${HOLD[@]}" 2>/dev/null || true
