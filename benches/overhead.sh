@@ -6,6 +6,7 @@
 #   IOLENS_BIN=path bash benches/overhead.sh   # skip the build
 #   PROFILE=1 ...                        # also perf-profile iolens --batch at 5,000 and in the active scenario
 #   ACTIVE=only ...                      # only the active scenario (fork churn)
+#   BASE_BIN=path ...                    # A/B: also measure another iolens binary (see below)
 #
 # Needs root (iolens's tracing, exit records and other users' /proc/<pid>/io
 # are part of the cost measured). Installs what it compares with (sysstat
@@ -36,6 +37,12 @@
 # Active scenario: fork churn of short readers (a shell loop running
 # `head -c 1M` of a cached file), 3 pv readers at 1 MiB/s and fio at 200
 # random 4 KiB direct reads/s on a temp file: iolens --batch's CPU per sample.
+#
+# A/B (BASE_BIN set): every measurement of iolens is made twice in a row,
+# once with IOLENS_BIN and once with BASE_BIN in its place beside the same
+# companions, the order alternating from run to run; the dashboard is run
+# with each binary. An extra table gives both binaries' medians and the
+# median of the per-run ratios.
 #
 # The machine's 1-minute load average is printed with every table: the tools
 # run at the same time, so they share whatever else the machine is doing.
@@ -186,6 +193,13 @@ PY
 load() { cut -d' ' -f1 /proc/loadavg; }
 median() { python3 -c 'import sys,statistics; v=[float(x) for x in sys.argv[1:]]; print("%.3f" % statistics.median(v))' "$@"; }
 
+# The binaries a run measures, in its order: iolens alone, or iolens and
+# base alternating which goes first.
+whos() { if [ -z "${BASE_BIN:-}" ]; then echo iolens; elif [ $(($1 % 2)) = 1 ]; then echo iolens base; else echo base iolens; fi; }
+bin_of() { if [ "$1" = base ]; then echo "$BASE_BIN"; else echo "$IOLENS_BIN"; fi; }
+# ratio A B: the median of the per-run ratios of two lists of the same length.
+ratio() { python3 -c 'import sys,statistics; a,b=sys.argv[1].split(),sys.argv[2].split(); print("%.3f" % statistics.median(float(x)/max(float(y),1e-9) for x,y in zip(a,b)))' "$1" "$2"; }
+
 declare -A MS RSS ANON FDS SLAB LOADS TOTAL
 echo "overhead: N = $NS, $RUNS run(s) of $SAMPLES samples at 1 s, warm-up ${WARM}s; $(nproc) CPUs; kernel $(uname -r)" >&2
 if [ "${ACTIVE:-}" != only ]; then
@@ -193,9 +207,10 @@ for n in $NS; do
     spawn_to "$n"
     TOTAL[$n]=$(ls /proc | grep -c '^[0-9]')
     for r in $(seq 1 "$RUNS"); do
+      for who in $(whos "$r"); do
         l0=$(load)
         python3 "$D/measure.py" "$D" "$SAMPLES" "$WARM" \
-            "iolens= interval [0-9n]=$IOLENS_BIN --batch --interval 1" \
+            "$who= interval [0-9n]=$(bin_of "$who") --batch --interval 1" \
             "pidstat=kB_rd/s=stdbuf -oL pidstat -d 1" \
             "iotop=Total DISK READ=stdbuf -oL iotop-c -b -d 1" \
             "floor=^pass =$FLOOR_BIN 1" > "$D/run.txt"
@@ -203,8 +218,10 @@ for n in $NS; do
         while read -r name ms cnt rss fds anon slab; do
             MS[$n,$name]="${MS[$n,$name]:-} $ms"
             [ "$name" = iolens ] && { RSS[$n]="${RSS[$n]:-} $rss"; ANON[$n]="${ANON[$n]:-} $anon"; FDS[$n]=$fds; SLAB[$n]="${SLAB[$n]:-} $slab"; }
+            [ "$name" = base ] && RSS[$n,base]="${RSS[$n,base]:-} $rss"
             echo "  N=$n run $r: $name $ms ms/sample over $cnt samples (rss ${rss} KiB, anonymous at end ${anon} KiB, fds $fds, slab freed at exit ${slab} KiB)" >&2
         done < "$D/run.txt"
+      done
     done
     echo "  N=$n: ${TOTAL[$n]} processes on the system, load average (1 min) per run:${LOADS[$n]}" >&2
 done
@@ -231,6 +248,18 @@ for n in $NS; do
     eval "a=\$I_$first; b=\$I_$n; fa=\$F_$first; fb=\$F_$n"
     python3 -c "print('slope %d -> %d processes: iolens %.3f ms, floor %.3f ms per 1,000 processes' % ($first, $n, ($b-$a)/($n-$first)*1000, ($fb-$fa)/($n-$first)*1000))"
 done
+if [ -n "${BASE_BIN:-}" ]; then
+    echo
+    echo "## A/B: iolens ($IOLENS_BIN) against base ($BASE_BIN), CPU ms per sample, same runs, alternating"
+    echo
+    echo "| N | iolens | base | iolens/base (median of per-run ratios) | iolens peak RSS | base peak RSS |"
+    echo "|---|---|---|---|---|---|"
+    for n in $NS; do
+        printf "| %s | %s | %s | %s | %.1f MiB | %.1f MiB |\n" "$n" "$(median ${MS[$n,iolens]})" "$(median ${MS[$n,base]})" \
+            "$(ratio "${MS[$n,iolens]}" "${MS[$n,base]}")" \
+            "$(python3 -c "print($(median ${RSS[$n]})/1024)")" "$(python3 -c "print($(median ${RSS[$n,base]})/1024)")"
+    done
+fi
 
 if [ -n "${PROFILE:-}" ] && command -v perf >/dev/null; then
     spawn_to 5000
@@ -250,25 +279,31 @@ if [ ${#HOLD[@]} -gt 2000 ]; then
     HOLD=("${HOLD[@]:0:2000}")
 fi
 spawn_to 2000
-SESSION=iolens-overhead-$$
-tmux new-session -d -s "$SESSION" -x 120 -y 40 "$IOLENS_BIN"
-sleep 2
-tmux send-keys -t "$SESSION" C
-sleep "$WARM"
-dpid=$(tmux list-panes -t "$SESSION" -F '#{pane_pid}')
-tmux pipe-pane -t "$SESSION" -o "cat > $D/tty.bytes"
-l0=$(load)
-c0=$(python3 -c "import os;print(sum(int(open(f'/proc/$dpid/task/{t}/schedstat').read().split()[0]) for t in os.listdir('/proc/$dpid/task')))")
-sleep "$DASH_S"
-c1=$(python3 -c "import os;print(sum(int(open(f'/proc/$dpid/task/{t}/schedstat').read().split()[0]) for t in os.listdir('/proc/$dpid/task')))")
-tmux pipe-pane -t "$SESSION"
-bytes=$(stat -c %s "$D/tty.bytes")
-drss=$(awk '/VmHWM/{print $2}' "/proc/$dpid/status")
-tmux kill-session -t "$SESSION"; SESSION=""
-echo
-echo "## Dashboard (tmux 120x40, cgroups pane shown, 1 s), $(ls /proc | grep -c '^[0-9]') processes, ${DASH_S} s, load average $l0-$(load)"
-echo
-python3 -c "print('CPU: %.2f%% of one core; terminal output %.0f bytes/s; peak RSS %.1f MiB' % (($c1-$c0)/1e7/$DASH_S, $bytes/$DASH_S, $drss/1024))"
+# dashboard BIN: its CPU, terminal bytes and peak RSS over DASH_S seconds.
+dashboard() {
+    local bin=$1 dpid l0 c0 c1 bytes drss
+    SESSION=iolens-overhead-$$
+    tmux new-session -d -s "$SESSION" -x 120 -y 40 "$bin"
+    sleep 2
+    tmux send-keys -t "$SESSION" C
+    sleep "$WARM"
+    dpid=$(tmux list-panes -t "$SESSION" -F '#{pane_pid}')
+    tmux pipe-pane -t "$SESSION" -o "cat > $D/tty.bytes"
+    l0=$(load)
+    c0=$(python3 -c "import os;print(sum(int(open(f'/proc/$dpid/task/{t}/schedstat').read().split()[0]) for t in os.listdir('/proc/$dpid/task')))")
+    sleep "$DASH_S"
+    c1=$(python3 -c "import os;print(sum(int(open(f'/proc/$dpid/task/{t}/schedstat').read().split()[0]) for t in os.listdir('/proc/$dpid/task')))")
+    tmux pipe-pane -t "$SESSION"
+    bytes=$(stat -c %s "$D/tty.bytes")
+    drss=$(awk '/VmHWM/{print $2}' "/proc/$dpid/status")
+    tmux kill-session -t "$SESSION"; SESSION=""
+    echo
+    echo "## Dashboard ($bin; tmux 120x40, cgroups pane shown, 1 s), $(ls /proc | grep -c '^[0-9]') processes, ${DASH_S} s, load average $l0-$(load)"
+    echo
+    python3 -c "print('CPU: %.2f%% of one core; terminal output %.0f bytes/s; peak RSS %.1f MiB' % (($c1-$c0)/1e7/$DASH_S, $bytes/$DASH_S, $drss/1024))"
+}
+dashboard "$IOLENS_BIN"
+if [ -n "${BASE_BIN:-}" ]; then dashboard "$BASE_BIN"; fi
 
 fi
 # Active scenario.
@@ -284,16 +319,19 @@ bash -c "while :; do head -c 1048576 $D/small > /dev/null; done" & OTHER+=($!)
 sleep 3
 forks0=$(awk '/^processes/{print $2}' /proc/stat)
 for r in $(seq 1 "$RUNS"); do
+  for who in $(whos "$r"); do
     python3 "$D/measure.py" "$D" "$SAMPLES" "$WARM" \
-        "iolens= interval [0-9n]=$IOLENS_BIN --batch --interval 1" \
+        "$who= interval [0-9n]=$(bin_of "$who") --batch --interval 1" \
         "pidstat=kB_rd/s=stdbuf -oL pidstat -d 1" > "$D/run.txt"
     while read -r name ms cnt rss fds anon slab; do MS[act,$name]="${MS[act,$name]:-} $ms"; done < "$D/run.txt"
+  done
 done
 forks=$(( $(awk '/^processes/{print $2}' /proc/stat) - forks0 ))
 echo
 echo "## Active scenario: fork churn ($forks forks in the runs), 3 pv readers at 1 MiB/s, fio 200 IOPS; load average $(load)"
 echo
 echo "iolens --batch: $(median ${MS[act,iolens]}) ms CPU per sample; pidstat -d: $(median ${MS[act,pidstat]}) ms (median of $RUNS run(s): ${MS[act,iolens]# } / ${MS[act,pidstat]# })"
+if [ -n "${BASE_BIN:-}" ]; then echo "A/B: base --batch: $(median ${MS[act,base]}) ms (${MS[act,base]# }); iolens/base $(ratio "${MS[act,iolens]}" "${MS[act,base]}") (median of per-run ratios)"; fi
 if [ -n "${PROFILE:-}" ] && command -v perf >/dev/null; then
     echo
     echo "## perf profile of iolens --batch, active scenario (10 s, top symbols)"

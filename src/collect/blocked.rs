@@ -142,11 +142,20 @@ fn mount_of(
 /// count. Every task in D, the tasks found waiting last sample, and user
 /// processes in S in turns of [`MAX_TASKS`] per sample (a rotating cursor:
 /// on a box with more sleeping processes a new wait is found within a few
-/// samples), at most `2 × MAX_TASKS` reads of `wchan` per sample.
+/// samples), at most `2 × MAX_TASKS` reads of `wchan` per sample. The
+/// turns of S are taken only while this mount namespace has a FUSE or
+/// network mount (checked every [`MOUNT_CHECK_SAMPLES`] samples; assumed
+/// when mountinfo cannot be read): elsewhere a sleeping task has nothing
+/// of that kind to wait on, and the 64 `wchan` reads were most of the
+/// cost of a sample of sleeping processes that do no I/O.
 #[derive(Debug, Default)]
 pub struct Scanner {
     prev: Vec<i32>,
     cursor: usize,
+    /// Samples taken, and whether a FUSE or network mount was seen at the
+    /// last check.
+    samples: u64,
+    waitable: bool,
     /// Processes with a thread waiting on a file at the last sample.
     prev_waits: Vec<i32>,
 }
@@ -160,9 +169,14 @@ impl Scanner {
             .map(|p| p.key.pid)
             .take(MAX_TASKS)
             .collect();
+        if self.samples.is_multiple_of(MOUNT_CHECK_SAMPLES) {
+            self.waitable = waitable_mount(r);
+        }
+        self.samples += 1;
+        let rotate = self.waitable;
         let sleeping: Vec<i32> = procs
             .iter()
-            .filter(|p| p.state == 'S' && !p.cmdline.is_empty())
+            .filter(|p| rotate && p.state == 'S' && !p.cmdline.is_empty())
             .map(|p| p.key.pid)
             .collect();
         if !sleeping.is_empty() {
@@ -176,6 +190,23 @@ impl Scanner {
         let out = read_pids(r, &pids);
         self.prev = out.iter().map(|b| b.pid).collect();
         out
+    }
+}
+
+/// How often (in samples) mountinfo is read again for [`waitable_mount`].
+pub const MOUNT_CHECK_SAMPLES: u64 = 5;
+
+/// True when this mount namespace has a mount a task can wait on in a
+/// way [`wait_class`] names (FUSE, NFS, a network filesystem; not the
+/// FUSE control filesystem nor an automount point), or when mountinfo
+/// cannot be read.
+fn waitable_mount(r: &mut Reader) -> bool {
+    match r.read_capped("/proc/self/mountinfo", MOUNTINFO_CAP) {
+        Ok(b) => String::from_utf8_lossy(b)
+            .lines()
+            .filter_map(parse_line)
+            .any(|m| may_block(&m.fs_type) && !matches!(m.fs_type.as_str(), "fusectl" | "autofs")),
+        Err(_) => true,
     }
 }
 
@@ -375,6 +406,47 @@ mod tests {
         d.state = 'D';
         // Running, its wchan is "0": no wait class, nothing listed.
         assert!(Scanner::default().read(&mut r, &[me, d]).is_empty());
+    }
+
+    /// A sleeping process waiting on a FUSE request is looked at only
+    /// while a FUSE or network mount is in mountinfo (or it cannot be
+    /// read); the mounts are checked again every MOUNT_CHECK_SAMPLES.
+    #[test]
+    fn sleeping_tasks_are_looked_at_only_beside_a_fuse_or_network_mount() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("proc");
+        std::fs::create_dir_all(p.join("70")).unwrap();
+        std::fs::create_dir_all(p.join("self")).unwrap();
+        std::fs::write(p.join("70/wchan"), "request_wait_answer").unwrap();
+        let mut sleeper = RawProc::example(70, 1, "sshfs-user");
+        sleeper.state = 'S';
+        sleeper.cmdline = "cat /mnt/f".into();
+        let procs = [sleeper];
+        let local = "22 1 252:1 / / rw - ext4 /dev/vda1 rw\n\
+                     30 22 0:40 / /sys/fs/fuse/connections rw - fusectl fusectl rw\n\
+                     31 22 0:41 / /net rw - autofs systemd-1 rw\n";
+        let mut r = Reader::new(dir.path());
+        let found = |sc: &mut Scanner, r: &mut Reader| sc.read(r, &procs).iter().map(|b| b.pid).collect::<Vec<_>>();
+        // No mountinfo: assumed there may be one.
+        assert_eq!(found(&mut Scanner::default(), &mut r), vec![70]);
+        std::fs::write(p.join("self/mountinfo"), local).unwrap();
+        let mut sc = Scanner::default();
+        for _ in 0..MOUNT_CHECK_SAMPLES {
+            assert!(found(&mut sc, &mut r).is_empty());
+        }
+        std::fs::write(
+            p.join("self/mountinfo"),
+            format!("{local}40 22 0:50 / /mnt rw - fuse.sshfs host: rw\n"),
+        )
+        .unwrap();
+        assert_eq!(found(&mut sc, &mut r), vec![70]);
+        let mut nfs = Scanner::default();
+        std::fs::write(
+            p.join("self/mountinfo"),
+            format!("{local}43 22 0:51 / /nfs rw - nfs4 srv:/e rw\n"),
+        )
+        .unwrap();
+        assert_eq!(found(&mut nfs, &mut r), vec![70]);
     }
 
     /// A captured tree: process 40 (one thread) in D in fsync(4) on an
