@@ -297,6 +297,11 @@ impl FdScanner {
     pub fn scan(&mut self, r: &Reader, procs: &[ScanProc<'_>]) -> FdSnapshot {
         let full = std::mem::take(&mut self.full_next);
         self.also_now = self.also.as_ref().map(|a| a.take()).unwrap_or_default();
+        // Not iolens itself for its own page-cache events (its report
+        // written to a file, a recording): that would read its thousands
+        // of /proc directory fds every sample; its files stay named by
+        // inode.
+        self.also_now.remove(&(std::process::id() as i32));
         self.mounts.clear();
         self.unlisted.clear();
         let mut snap = FdSnapshot {
@@ -545,6 +550,11 @@ mod tests {
             ..proc_with(0)
         };
         sc.full_next = true;
+        assert!(sc.scan(&r, std::slice::from_ref(&own)).procs.is_empty());
+        // Nor for its own page-cache events.
+        let also = Arc::new(AlsoScan::default());
+        also.add([own.key.pid]);
+        sc.also = Some(also);
         assert!(sc.scan(&r, std::slice::from_ref(&own)).procs.is_empty());
         let _ = child.kill();
         let _ = child.wait();
