@@ -76,28 +76,26 @@ pub fn eval(m: &Model, base: &Baselines, saved: &SavedProbes, c: &QueueBoundCfg,
                 let (q, dev) = (q?, dev?);
                 (q >= c.min_queue_ms && q >= c.queue_vs_device * dev).then_some((q, dev))
             };
-            let (q, dev, stat) = match (holds(p50, t.device_p50_ms), holds(mean, t.device_mean_ms)) {
-                (Some((q, d)), _) => (q, d, "p50"),
-                (None, Some((q, d))) => (q, d, "mean"),
+            // The p50s first; the means where the p50s do not hold.
+            let (q, dev, on_means) = match (holds(p50, t.device_p50_ms), holds(mean, t.device_mean_ms)) {
+                (Some((q, d)), _) => (q, d, false),
+                (None, Some((q, d))) => (q, d, true),
                 (None, None) => continue,
             };
-            let (source, dev_source) = match (bio, stat) {
-                (true, "p50") => (
-                    "traced block_bio_queue → block_rq_issue, p50 (tag and writeback-throttling waits included)",
-                    "traced block_rq_issue → block_rq_complete, p50",
-                ),
-                (true, _) => (
-                    "traced block_bio_queue → block_rq_issue, mean (tag and writeback-throttling waits included; the p50 was below the device's)",
-                    "traced block_rq_issue → block_rq_complete, mean",
-                ),
-                (false, "p50") => (
-                    "traced start → block_rq_issue, p50",
-                    "traced block_rq_issue → block_rq_complete, p50",
-                ),
-                (false, _) => (
-                    "traced start → block_rq_issue, mean (the p50 was below the device's)",
-                    "traced block_rq_issue → block_rq_complete, mean",
-                ),
+            let source = match (bio, on_means) {
+                (true, false) => {
+                    "traced block_bio_queue → block_rq_issue, p50 (tag and writeback-throttling waits included)"
+                }
+                (true, true) => {
+                    "traced block_bio_queue → block_rq_issue, mean (tag and writeback-throttling waits included; the p50 was below the device's)"
+                }
+                (false, false) => "traced start → block_rq_issue, p50",
+                (false, true) => "traced start → block_rq_issue, mean (the p50 was below the device's)",
+            };
+            let (stat, dev_source) = if on_means {
+                ("mean", "traced block_rq_issue → block_rq_complete, mean")
+            } else {
+                ("p50", "traced block_rq_issue → block_rq_complete, p50")
             };
             (
                 vec![
