@@ -183,6 +183,12 @@ impl Collector {
         };
     }
 
+    /// Where the tracer finds the process of a thread already gone, while
+    /// exit records are received.
+    pub fn exit_tgids(&self) -> Option<taskstats::ExitTgids> {
+        self.exits.as_ref().ok().map(ExitListener::tgids)
+    }
+
     pub fn reader(&mut self) -> &mut Reader {
         &mut self.reader
     }

@@ -27,6 +27,7 @@ use crate::cli::Cli;
 use crate::collect::cgroup::CgroupReader;
 use crate::collect::fdinfo::{AlsoScan, FdScanner, ProcLister, Watch};
 use crate::collect::sample::HostInfo;
+use crate::collect::taskstats::ExitTgids;
 use crate::collect::{Collector, RawSample, Reader};
 use crate::model::Model;
 use crate::model::trace::view::TraceView;
@@ -127,13 +128,13 @@ impl Plan {
 
 /// Starts the block tracer where the session's plan allows it.
 #[derive(Debug, Clone)]
-pub struct TraceSetup(Option<&'static str>, Arc<AlsoScan>);
+pub struct TraceSetup(Option<&'static str>, Arc<AlsoScan>, Option<ExitTgids>);
 
 impl TraceSetup {
     /// Start tracing (or keep why it is off); removed when dropped. The
     /// processes of the page-cache events are read by the next fd scan.
     pub fn start(self) -> Tracing {
-        Tracing::start(self.0, self.1)
+        Tracing::start(self.0, self.1, self.2)
     }
 }
 
@@ -157,9 +158,10 @@ impl Session {
         collector.fds.watch = plan.watch;
         let also = Arc::new(AlsoScan::default());
         collector.fds.also = Some(also.clone());
+        let exits = collector.exit_tgids();
         Session {
             sampler: Sampler::new(collector, live.then(|| jobs::Engine::new(false))),
-            tracer: TraceSetup(plan.trace_off, also),
+            tracer: TraceSetup(plan.trace_off, also, exits),
         }
     }
 }

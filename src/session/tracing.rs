@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::collect::fdinfo::{AlsoScan, FileId};
+use crate::collect::taskstats::ExitTgids;
 use crate::collect::trace::block::BlockEvent;
 use crate::collect::trace::block::Dev;
 use crate::collect::trace::dirty::{self, PauseEvent};
@@ -34,7 +35,9 @@ pub struct Tracing {
 impl Tracing {
     /// Start tracing unless `disabled` says why not; never fails: the
     /// reason it is off is kept.
-    pub fn start(disabled: Option<&str>, also: Arc<AlsoScan>) -> Tracing {
+    /// The process of an event whose thread is gone is looked up in
+    /// `exits` first.
+    pub fn start(disabled: Option<&str>, also: Arc<AlsoScan>, exits: Option<ExitTgids>) -> Tracing {
         let tracker = Arc::new(Mutex::new(Accumulator::default()));
         let files = Arc::new(Mutex::new(FileTracker::default()));
         let throttle = Arc::new(Mutex::new(ThrottleTracker::default()));
@@ -49,7 +52,8 @@ impl Tracing {
                 reason: Some(why.to_string()),
             };
         }
-        let started = Tracer::start().and_then(|t| {
+        let started = Tracer::start().and_then(|mut t| {
+            t.exits = exits;
             let sink = Feed {
                 tracker: tracker.clone(),
                 files: files.clone(),

@@ -27,6 +27,7 @@ use super::instance::{CpuStats, Instance, Mount, remove_stale};
 use super::merge::Merger;
 use super::{DecodeStats, Decoder, Side, read_small};
 use crate::collect::monotonic_ns;
+use crate::collect::taskstats::ExitTgids;
 use crate::sys::wake::Waker;
 
 /// How often the buffers are read without a watermark.
@@ -76,6 +77,8 @@ pub struct Tracer {
     /// one CPU orders).
     side: Side,
     tasks: foldhash::HashMap<i32, (i32, bool)>,
+    /// Where the tgid of a thread already gone is looked up first.
+    pub exits: Option<ExitTgids>,
     stats_read_ns: u64,
     pub counters: Counters,
     pub instance: Instance,
@@ -152,6 +155,7 @@ impl Tracer {
             batch: Vec::new(),
             side: Side::default(),
             tasks: Default::default(),
+            exits: None,
             stats_read_ns: 0,
             counters: Counters::default(),
             instance,
@@ -248,7 +252,8 @@ impl Tracer {
 
     /// Fill in the process (tgid) and kernel-thread flag of start events,
     /// from `/proc/<pid>/status` at first sight of a task, or, for a task
-    /// already gone, from the tgids tracefs recorded (`record-tgid`).
+    /// already gone, from its exit record or else from the tgids tracefs
+    /// recorded (`record-tgid`).
     fn resolve_tasks(&mut self) {
         if self.tasks.len() > TASK_CACHE {
             self.tasks.clear();
@@ -276,10 +281,21 @@ impl Tracer {
         if gone.is_empty() {
             return;
         }
+        let mut unknown = gone.clone();
+        if let Some(exits) = &self.exits {
+            for (pid, tgid) in exits.find(&gone) {
+                if let Some(i) = self.tasks.get_mut(&pid) {
+                    i.0 = tgid;
+                }
+                unknown.remove(&pid);
+            }
+        }
         let path = self.mount.dir.join("saved_tgids");
-        if let Ok(f) = File::open(&path) {
+        if !unknown.is_empty()
+            && let Ok(f) = File::open(&path)
+        {
             let stream = io::BufReader::with_capacity(64 * 1024, f.take(SAVED_TGIDS_MAX));
-            for (pid, tgid) in saved_tgids(stream, &gone) {
+            for (pid, tgid) in saved_tgids(stream, &unknown) {
                 if let Some(i) = self.tasks.get_mut(&pid) {
                     i.0 = tgid;
                 }
