@@ -50,8 +50,14 @@ pub const MIN_BPS: f64 = 256_000.0;
 pub const MAX_UTIL_PCT: f64 = 60.0;
 /// ... with await at most this many times its low-load baseline ...
 pub const LATENCY_FACTOR: f64 = 1.5;
-/// ... and an issuer waiting at least this IO% (delay accounting).
+/// ... and an issuer waiting at least this IO% (delay accounting) ...
 pub const WAIT_PCT: f64 = 10.0;
+/// ... or, between state D's point samples, PSI io "some" at least this
+/// share of the interval, % (with a user process on the device): a reader
+/// held by a throttle is in D nearly all the time, but the throttle
+/// releases its bios on the timer tick the sampler also wakes on, so its
+/// state can read R at every sample of a run (seen: 16 of 18).
+pub const PSI_SOME_PCT: f64 = 50.0;
 /// Cap below the device: await at least this many times its baseline.
 pub const AWAIT_GROWTH: f64 = 2.0;
 /// Latency differences under this are "at the baseline", ms (a loop
@@ -69,6 +75,7 @@ pub struct CappedCfg {
     pub max_util_pct: f64,
     pub latency_factor: f64,
     pub wait_pct: f64,
+    pub psi_some_pct: f64,
     pub await_growth: f64,
     pub min_excess_ms: f64,
 }
@@ -84,6 +91,7 @@ impl Default for CappedCfg {
             max_util_pct: MAX_UTIL_PCT,
             latency_factor: LATENCY_FACTOR,
             wait_pct: WAIT_PCT,
+            psi_some_pct: PSI_SOME_PCT,
             await_growth: AWAIT_GROWTH,
             min_excess_ms: MIN_EXCESS_MS,
         }
@@ -120,8 +128,11 @@ pub struct CapState {
 impl CapState {
     /// Fold in the last interval's throughput of every device, and
     /// whether a process on it waited on I/O (state D is a point sample:
-    /// a throttled reader is caught running now and then).
-    pub fn update(&mut self, m: &Model, c: &CappedCfg) {
+    /// a throttled reader is caught running now and then) or PSI io
+    /// "some" (`psi_some`, % of the interval) says someone did while a
+    /// user process was on it.
+    pub fn update(&mut self, m: &Model, c: &CappedCfg, psi_some: Option<f64>) {
+        let pressed = psi_some.is_some_and(|p| p >= c.psi_some_pct);
         let accounted = super::delay_accounted(m);
         for d in &m.devices {
             let Some(r) = &d.rates else { continue };
@@ -129,7 +140,9 @@ impl CapState {
                 r.read.bytes_per_s + r.write.bytes_per_s,
                 r.read.ios_per_s + r.write.ios_per_s,
             );
-            let waited = bps >= c.min_bps && !super::device_waiters(m, d, None, accounted, c.wait_pct).is_empty();
+            let waited = bps >= c.min_bps
+                && (!super::device_waiters(m, d, None, accounted, c.wait_pct).is_empty()
+                    || pressed && super::device_users(m, d).next().is_some());
             let t = self.devs.entry(d.name.clone()).or_default();
             if t.recent.len() >= FLAT_N {
                 t.recent.pop_front();
@@ -280,7 +293,7 @@ fn cause(
         if accounted {
             "IO% by delay accounting"
         } else {
-            "in state D"
+            "in state D, or PSI io some between those point samples"
         },
         r.util_pct,
         ms(a),

@@ -246,7 +246,7 @@ impl Engine {
         swapping::eval(m, &c.swapping, out);
         hung_mount::eval(m, &c.hung_mount, out);
         cgroup_limit::eval(m, &c.cgroup_at_limit, out);
-        self.capped.update(m, &c.capped_device);
+        self.capped.update(m, &c.capped_device, self.psi.some_pct());
         capped::eval(m, &self.capped, &self.saved, &self.baselines, &c.capped_device, out);
         let both = (&c.capped_device, &c.at_device_limit);
         at_limit::eval(m, &self.capped, &self.saved, &self.baselines, both, out);
@@ -394,16 +394,8 @@ pub(crate) fn device_waiters(
     accounted: bool,
     wait_pct: f64,
 ) -> Vec<Culprit> {
-    let key = crate::collect::trace::block::Dev {
-        major: d.major,
-        minor: d.minor,
-    };
-    let traced = |pid: i32| m.trace.interval.procs.get(&(pid, key)).is_some_and(|t| t.issued > 0);
-    let mut v: Vec<Culprit> = m
-        .procs
-        .iter()
-        .filter(|p| Some(p.raw.key.pid) != except && !p.exited && p.worker.is_none() && !p.raw.cmdline.is_empty())
-        .filter(|p| traced(p.raw.key.pid) || p.devices.iter().any(|x| x.name == d.name))
+    let mut v: Vec<Culprit> = device_users(m, d)
+        .filter(|p| Some(p.raw.key.pid) != except)
         .filter_map(|p| {
             Some(Culprit {
                 pid: p.raw.key.pid,
@@ -419,6 +411,21 @@ pub(crate) fn device_waiters(
         .collect();
     v.sort_by(|a, b| b.value.total_cmp(&a.value).then(a.pid.cmp(&b.pid)));
     v
+}
+
+/// The user processes on `d`: with traced requests on it, or open files
+/// on it.
+pub(crate) fn device_users<'a>(m: &'a Model, d: &super::DeviceRow) -> impl Iterator<Item = &'a super::ProcRow> {
+    let key = crate::collect::trace::block::Dev {
+        major: d.major,
+        minor: d.minor,
+    };
+    let traced = move |pid: i32| m.trace.interval.procs.get(&(pid, key)).is_some_and(|t| t.issued > 0);
+    let name = d.name.clone();
+    m.procs
+        .iter()
+        .filter(|p| !p.exited && p.worker.is_none() && !p.raw.cmdline.is_empty())
+        .filter(move |p| traced(p.raw.key.pid) || p.devices.iter().any(|x| x.name == name))
 }
 
 /// How many culprits a finding names.

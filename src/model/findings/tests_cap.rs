@@ -42,6 +42,30 @@ fn held(e: &mut Engine, m: impl Fn() -> Model, until: u64, rule: &str) -> Vec<Ve
         .collect()
 }
 
+/// A throttled reader that every sample catches running (its bios are
+/// released on the tick the sampler wakes on): PSI io some says it waited
+/// between the samples; without that pressure, nobody is seen waiting.
+#[test]
+fn capped_device_throttled_reader_seen_by_psi_not_state_d() {
+    let run = |some_us_per_s: u64| {
+        let mut e = engine(Some(probed()));
+        (1..=12)
+            .map(|t| {
+                let mut m = capped_at(2000, 4.0, 0.3, 30.0, 'R');
+                // psi() sets some at twice full.
+                m.psi = super::tests::psi(t * some_us_per_s / 2);
+                step(&mut e, &mut m, t)
+            })
+            .last()
+            .unwrap_or_default()
+    };
+    let f = run(900_000);
+    let f: Vec<_> = f.iter().filter(|f| f.rule == "capped_device").collect();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].text.contains("PSI io some"), "{}", f[0].text);
+    assert!(run(400_000).iter().all(|f| f.rule != "capped_device"));
+}
+
 #[test]
 fn capped_device_against_a_saved_probe_result() {
     // Throttled at 2000 IOPS = 8.192 MB/s from the first second: the
