@@ -41,13 +41,22 @@ fn copy_tree(from: &Path, to: &Path, files: &mut Vec<PathBuf>) {
     }
 }
 
+/// A regular file, not a symlink to one.
+fn is_regular(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file())
+}
+
 /// Apply 1 to 4 mutations to the tree at `root`; returns what was done.
 fn mutate_tree(rng: &mut Rng, root: &Path, files: &[PathBuf]) -> Vec<String> {
     let mut done = Vec::new();
     for _ in 0..1 + rng.below(4) {
         let f = &files[rng.below(files.len())];
         let rel = f.strip_prefix(root).unwrap().display().to_string();
-        if !f.is_file() {
+        // A regular file itself, never through a symlink: an earlier
+        // mutation may have made `f` a link to /etc/passwd, and writing
+        // through it (an edit, set_len, the diskstats line below) wrote
+        // this test's garbage into the machine's /etc/passwd as root.
+        if !is_regular(f) {
             continue;
         }
         match rng.below(20) {
@@ -89,7 +98,7 @@ fn mutate_tree(rng: &mut Rng, root: &Path, files: &[PathBuf]) -> Vec<String> {
             }
             6 => {
                 let ds = root.join("proc/diskstats");
-                if ds.is_file() {
+                if is_regular(&ds) {
                     let mut b = std::fs::read(&ds).unwrap();
                     let long = "x".repeat(5000);
                     let name = ["../../etc", "..", "a/b", &long, "sd\u{1b}[2J"][rng.below(5)];
