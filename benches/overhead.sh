@@ -6,6 +6,7 @@
 #   IOLENS_BIN=path bash benches/overhead.sh   # skip the build
 #   PROFILE=1 ...                        # also perf-profile iolens --batch at 5,000 and in the active scenario
 #   ACTIVE=only ...                      # only the active scenario (fork churn)
+#   DASH=only ...                        # only the dashboard (DASH_RUNS pairs with BASE_BIN)
 #   BASE_BIN=path ...                    # A/B: also measure another iolens binary (see below)
 #
 # Needs root (iolens's tracing, exit records and other users' /proc/<pid>/io
@@ -29,7 +30,8 @@
 # fds, and the slab memory released when it exits (Slab in /proc/meminfo
 # just before and 1 s after; system-wide, so noisy).
 #
-# Dashboard: at 2,000 processes, `iolens` under tmux at 120x40 with the
+# Dashboard (DASH_RUNS times, default 1; with BASE_BIN alternating which
+# binary goes first, and the median of the per-run ratios): at 2,000 processes, `iolens` under tmux at 120x40 with the
 # cgroups pane shown (C), at the default 1 s interval: its CPU share of one
 # core over DASH_S seconds and the bytes it wrote to the terminal per second
 # (tmux pipe-pane), with nothing pressed.
@@ -202,7 +204,9 @@ ratio() { python3 -c 'import sys,statistics; a,b=sys.argv[1].split(),sys.argv[2]
 
 declare -A MS RSS ANON FDS SLAB LOADS TOTAL
 echo "overhead: N = $NS, $RUNS run(s) of $SAMPLES samples at 1 s, warm-up ${WARM}s; $(nproc) CPUs; kernel $(uname -r)" >&2
+DASH_RUNS=${DASH_RUNS:-1}
 if [ "${ACTIVE:-}" != only ]; then
+if [ "${DASH:-}" != only ]; then
 for n in $NS; do
     spawn_to "$n"
     TOTAL[$n]=$(ls /proc | grep -c '^[0-9]')
@@ -272,6 +276,7 @@ if [ -n "${PROFILE:-}" ] && command -v perf >/dev/null; then
     perf report -q -i "$D/perf.data" --no-children --sort sym --percent-limit 1.5 --stdio -g none 2>/dev/null | head -40
 fi
 
+fi # DASH != only
 # Dashboard at 2,000 sleeping processes.
 if [ ${#HOLD[@]} -gt 2000 ]; then
     kill "${HOLD[@]:2000}" 2>/dev/null || true
@@ -300,10 +305,21 @@ dashboard() {
     echo
     echo "## Dashboard ($bin; tmux 120x40, cgroups pane shown, 1 s), $(ls /proc | grep -c '^[0-9]') processes, ${DASH_S} s, load average $l0-$(load)"
     echo
-    python3 -c "print('CPU: %.2f%% of one core; terminal output %.0f bytes/s; peak RSS %.1f MiB' % (($c1-$c0)/1e7/$DASH_S, $bytes/$DASH_S, $drss/1024))"
+    DCPU=$(python3 -c "print('%.3f' % (($c1-$c0)/1e7/$DASH_S))")
+    python3 -c "print('CPU: %.2f%% of one core; terminal output %.0f bytes/s; peak RSS %.1f MiB' % ($DCPU, $bytes/$DASH_S, $drss/1024))"
 }
-dashboard "$IOLENS_BIN"
-if [ -n "${BASE_BIN:-}" ]; then dashboard "$BASE_BIN"; fi
+DASH_I=""; DASH_B=""
+for r in $(seq 1 "$DASH_RUNS"); do
+    for who in $(whos "$r"); do
+        dashboard "$(bin_of "$who")"
+        if [ "$who" = base ]; then DASH_B="$DASH_B $DCPU"; else DASH_I="$DASH_I $DCPU"; fi
+    done
+done
+if [ -n "${BASE_BIN:-}" ] && [ "$DASH_RUNS" -gt 1 ]; then
+    echo
+    echo "## A/B dashboard, % of one core over ${DASH_S} s, $DASH_RUNS runs: iolens $(median $DASH_I) (${DASH_I# }), base $(median $DASH_B) (${DASH_B# }); iolens/base $(ratio "$DASH_I" "$DASH_B") (median of per-run ratios)"
+fi
+[ "${DASH:-}" = only ] && exit 0
 
 fi
 # Active scenario.

@@ -2,7 +2,9 @@
 //! pages (the page cache's working set does not fit) against the KiB read
 //! from block devices (`pgpgin`), and pages swapped in and out, cumulative
 //! since boot (the model takes rates) — and two gauges: the dirty pages
-//! and the threshold the dirty throttle holds them to.
+//! and the threshold the dirty throttle holds them to. Beside it, the
+//! time tasks stalled on memory (`/proc/pressure/memory` some), which
+//! tells eviction under pressure from proactive reclaim.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +34,10 @@ pub struct VmStat {
     /// The page size in bytes (refaults count pages), set by [`read`];
     /// `None` in recordings made before it was kept.
     pub page_bytes: Option<u64>,
+    /// Time some task stalled on memory, µs (`/proc/pressure/memory` some
+    /// total), set by [`read`]; `None` without PSI and in recordings made
+    /// before it was kept.
+    pub mem_stall_us: Option<u64>,
 }
 
 /// Parse vmstat text ("name value" per line). Unknown and malformed lines
@@ -66,9 +72,17 @@ pub fn parse(buf: &[u8]) -> VmStat {
 /// Read `/proc/vmstat`; a failure goes to `errors` (a missing file says
 /// nothing: no procfs vmstat).
 pub fn read(r: &mut Reader, errors: &mut Vec<String>) -> Option<VmStat> {
+    // No PSI (a kernel without CONFIG_PSI, or psi=0) leaves the stall
+    // unknown; the file cannot be read only where PSI is off.
+    let mem_stall_us = r
+        .read("/proc/pressure/memory")
+        .ok()
+        .and_then(|b| super::system::parse_pressure(b).some)
+        .map(|l| l.total_us);
     match r.read("/proc/vmstat") {
         Ok(b) => Some(VmStat {
             page_bytes: u64::try_from(rustix::param::page_size()).ok(),
+            mem_stall_us,
             ..parse(b)
         }),
         Err(e) if e.error.kind() == std::io::ErrorKind::NotFound => None,
@@ -95,6 +109,8 @@ pub struct VmRates {
     pub pgpgin_kib_per_s: Option<f64>,
     /// The page size in bytes, where known.
     pub page_bytes: Option<u64>,
+    /// Share of the interval some task stalled on memory, %.
+    pub mem_stall_pct: Option<f64>,
 }
 
 pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
@@ -111,6 +127,7 @@ pub fn rates(prev: &VmStat, cur: &VmStat, dt_s: f64) -> Option<VmRates> {
         dirty_threshold_pages: cur.nr_dirty_threshold,
         pgpgin_kib_per_s: r(prev.pgpgin, cur.pgpgin),
         page_bytes: cur.page_bytes,
+        mem_stall_pct: r(prev.mem_stall_us, cur.mem_stall_us).map(|us| (us / 1e4).min(100.0)),
     })
 }
 
@@ -159,5 +176,18 @@ mod tests {
         assert_eq!((r.dirty_pages, r.dirty_threshold_pages), (None, None));
         assert_eq!((r.pswpin_per_s, r.pswpout_per_s), (None, None));
         assert_eq!(rates(&a, &b, 0.0), None);
+        assert_eq!(r.mem_stall_pct, None);
+        // 20 ms of memory stall over 2 s: 1% of the interval.
+        let (a, b) = (
+            VmStat {
+                mem_stall_us: Some(1_000),
+                ..a
+            },
+            VmStat {
+                mem_stall_us: Some(21_000),
+                ..b
+            },
+        );
+        assert_eq!(rates(&a, &b, 2.0).unwrap().mem_stall_pct, Some(1.0));
     }
 }

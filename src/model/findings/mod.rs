@@ -415,17 +415,16 @@ pub(crate) fn device_waiters(
 
 /// The user processes on `d`: with traced requests on it, or open files
 /// on it.
-pub(crate) fn device_users<'a>(m: &'a Model, d: &super::DeviceRow) -> impl Iterator<Item = &'a super::ProcRow> {
+pub(crate) fn device_users<'a>(m: &'a Model, d: &'a super::DeviceRow) -> impl Iterator<Item = &'a super::ProcRow> {
     let key = crate::collect::trace::block::Dev {
         major: d.major,
         minor: d.minor,
     };
     let traced = move |pid: i32| m.trace.interval.procs.get(&(pid, key)).is_some_and(|t| t.issued > 0);
-    let name = d.name.clone();
     m.procs
         .iter()
         .filter(|p| !p.exited && p.worker.is_none() && !p.raw.cmdline.is_empty())
-        .filter(move |p| traced(p.raw.key.pid) || p.devices.iter().any(|x| x.name == name))
+        .filter(move |p| traced(p.raw.key.pid) || p.devices.iter().any(|x| x.name == d.name))
 }
 
 /// How many culprits a finding names.

@@ -190,6 +190,28 @@ fn page_cache_thrash_needs_refaults_to_be_a_quarter_of_the_reads() {
     assert!(run(&mut Engine::default(), &old, 1, 5).is_empty());
 }
 
+/// Refaults with no task stalled on memory are proactive reclaim's (a
+/// VM's DAMON paging out cold memory): no thrash. A stall of 0.05% of the
+/// interval or more is; without PSI the refaults alone decide.
+#[test]
+fn page_cache_thrash_needs_a_memory_stall_where_psi_tells() {
+    let with_stall = |pct: Option<f64>| {
+        let mut m = vm(6500.0, 0.0, 0.0);
+        if let Some(v) = m.vm.as_mut() {
+            v.mem_stall_pct = pct;
+        }
+        m
+    };
+    assert!(run(&mut Engine::default(), &with_stall(Some(0.0)), 1, 5).is_empty());
+    assert!(run(&mut Engine::default(), &with_stall(Some(0.049)), 1, 5).is_empty());
+    let f = run(&mut Engine::default(), &with_stall(Some(0.7)), 1, 3);
+    assert_eq!(rules(&f), [("page_cache_thrash", "system".to_string())]);
+    let stall = f[0].evidence.iter().find(|e| e.name == "memory stall").map(|e| e.value);
+    assert_eq!(stall, Some(Some(0.7)));
+    assert_eq!(run(&mut Engine::default(), &with_stall(Some(0.05)), 1, 3).len(), 1);
+    assert_eq!(run(&mut Engine::default(), &with_stall(None), 1, 3).len(), 1);
+}
+
 #[test]
 fn page_cache_thrash_at_1000_refaults_names_the_top_reader() {
     let mut at = vm(1000.0, 0.0, 0.0);
