@@ -81,6 +81,10 @@ pub struct Cli {
     #[arg(long, env = "IOLENS_NO_TRACE")]
     pub no_trace: bool,
 
+    /// Trace block requests but not the page cache (no per-file disk reads and dirtying; their events are per folio, the tracer's largest cost under heavy buffered I/O)
+    #[arg(long, env = "IOLENS_NO_FILE_EVENTS")]
+    pub no_file_events: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }

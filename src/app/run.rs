@@ -186,6 +186,7 @@ fn plan(cli: &Cli) -> Plan {
             names: cli.name.clone(),
         },
         trace_off: crate::session::trace_disabled(cli),
+        file_events: !cli.no_file_events,
     }
 }
 

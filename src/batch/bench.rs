@@ -18,6 +18,7 @@ pub fn bench_sample(cli: &Cli, args: &BenchArgs) -> anyhow::Result<ExitCode> {
         exits: false,
         watch: Watch::default(),
         trace_off: Some("not used by the benchmark"),
+        file_events: false,
     });
     let collector = session.sampler.collector();
     let mut model = crate::session::model();

@@ -110,6 +110,8 @@ pub struct Plan {
     pub watch: Watch,
     /// Why block tracing is off (`None`: tried).
     pub trace_off: Option<&'static str>,
+    /// Trace the page-cache events too (not `--no-file-events`).
+    pub file_events: bool,
 }
 
 impl Plan {
@@ -122,19 +124,20 @@ impl Plan {
             exits: true,
             watch: Watch::default(),
             trace_off,
+            file_events: !cli.no_file_events,
         }
     }
 }
 
 /// Starts the block tracer where the session's plan allows it.
 #[derive(Debug, Clone)]
-pub struct TraceSetup(Option<&'static str>, Arc<AlsoScan>, Option<ExitTgids>);
+pub struct TraceSetup(Option<&'static str>, bool, Arc<AlsoScan>, Option<ExitTgids>);
 
 impl TraceSetup {
     /// Start tracing (or keep why it is off); removed when dropped. The
     /// processes of the page-cache events are read by the next fd scan.
     pub fn start(self) -> Tracing {
-        Tracing::start(self.0, self.1, self.2)
+        Tracing::start(self.0, self.1, self.2, self.3)
     }
 }
 
@@ -161,7 +164,7 @@ impl Session {
         let exits = collector.exit_tgids();
         Session {
             sampler: Sampler::new(collector, live.then(|| jobs::Engine::new(false))),
-            tracer: TraceSetup(plan.trace_off, also, exits),
+            tracer: TraceSetup(plan.trace_off, plan.file_events, also, exits),
         }
     }
 }

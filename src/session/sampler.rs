@@ -145,6 +145,7 @@ mod tests {
             exits: false,
             watch: Watch::default(),
             trace_off: Some("a test"),
+            file_events: true,
         })
     }
 

@@ -36,8 +36,9 @@ impl Tracing {
     /// Start tracing unless `disabled` says why not; never fails: the
     /// reason it is off is kept.
     /// The process of an event whose thread is gone is looked up in
-    /// `exits` first.
-    pub fn start(disabled: Option<&str>, also: Arc<AlsoScan>, exits: Option<ExitTgids>) -> Tracing {
+    /// `exits` first. `file_events`: also the page-cache events (per-file
+    /// reads and dirtying).
+    pub fn start(disabled: Option<&str>, file_events: bool, also: Arc<AlsoScan>, exits: Option<ExitTgids>) -> Tracing {
         let tracker = Arc::new(Mutex::new(Accumulator::default()));
         let files = Arc::new(Mutex::new(FileTracker::default()));
         let throttle = Arc::new(Mutex::new(ThrottleTracker::default()));
@@ -52,7 +53,7 @@ impl Tracing {
                 reason: Some(why.to_string()),
             };
         }
-        let started = Tracer::start().and_then(|mut t| {
+        let started = Tracer::start_with(file_events).and_then(|mut t| {
             t.exits = exits;
             let sink = Feed {
                 tracker: tracker.clone(),
@@ -73,8 +74,11 @@ impl Tracing {
                     .map(|(_, n)| *n)
                     .filter(|n| !h.events.iter().any(|e| e == n))
                     .collect();
-                let files_off =
-                    (!missing.is_empty()).then(|| format!("this kernel lacks the tracepoint {}", missing.join(", ")));
+                let files_off = if !file_events {
+                    Some("--no-file-events".to_string())
+                } else {
+                    (!missing.is_empty()).then(|| format!("this kernel lacks the tracepoint {}", missing.join(", ")))
+                };
                 let (sys, name) = dirty::EVENT;
                 let throttle_off = (!h.events.iter().any(|e| e == name))
                     .then(|| format!("this kernel lacks the tracepoint {sys}:{name}"));

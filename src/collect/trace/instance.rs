@@ -327,7 +327,8 @@ impl Instance {
     /// Create and configure `instances/iolens-<pid>-<start time>` and
     /// enable the block events this kernel has. Tracing runs from the
     /// moment this returns.
-    pub fn create(tracefs: &Path, cpus: usize) -> Result<Instance, Unavailable> {
+    /// `file_events`: also the page-cache events.
+    pub fn create(tracefs: &Path, cpus: usize, file_events: bool) -> Result<Instance, Unavailable> {
         let dir = tracefs.join("instances").join(Owner::own_name());
         match fs::create_dir(&dir) {
             Ok(()) => {}
@@ -345,11 +346,11 @@ impl Instance {
             watermark: false,
         };
         // On error, `inst` is dropped here and the directory removed.
-        inst.configure()?;
+        inst.configure(file_events)?;
         Ok(inst)
     }
 
-    fn configure(&mut self) -> Result<(), String> {
+    fn configure(&mut self, file_events: bool) -> Result<(), String> {
         let d = &self.dir;
         write_file(&d.join("tracing_on"), "0")?;
         let subbuf = d.join("buffer_subbuf_size_kb");
@@ -386,10 +387,11 @@ impl Instance {
                 }
             }
         }
-        // The page-cache events (per-file reads and dirtying) and the
-        // dirty throttle's where this kernel has them; tracing runs
-        // without them otherwise.
-        for (sys, name) in super::file::EVENTS.into_iter().chain([super::dirty::EVENT]) {
+        // The page-cache events (per-file reads and dirtying; unless
+        // `file_events` is off) and the dirty throttle's where this kernel
+        // has them; tracing runs without them otherwise.
+        let files = if file_events { &super::file::EVENTS[..] } else { &[] };
+        for &(sys, name) in files.iter().chain([&super::dirty::EVENT]) {
             let enable = d.join("events").join(sys).join(name).join("enable");
             if enable.exists() && write_file(&enable, "1").is_ok() {
                 self.enabled.push(name.to_string());

@@ -107,12 +107,18 @@ impl Tracer {
     /// instance (it saw no instance of this one yet), the start is tried
     /// again, up to [`START_TRIES`] times.
     pub fn start() -> Result<Tracer, String> {
+        Self::start_with(true)
+    }
+
+    /// [`Tracer::start`], with the page-cache events only where
+    /// `file_events` says so.
+    pub fn start_with(file_events: bool) -> Result<Tracer, String> {
         if !crate::sys::is_root() {
             return Err("block tracing needs root".into());
         }
         let mut tries = 1;
         loop {
-            match Self::start_once() {
+            match Self::start_once(file_events) {
                 Err(_) if tries < START_TRIES && super::instance::find_tracefs().is_none() => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(10));
@@ -122,7 +128,7 @@ impl Tracer {
         }
     }
 
-    fn start_once() -> Result<Tracer, String> {
+    fn start_once(file_events: bool) -> Result<Tracer, String> {
         let mount = Mount::get()?;
         for r in remove_stale(&mount.dir) {
             if let Err(e) = r {
@@ -130,7 +136,7 @@ impl Tracer {
             }
         }
         let ncpu = cpus(&mount.dir.join("per_cpu")).len();
-        let instance = Instance::create(&mount.dir, ncpu)?;
+        let instance = Instance::create(&mount.dir, ncpu, file_events)?;
         let decoder = Decoder::load(&instance.events_dir())?;
         let mut pipes = Vec::new();
         for cpu in cpus(&instance.dir.join("per_cpu")) {
