@@ -4,15 +4,15 @@
 # run by CI). An ext4 filesystem on a loop device (direct I/O to its temp
 # backing file, so the loop's own page cache does not serve the reads)
 # holds a file of SIZE_MB MiB of random data. Each round, for SECS seconds,
-# `dd bs=1M` reads the file again and again, its cache dropped before each
+# a reader (1 MiB read calls) reads the file again and again, its cache dropped before each
 # pass (POSIX_FADV_DONTNEED), beside `iolens --batch -i 1` with the file
 # events (on) and with `--no-file-events` (off), ROUNDS times alternating
 # which goes first. Reported: iolens's CPU (user + system of all its
-# threads, from schedstat) in % of one core, dd's MB/s and the folios
+# threads, from schedstat) in % of one core, the reader's MB/s and the folios
 # added to the page cache per second (pgpgin / 4 KiB pages is the upper
 # bound: ext4 adds large folios), median over rounds, and on/off.
 #
-# Needs root, losetup, mkfs.ext4, dd, python3. Environment:
+# Needs root, losetup, mkfs.ext4, python3. Environment:
 #   SIZE_MB (default 1024)  ROUNDS (default 3)  SECS (default 10)
 #   DIR (default /var/tmp)  IOLENS (default target/release/iolens, built if missing)
 # Cleans up the mount, the loop device, the file and any iolens it started.
@@ -23,7 +23,7 @@ SECS=${SECS:-10}
 DIR=${DIR:-/var/tmp}
 cd "$(dirname "$0")/.."
 IOLENS=${IOLENS:-target/release/iolens}
-for tool in losetup mkfs.ext4 dd python3; do
+for tool in losetup mkfs.ext4 python3; do
     command -v "$tool" >/dev/null || { echo "file_events_cost: $tool is not installed" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "file_events_cost: needs root (losetup, mount, tracefs)" >&2; exit 2; }
