@@ -274,8 +274,7 @@ fn compare(c: Case) {
     // job is then traced from its first read (files done exact).
     let (mut watch, reader) = watch(c.tool);
     if let Err(why) = jobs_trace_on(watch.id()) {
-        let _ = watch.kill();
-        let _ = watch.wait();
+        end(&mut watch);
         panic!("{why}");
     }
     let before = if c.half_present { copied_files(c.tool, &out) } else { 0 };
@@ -347,6 +346,20 @@ fn compare(c: Case) {
     }
 }
 
+/// End an iolens with SIGTERM (it removes its tracefs instances on the
+/// way out; a SIGKILL would leave them to the next iolens's cleanup), and
+/// with SIGKILL if it is still there after 3 s.
+fn end(p: &mut std::process::Child) {
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(p.id() as i32, libc::SIGTERM) };
+    let t0 = Instant::now();
+    while p.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = p.kill();
+    let _ = p.wait();
+}
+
 /// The watch's records once it ended (by itself, a pass after the job:
 /// its last record carries the job's end; killed if it does not), after
 /// checking the job's files done there against the files copied.
@@ -362,8 +375,7 @@ fn finish(
     while watch.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = watch.kill();
-    let _ = watch.wait();
+    end(&mut watch);
     let records = reader.join().unwrap();
     let copied = copied_files(tool, out) - before;
     let (files_done, last) = last_files_done(&records, pid, tool);
@@ -610,12 +622,25 @@ fn watch_waits_for_the_named_process() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let still = w.try_wait().unwrap().is_none();
-    let _ = w.kill();
-    let _ = w.wait();
+    let pid = w.id();
+    let traced = is_root() && jobs_trace_on(pid).is_ok();
+    end(&mut w);
     assert!(
         still,
         "iolens progress --watch --name exited before the process appeared"
     );
+    // As root, its jobs' read trace ran, and its instance went with it.
+    if traced {
+        let left: Vec<_> = std::fs::read_dir("/sys/kernel/tracing/instances")
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("iolens-{pid}-")))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    } else {
+        eprintln!("no jobs' read trace (not root or no tracefs): its removal not checked");
+    }
 }
 
 /// The walk of 100,000 small files on a warm cache (a tmpfs, where
