@@ -270,6 +270,14 @@ fn compare(c: Case) {
         Some(t) => format!("echo $$ > {} && {shell}", t.procs().display()),
         None => shell,
     };
+    // iolens first, its jobs' read trace on before the job starts: the
+    // job is then traced from its first read (files done exact).
+    let (mut watch, reader) = watch(c.tool);
+    if let Err(why) = jobs_trace_on(watch.id()) {
+        end(&mut watch);
+        panic!("{why}");
+    }
+    let before = if c.half_present { copied_files(c.tool, &out) } else { 0 };
     let mut job = Command::new("sh")
         .arg("-c")
         .arg(&shell)
@@ -277,7 +285,6 @@ fn compare(c: Case) {
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
-    let (mut watch, reader) = watch(c.tool);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (o, s) = (out.clone(), stop.clone());
     let sampler = std::thread::spawn(move || sizes(&o, &s));
@@ -304,9 +311,7 @@ fn compare(c: Case) {
     }
     let status = job.wait().unwrap();
     let end_ns = now_ns();
-    let _ = watch.kill();
-    let _ = watch.wait();
-    let records = reader.join().unwrap();
+    let records = finish(watch, reader, c.tool, &out, before, job.id());
     let reports: Vec<Report> = crossed
         .iter()
         .map(|&t| report(&records, t, c.tool, job.id(), files.len(), tree))
@@ -339,6 +344,114 @@ fn compare(c: Case) {
             );
         }
     }
+}
+
+/// End an iolens with SIGTERM (it removes its tracefs instances on the
+/// way out; a SIGKILL would leave them to the next iolens's cleanup), and
+/// with SIGKILL if it is still there after 3 s.
+fn end(p: &mut std::process::Child) {
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(p.id() as i32, libc::SIGTERM) };
+    let t0 = Instant::now();
+    while p.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = p.kill();
+    let _ = p.wait();
+}
+
+/// The watch's records once it ended (by itself, a pass after the job:
+/// its last record carries the job's end; killed if it does not), after
+/// checking the job's files done there against the files copied.
+fn finish(
+    mut watch: std::process::Child,
+    reader: std::thread::JoinHandle<Vec<String>>,
+    tool: &str,
+    out: &Path,
+    before: u64,
+    pid: u32,
+) -> Vec<String> {
+    let t0 = Instant::now();
+    while watch.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    end(&mut watch);
+    let records = reader.join().unwrap();
+    let copied = copied_files(tool, out) - before;
+    let (files_done, last) = last_files_done(&records, pid, tool);
+    eprintln!("{tool}: files done {files_done:?}, files copied {copied}");
+    assert_eq!(files_done, Some(copied), "files done vs files copied: {last}");
+    records
+}
+
+/// Wait until the jobs' read trace of the iolens `pid` is on: its tracefs
+/// instance `iolens-<pid>-<start>-jobs` has its read event enabled and
+/// reads `tracing_on` 1 (a new instance reads 1 until iolens turns it off
+/// to configure it), then 30 ms more: a job counts exactly only when its
+/// start time, in whole clock ticks (10 ms), is surely after that.
+fn jobs_trace_on(pid: u32) -> Result<(), String> {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        let on = std::fs::read_dir("/sys/kernel/tracing/instances")
+            .map(|rd| {
+                rd.flatten().any(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.starts_with(&format!("iolens-{pid}-"))
+                        && n.ends_with("-jobs")
+                        && ["events/filemap/mm_filemap_get_pages/enable", "tracing_on"]
+                            .iter()
+                            .all(|f| std::fs::read_to_string(e.path().join(f)).is_ok_and(|t| t.trim() == "1"))
+                })
+            })
+            .unwrap_or(false);
+        if on {
+            std::thread::sleep(Duration::from_millis(30));
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("iolens {pid} never turned its jobs' read trace on"))
+}
+
+/// Files copied: the regular files in the archive (`tar tf`: entries not
+/// ending in '/'), or under the destination directory.
+fn copied_files(tool: &str, out: &Path) -> u64 {
+    if tool == "tar" {
+        let o = Command::new("tar").arg("tf").arg(out).output().unwrap();
+        assert!(o.status.success(), "tar tf {}: {o:?}", out.display());
+        return String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.ends_with('/'))
+            .count() as u64;
+    }
+    fn count(p: &Path) -> u64 {
+        let Ok(md) = std::fs::symlink_metadata(p) else { return 0 };
+        if md.is_dir() {
+            std::fs::read_dir(p)
+                .map(|rd| rd.flatten().map(|e| count(&e.path())).sum())
+                .unwrap_or(0)
+        } else {
+            u64::from(md.is_file())
+        }
+    }
+    count(out)
+}
+
+/// The job's files done in the last record that has it (the job ended),
+/// and that record: the job whose root is `pid`, or else (a pipeline's
+/// shell: its tar is the root) the one of `tool`.
+fn last_files_done(records: &[String], pid: u32, tool: &str) -> (Option<u64>, String) {
+    for l in records.iter().rev() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
+            continue;
+        };
+        let jobs = v["jobs"].as_array();
+        let mine = jobs.and_then(|a| a.iter().find(|j| j["pid"] == pid));
+        if let Some(j) = mine.or_else(|| jobs.and_then(|a| a.iter().find(|j| j["tool"] == tool))) {
+            return (j["files_done"].as_u64(), l.clone());
+        }
+    }
+    (None, format!("no record of job {pid}"))
 }
 
 /// The reports the user would see: `iolens progress --watch` over the
@@ -509,12 +622,25 @@ fn watch_waits_for_the_named_process() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let still = w.try_wait().unwrap().is_none();
-    let _ = w.kill();
-    let _ = w.wait();
+    let pid = w.id();
+    let traced = is_root() && jobs_trace_on(pid).is_ok();
+    end(&mut w);
     assert!(
         still,
         "iolens progress --watch --name exited before the process appeared"
     );
+    // As root, its jobs' read trace ran, and its instance went with it.
+    if traced {
+        let left: Vec<_> = std::fs::read_dir("/sys/kernel/tracing/instances")
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("iolens-{pid}-")))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    } else {
+        eprintln!("no jobs' read trace (not root or no tracefs): its removal not checked");
+    }
 }
 
 /// The walk of 100,000 small files on a warm cache (a tmpfs, where
@@ -553,7 +679,7 @@ fn walk_of_100k_files() {
     let last = text.lines().last().unwrap_or("");
     let rss = String::from_utf8_lossy(&o.stderr);
     eprintln!("{last} in {:.2} s, {}", el.as_secs_f64(), rss.trim());
-    assert_eq!(last, "d 100000 100000 0 0");
+    assert_eq!(last, "d 100000 100000 0 0 0 0 0");
     assert!(el < Duration::from_secs(5), "walk took {el:?}");
     let kb: u64 = rss
         .lines()

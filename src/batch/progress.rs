@@ -104,6 +104,12 @@ impl Pass {
             scanner,
         } = FdSources::new(&cli.root, watch);
         let mut tracker = TransferTracker::with_min_size(cli.min_transfer_size);
+        let mut jobs = crate::session::jobs::Engine::new(args.walk_network);
+        if reader.is_live() && !cli.no_trace {
+            // Before the first pass: a job started from now on is traced
+            // from its first read (files done exact, as root).
+            jobs.trace_files();
+        }
         if unfiltered {
             tracker.known_names = KNOWN_COMMANDS.iter().map(|s| s.to_string()).collect();
         }
@@ -113,7 +119,7 @@ impl Pass {
             scanner,
             tracker,
             all: unfiltered,
-            jobs: crate::session::jobs::Engine::new(args.walk_network),
+            jobs,
             job_tracker: JobTracker::default(),
         }
     }

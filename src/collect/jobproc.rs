@@ -79,6 +79,17 @@ pub struct JobInput {
     pub notes: Vec<String>,
     /// The file being read (unescaped link text), its position and size.
     pub current: Option<(String, u64, Option<u64>)>,
+    /// Source files read, counted one by one from the jobs' read trace
+    /// (`model::jobs::files`): exact.
+    #[serde(default)]
+    pub files_done: Option<u64>,
+    /// Why the files done are only estimated from the bytes.
+    #[serde(default)]
+    pub files_why: Option<String>,
+    /// The job's root was found gone in this pass: the input carries only
+    /// its last files done (the reads it made before it ended).
+    #[serde(default)]
+    pub gone: bool,
 }
 
 /// The longest command line read.

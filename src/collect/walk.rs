@@ -13,8 +13,15 @@
 //! (dev, ino) kept only for such files: no path is kept, so 100,000 files
 //! cost a few hundred bytes of stack, not their names); and counts a sparse
 //! file's allocated bytes when the tool skips holes.
+//!
+//! For the job's files done, the child also prints the identity of every
+//! regular file it counted (`i MAJOR:MINOR INO…`, hex inode numbers, at
+//! most [`MAX_IDS`]; `o` when there were more) before its last line, which
+//! then adds the files a read trace may miss: empty, several-link and
+//! sparse ones.
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 use std::io::{BufRead, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -50,6 +57,25 @@ pub struct Counts {
     pub skipped: u64,
     /// Sources not found (by any of their paths).
     pub missing: u64,
+    /// Regular files counted that hold no byte (read without a page).
+    pub empty: u64,
+    /// Regular files counted with more than one link.
+    pub linked: u64,
+    /// Regular files counted with fewer blocks than their size (holes).
+    pub sparse: u64,
+}
+
+/// The most file identities a walk prints (16 bytes each in the parent:
+/// 16 MiB).
+pub const MAX_IDS: usize = 1 << 20;
+
+/// A file's identity as the trace and the walk both give it: the
+/// device's `major << 32 | minor`, and the inode number.
+pub type FileId = (u64, u64);
+
+/// The device part of a [`FileId`] from a `st_dev`.
+pub fn dev_key(st_dev: u64) -> u64 {
+    (u64::from(rustix::fs::major(st_dev)) << 32) | u64::from(rustix::fs::minor(st_dev))
 }
 
 /// Deepest directory nesting walked.
@@ -61,6 +87,8 @@ struct Walker<'a> {
     req: &'a Request,
     blocked: Vec<PathBuf>,
     links: HashSet<(u64, u64)>,
+    ids: Vec<FileId>,
+    ids_over: bool,
     c: Counts,
     last: Instant,
     out: std::io::StdoutLock<'static>,
@@ -84,6 +112,20 @@ impl Walker<'_> {
         let bytes = if ft.is_file() {
             if self.req.links_once && md.nlink() > 1 && !self.links.insert((md.dev(), md.ino())) {
                 return;
+            }
+            if md.size() == 0 {
+                self.c.empty += 1;
+            }
+            if md.nlink() > 1 {
+                self.c.linked += 1;
+            }
+            if md.blocks().saturating_mul(512) < md.size() {
+                self.c.sparse += 1;
+            }
+            if self.ids.len() < MAX_IDS {
+                self.ids.push((dev_key(md.dev()), md.ino()));
+            } else {
+                self.ids_over = true;
             }
             if self.req.holes_skipped {
                 md.size().min(md.blocks().saturating_mul(512))
@@ -212,6 +254,8 @@ pub fn child_main(arg: Option<&std::ffi::OsStr>) -> ExitCode {
         req: &req,
         blocked: if req.network { Vec::new() } else { blocked_mounts() },
         links: HashSet::new(),
+        ids: Vec::new(),
+        ids_over: false,
         c: Counts::default(),
         last: Instant::now(),
         out: std::io::stdout().lock(),
@@ -231,7 +275,25 @@ pub fn child_main(arg: Option<&std::ffi::OsStr>) -> ExitCode {
         w.list(l, b);
     }
     let c = w.c;
-    let _ = writeln!(w.out, "d {} {} {} {}", c.files, c.bytes, c.skipped, c.missing);
+    let mut ids = std::mem::take(&mut w.ids);
+    ids.sort_unstable();
+    for chunk in ids.chunk_by(|a, b| a.0 == b.0) {
+        for part in chunk.chunks(64) {
+            let mut line = format!("i {}:{}", part[0].0 >> 32, part[0].0 & 0xffff_ffff);
+            for (_, ino) in part {
+                let _ = write!(line, " {ino:x}");
+            }
+            let _ = writeln!(w.out, "{line}");
+        }
+    }
+    if w.ids_over {
+        let _ = writeln!(w.out, "o");
+    }
+    let _ = writeln!(
+        w.out,
+        "d {} {} {} {} {} {} {}",
+        c.files, c.bytes, c.skipped, c.missing, c.empty, c.linked, c.sparse
+    );
     let _ = w.out.flush();
     ExitCode::SUCCESS
 }
@@ -255,6 +317,10 @@ pub struct Walk {
     /// When the child last printed a line (or started).
     heard: Instant,
     pub state: WalkState,
+    /// The regular files counted (sorted, once the walk is done), unless
+    /// there were more than [`MAX_IDS`] (`ids_over`).
+    pub ids: Vec<FileId>,
+    pub ids_over: bool,
 }
 
 /// A walk that prints nothing for this long is stuck (a hung FUSE or
@@ -287,6 +353,8 @@ impl Walk {
             state: WalkState::Counting {
                 so_far: Counts::default(),
             },
+            ids: Vec::new(),
+            ids_over: false,
         })
     }
 
@@ -297,20 +365,22 @@ impl Walk {
             let _ = self.child.try_wait();
             return false;
         }
-        let mut chunk = [0u8; 4096];
-        loop {
+        // Everything the child printed, up to 32 MiB a poll (its file
+        // identities come at the end: 1,000,000 files print about 9 MB).
+        let mut chunk = [0u8; 65536];
+        let mut taken = 0usize;
+        while taken < 32 << 20 {
             match self.out.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) if self.buf.len() < 1 << 16 => self.buf.extend_from_slice(&chunk[..n]),
-                Ok(_) => break,
-                Err(_) => break,
-            }
-        }
-        while let Some(nl) = self.buf.iter().position(|&c| c == b'\n') {
-            let line: Vec<u8> = self.buf.drain(..=nl).collect();
-            if let Some(s) = parse_line(&line) {
-                self.state = s;
-                self.heard = Instant::now();
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    taken += n;
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    self.lines();
+                    // A line longer than any the child prints: not ours.
+                    if self.buf.len() > 1 << 16 {
+                        self.buf.clear();
+                    }
+                }
             }
         }
         if matches!(self.state, WalkState::Counting { .. }) && self.heard.elapsed() >= WALK_STALL {
@@ -336,6 +406,27 @@ impl Walk {
             };
         }
         matches!(self.state, WalkState::Counting { .. })
+    }
+
+    fn lines(&mut self) {
+        let mut start = 0;
+        while let Some(nl) = self.buf[start..].iter().position(|&c| c == b'\n') {
+            let line = &self.buf[start..start + nl];
+            start += nl + 1;
+            if let Some(ids) = parse_ids(line) {
+                if self.ids.len() + ids.len() <= MAX_IDS {
+                    self.ids.extend(ids);
+                } else {
+                    self.ids_over = true;
+                }
+            } else if line == b"o" {
+                self.ids_over = true;
+            } else if let Some(s) = parse_line(line) {
+                self.state = s;
+                self.heard = Instant::now();
+            }
+        }
+        self.buf.drain(..start);
     }
 
     /// The child is gone (reaped): a walk killed while stuck in a hung
@@ -375,10 +466,25 @@ pub fn parse_line(line: &[u8]) -> Option<WalkState> {
                 bytes,
                 skipped: n().unwrap_or(0),
                 missing: n().unwrap_or(0),
+                empty: n().unwrap_or(0),
+                linked: n().unwrap_or(0),
+                sparse: n().unwrap_or(0),
             },
         }),
         _ => None,
     }
+}
+
+/// An `i MAJOR:MINOR INO…` line (hex inode numbers).
+pub fn parse_ids(line: &[u8]) -> Option<Vec<FileId>> {
+    let s = std::str::from_utf8(line).ok()?;
+    let mut f = s.split_ascii_whitespace();
+    if f.next()? != "i" {
+        return None;
+    }
+    let (maj, min) = f.next()?.split_once(':')?;
+    let dev = (maj.parse::<u64>().ok()? << 32) | min.parse::<u32>().ok()? as u64;
+    f.map(|i| Some((dev, u64::from_str_radix(i, 16).ok()?))).collect()
 }
 
 /// Whether `name` matches the plain pattern `pat` (`*`: any run, `?`: one
@@ -433,10 +539,32 @@ mod tests {
                     files: 5,
                     bytes: 6,
                     skipped: 1,
-                    missing: 2
+                    missing: 2,
+                    ..Counts::default()
                 }
             })
         );
+        assert_eq!(
+            parse_line(b"d 5 6 1 2 3 4 1\n"),
+            Some(WalkState::Done {
+                total: Counts {
+                    files: 5,
+                    bytes: 6,
+                    skipped: 1,
+                    missing: 2,
+                    empty: 3,
+                    linked: 4,
+                    sparse: 1
+                }
+            })
+        );
+        assert_eq!(
+            parse_ids(b"i 7:3 1f 20"),
+            Some(vec![((7 << 32) | 3, 0x1f), ((7 << 32) | 3, 0x20)])
+        );
+        assert_eq!(parse_ids(b"i 7:3 1g"), None);
+        assert_eq!(parse_ids(b"p 7:3 1"), None);
+        assert_eq!(dev_key(rustix::fs::makedev(254, 3)), (254 << 32) | 3);
         assert_eq!(parse_line(b"x 1 2\n"), None);
         assert_eq!(parse_line(b"p 1\n"), None);
     }

@@ -152,8 +152,19 @@ fn job_bar(v: &JobView, f: &Fit) -> String {
     }
 }
 
-/// A job's state: its phase, how it ended, its files (done ones
-/// estimated: "~"), or why there is no percent.
+/// A job's files done of `total`: "12/600 files" counted one by one,
+/// "~12/600 files (est.)" estimated from the bytes, "n/a/600 files".
+pub fn files_text(v: &JobView, total: u64) -> String {
+    let total = format::thousands(total);
+    match (v.files_done, v.files_done_estimate) {
+        (Some(d), _) => format!("{}/{total} files", format::thousands(d)),
+        (None, Some(e)) => format!("~{}/{total} files (est.)", format::thousands(e)),
+        (None, None) => format!("{}/{total} files", format::NA),
+    }
+}
+
+/// A job's state: its phase, how it ended, its files (counted, or
+/// estimated: "~… (est.)"), or why there is no percent.
 pub fn job_state(v: &JobView) -> String {
     let mut s = v.phase.to_string();
     if let Some(e) = &v.exit {
@@ -168,11 +179,7 @@ pub fn job_state(v: &JobView) -> String {
             format::decimal(*bytes as f64)
         )),
         Total::Known { files, .. } => {
-            let done = v
-                .files_done_estimate
-                .map_or_else(|| format::NA.to_string(), format::thousands);
-            let mark = if v.phase == "done" { "" } else { "~" };
-            s.push_str(&format!(", files {mark}{done}/{}", format::thousands(*files)));
+            s.push_str(&format!(", {}", files_text(v, *files)));
         }
         Total::Unknown { .. } => {}
     }

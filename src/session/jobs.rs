@@ -12,6 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::jobfiles::{FileTracking, Walked};
 use crate::collect::jobproc::{self, JobProc, pipe_inode};
 use crate::collect::mountinfo::{self, Mount};
 use crate::collect::walk::{Request, Walk, WalkState};
@@ -44,6 +45,8 @@ struct Known {
     sources: Sources,
     command: String,
     total: TotalSrc,
+    /// The sources as walked, once the walk is done.
+    walked: Option<Walked>,
 }
 
 /// Jobs across passes.
@@ -53,6 +56,8 @@ pub struct Engine {
     pwd: HashMap<(i32, u64), Vec<u8>>,
     /// Walk into FUSE, network and automount filesystems (`--walk-network`).
     pub network: bool,
+    /// The jobs' read trace, or why there is none.
+    files: Result<FileTracking, String>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -68,13 +73,30 @@ impl Engine {
             argv: HashMap::new(),
             pwd: HashMap::new(),
             network,
+            files: Err("the files a job reads are traced only by a live session as root, without --no-trace".into()),
         }
+    }
+
+    /// Trace the files the jobs read ([`FileTracking`], root only): their
+    /// files done are then counted exactly where they can be.
+    pub fn trace_files(&mut self) {
+        self.files = FileTracking::start(TOOL_COMMS).map_err(|e| format!("the files a job reads are not traced: {e}"));
+    }
+
+    /// The jobs' tracefs instance, while it traces.
+    pub fn files_instance(&self) -> Option<&Path> {
+        self.files.as_ref().ok().map(|f| f.instance_dir())
     }
 
     /// One pass: `candidates` are the listed pids whose comm is a tool's.
     /// The jobs' current files are left to the tracker (from the open-file
     /// scan).
     pub fn read(&mut self, candidates: &[i32]) -> Vec<JobInput> {
+        // Drained at every pass, jobs or not: a job's first reads wait
+        // there until it is listed.
+        if let Ok(f) = self.files.as_mut() {
+            f.poll();
+        }
         if candidates.is_empty() && self.known.is_empty() {
             return Vec::new();
         }
@@ -108,6 +130,11 @@ impl Engine {
             let busy: Vec<u64> = self.walking_mounts();
             let Some(k) = self.known.get_mut(&key) else { continue };
             let total = poll_total(k, &busy);
+            let pids: Vec<i32> = g.pids().collect();
+            let (files_done, files_why) = match self.files.as_mut() {
+                Ok(f) => f.job(key, k.tool, &pids, k.walked.as_ref()),
+                Err(why) => (None, Some(why.clone())),
+            };
             // The root's reads; cp/mv copy with copy_file_range, whose bytes
             // count on both sides once a call returns (a whole file): the
             // tracker adds what the destination holds beyond its position.
@@ -123,12 +150,34 @@ impl Engine {
                 key,
                 tool: k.tool,
                 command: k.command.clone(),
-                pids: g.pids().collect(),
+                pids,
                 position,
                 total,
                 notes,
                 current: None,
+                files_done,
+                files_why,
+                gone: false,
             });
+        }
+        if let Ok(f) = self.files.as_mut() {
+            for (key, files_done) in f.retain(&live) {
+                if let Some(k) = self.known.get(&key) {
+                    inputs.push(JobInput {
+                        key,
+                        tool: k.tool,
+                        command: k.command.clone(),
+                        pids: Vec::new(),
+                        position: None,
+                        total: Total::Unknown { why: String::new() },
+                        notes: Vec::new(),
+                        current: None,
+                        files_done,
+                        files_why: None,
+                        gone: true,
+                    });
+                }
+            }
         }
         self.known.retain(|k, _| live.contains(k));
         self.argv
@@ -221,6 +270,7 @@ impl Engine {
             sources,
             command,
             total,
+            walked: None,
         }
     }
 
@@ -310,6 +360,18 @@ fn poll_total(k: &mut Known, _busy: &[u64]) -> Total {
         TotalSrc::Fixed(t) => t.clone(),
         TotalSrc::Walking { walk, .. } => {
             walk.poll();
+            if k.walked.is_none()
+                && let WalkState::Done { total } = &walk.state
+            {
+                let counts = *total;
+                let ids = std::mem::take(&mut walk.ids);
+                k.walked = Some(Walked {
+                    fs_types: fs_types(&ids),
+                    ids: std::sync::Arc::new(ids),
+                    ids_over: walk.ids_over,
+                    counts,
+                });
+            }
             match &walk.state {
                 WalkState::Counting { so_far } => Total::Counting {
                     files: so_far.files,
@@ -328,6 +390,27 @@ fn poll_total(k: &mut Known, _busy: &[u64]) -> Total {
     }
 }
 
+/// The filesystem types of the devices of `ids` (sorted by device).
+fn fs_types(ids: &[crate::collect::walk::FileId]) -> Vec<String> {
+    let mut devs: Vec<u64> = ids.iter().map(|i| i.0).collect();
+    devs.dedup();
+    let mounts = std::fs::read("/proc/self/mountinfo")
+        .map(|t| mountinfo::parse(&t))
+        .unwrap_or_default();
+    let mut out: Vec<String> = devs
+        .iter()
+        .map(|d| {
+            mounts
+                .iter()
+                .find(|m| (u64::from(m.major) << 32 | u64::from(m.minor)) == *d)
+                .map_or_else(|| "an unknown filesystem".to_string(), |m| m.fs_type.clone())
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The text lines of the jobs.
 pub fn report(views: &[JobView]) -> String {
     let mut s = String::new();
@@ -344,12 +427,10 @@ pub fn report(views: &[JobView]) -> String {
                 format::decimal(*bytes as f64)
             ),
             (Total::Known { bytes, files }, Some(p)) => format!(
-                "{p:.1}% ({done} / {}) {rate}, eta {}, files ~{} / {} (estimate)",
+                "{p:.1}% ({done} / {}) {rate}, eta {}, {}",
                 format::decimal(*bytes as f64),
                 format::duration(v.eta_s),
-                v.files_done_estimate
-                    .map_or_else(|| format::NA.into(), format::thousands),
-                format::thousands(*files)
+                crate::present::transfer::files_text(v, *files)
             ),
             _ => format!(
                 "n/a% ({}); read {done}, {rate}",
@@ -362,6 +443,9 @@ pub fn report(views: &[JobView]) -> String {
         }
         for n in &v.notes {
             let _ = writeln!(s, "\tnote: {n}");
+        }
+        if let Some(why) = &v.files_note {
+            let _ = writeln!(s, "\tnote: files done estimated from the bytes: {}", escape(why));
         }
     }
     s

@@ -12,6 +12,7 @@
 
 pub mod clock;
 pub mod headless;
+pub mod jobfiles;
 pub mod jobs;
 pub mod sampler;
 pub mod tracing;
@@ -163,7 +164,16 @@ impl Session {
         collector.fds.also = Some(also.clone());
         let exits = collector.exit_tgids();
         Session {
-            sampler: Sampler::new(collector, live.then(|| jobs::Engine::new(false))),
+            sampler: Sampler::new(
+                collector,
+                live.then(|| {
+                    let mut e = jobs::Engine::new(false);
+                    if plan.trace_off.is_none() {
+                        e.trace_files();
+                    }
+                    e
+                }),
+            ),
             tracer: TraceSetup(plan.trace_off, plan.file_events, also, exits),
         }
     }

@@ -385,6 +385,9 @@ mod tests {
             total,
             notes: vec![],
             current: None,
+            files_done: None,
+            files_why: Some("the job started before iolens traced its reads".into()),
+            gone: false,
         };
         let known = Total::Known {
             files: 600,
@@ -395,7 +398,7 @@ mod tests {
             bytes: 38_000_000_000,
         };
         let inputs = |t: u64| {
-            vec![
+            let mut v = vec![
                 input(
                     5100,
                     Tool::Tar,
@@ -423,7 +426,11 @@ mod tests {
                         bytes: 900_000_000,
                     },
                 ),
-            ]
+            ];
+            // The tar's reads were all traced: counted one by one.
+            v[0].files_done = Some(150 + t * 90);
+            v[0].files_why = None;
+            v
         };
         let files = model.progress.jobs.clone();
         let seen = Seen {

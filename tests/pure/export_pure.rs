@@ -206,6 +206,9 @@ fn jobs_export_their_progress_ratio_and_eta_bounded() {
         total,
         notes: vec![],
         current: None,
+        files_done: None,
+        files_why: None,
+        gone: false,
     };
     let known = Total::Known {
         files: 10,

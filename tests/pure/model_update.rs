@@ -778,6 +778,9 @@ fn a_job_and_its_transfer_that_exited_0_are_done() {
             },
             notes: vec![],
             current: None,
+            files_done: None,
+            files_why: None,
+            gone: false,
         };
         for (t, pos) in [(1, 300_000_000u64), (2, 322_000_000)] {
             let p = proc(600, 1000, pos, pos, 10);

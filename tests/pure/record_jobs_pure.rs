@@ -23,6 +23,9 @@ fn sample(t: u64) -> RawSample {
             },
             notes: vec!["files already up to date are skipped unread".into()],
             current: Some(("/srv/a\x1b.bin".into(), 5, Some(10))),
+            files_done: Some(60),
+            files_why: None,
+            gone: false,
         }],
         exits: ExitBatch {
             active: true,
@@ -70,6 +73,8 @@ fn jobs_are_recorded_and_replayed_and_old_samples_still_read() {
     let v = &m.jobs.views[0];
     assert_eq!((v.pid, v.tool, v.percent), (700, Tool::Rsync, Some(30.0)));
     assert_eq!(v.rate_bps, Some(100_000_000.0));
+    // Its traced files done replay as counted.
+    assert_eq!(v.files_done, Some(60));
     // A sample as recorded before jobs: no "jobs", no "exit_status".
     let mut old = serde_json::to_value(sample(1)).unwrap();
     let o = old.as_object_mut().unwrap();
@@ -78,4 +83,15 @@ fn jobs_are_recorded_and_replayed_and_old_samples_still_read() {
     let s: RawSample = serde_json::from_value(old).unwrap();
     assert!(s.jobs.is_empty());
     assert_eq!(s.exits.records[0].exit_status, None);
+    // A job as recorded before its files were traced: no files done.
+    let mut old = serde_json::to_value(sample(1)).unwrap();
+    let j = old["jobs"][0].as_object_mut().unwrap();
+    for k in ["files_done", "files_why", "gone"] {
+        assert!(j.remove(k).is_some(), "{k}");
+    }
+    let s: RawSample = serde_json::from_value(old).unwrap();
+    assert_eq!(
+        (s.jobs[0].files_done, s.jobs[0].files_why.clone(), s.jobs[0].gone),
+        (None, None, false)
+    );
 }

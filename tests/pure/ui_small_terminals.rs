@@ -490,6 +490,9 @@ fn job_model() -> Model {
         },
         notes: vec![],
         current: None,
+        files_done: None,
+        files_why: Some("dd copies one device or file: no files to count".into()),
+        gone: false,
     };
     let seen = Seen { files: &[], fds: &[] };
     m.jobs.update(vec![input(760_000_000)], &seen, 1_000_000_000);

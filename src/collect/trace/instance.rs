@@ -39,6 +39,8 @@ impl Owner {
     /// The owner of the instance called `name`, if iolens made it.
     pub fn parse(name: &str) -> Option<Owner> {
         let rest = name.strip_prefix(PREFIX)?;
+        // The jobs' instance of the same iolens (`trace::reads`).
+        let rest = rest.strip_suffix(super::reads::SUFFIX).unwrap_or(rest);
         match rest.split_once('-') {
             Some((pid, start)) => Some(Owner::Process(ProcKey {
                 pid: digits(pid)?.parse().ok()?,
@@ -483,6 +485,7 @@ mod tests {
         let k = |pid, start_time| Owner::Process(ProcKey { pid, start_time });
         assert_eq!(Owner::parse("iolens-42-1234"), Some(k(42, 1234)));
         assert_eq!(Owner::parse("iolens-42"), Some(Owner::Pid(42)));
+        assert_eq!(Owner::parse("iolens-42-1234-jobs"), Some(k(42, 1234)));
         for other in [
             "iolens-",
             "iolens-x",

@@ -17,6 +17,7 @@ pub mod layout;
 pub mod merge;
 pub mod page;
 pub mod reader;
+pub mod reads;
 
 use std::path::Path;
 

@@ -16,6 +16,7 @@
 //!   phase.
 
 pub mod args;
+pub mod files;
 pub mod track;
 
 pub use crate::collect::jobproc::Tool;

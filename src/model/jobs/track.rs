@@ -14,8 +14,11 @@
 //! - **percent** = position / total, only once the walk has finished;
 //! - **rate** over the last [`RATE_WINDOW`](crate::model::progress::RATE_WINDOW)
 //!   samples, **ETA** = (total − position) / rate;
-//! - **files done** = files total × position / total: an estimate (the
-//!   files a tool finished are not observable between samples);
+//! - **files done** = the source files its processes read, counted one by
+//!   one from the jobs' read trace where every read of theirs was traced
+//!   ([`super::files`], as root); otherwise files total × position /
+//!   total, an estimate (the files a tool finished are not observable
+//!   between samples), with the reason the count is not exact;
 //! - **phase**: counting (the walk runs), copying, finishing (all source
 //!   bytes read, the job still running: compressing, flushing), done or
 //!   ended when its root process is gone (done when its position had
@@ -48,8 +51,13 @@ pub struct JobView {
     pub percent_na: Option<String>,
     pub rate_bps: Option<f64>,
     pub eta_s: Option<f64>,
+    /// Source files read, counted one by one (exact; see
+    /// [`super::files`]); `None` where they could not all be traced.
+    pub files_done: Option<u64>,
     /// Estimated from the bytes (see the module notes).
     pub files_done_estimate: Option<u64>,
+    /// Why the files done are only the estimate (where there is one).
+    pub files_note: Option<String>,
     pub files_total: Option<u64>,
     pub notes: Vec<String>,
     pub current_file: Option<String>,
@@ -144,6 +152,17 @@ impl JobTracker {
     pub fn update(&mut self, inputs: Vec<JobInput>, seen: &Seen, now_ns: u64) {
         let mut views = Vec::new();
         for mut inp in inputs {
+            if inp.gone {
+                // The reads its processes made before it ended: the count
+                // stays exact where it was.
+                if let Some(v) = self.jobs.get_mut(&inp.key).and_then(|st| st.last.as_mut())
+                    && v.files_done.is_some()
+                    && let Some(d) = inp.files_done
+                {
+                    v.files_done = Some(d);
+                }
+                continue;
+            }
             if inp.current.is_none() {
                 inp.current = current_file(seen.files, inp.key.0);
             }
@@ -265,6 +284,11 @@ fn view(inp: &JobInput, rate: Option<f64>) -> JobView {
         (Some(f), Some(t), Some(p)) if t > 0 => Some(((f as f64) * (p.min(t) as f64 / t as f64)).round() as u64),
         _ => None,
     };
+    let files_done = inp.files_done.filter(|_| files_total.is_some());
+    let files_note = match (files_done, files_done_estimate) {
+        (None, Some(_)) => inp.files_why.clone(),
+        _ => None,
+    };
     JobView {
         pid: inp.key.0,
         start_time: inp.key.1,
@@ -278,7 +302,9 @@ fn view(inp: &JobInput, rate: Option<f64>) -> JobView {
         percent_na,
         rate_bps: rate,
         eta_s,
+        files_done,
         files_done_estimate,
+        files_note,
         files_total,
         notes: inp.notes.clone(),
         current_file: inp.current.as_ref().map(|c| c.0.clone()),
@@ -303,6 +329,9 @@ mod tests {
             total,
             notes: vec![],
             current: None,
+            files_done: None,
+            files_why: None,
+            gone: false,
         }
     }
 
@@ -457,6 +486,59 @@ mod tests {
         // tar reads: its written archive is not a source.
         t.update(vec![JobInput { tool: Tool::Tar, ..cp }], &seen, 2 * S);
         assert_eq!(t.views[0].bytes_done, Some(100));
+    }
+
+    /// Exact where the input counted the files, the estimate with its
+    /// reason otherwise; a job found gone takes its last reads' count.
+    #[test]
+    fn files_done_exact_or_estimated_with_reason() {
+        let known = Total::Known { files: 10, bytes: 1000 };
+        let why = "the job started before iolens traced its reads";
+        let exact = |done, gone| JobInput {
+            files_done: Some(done),
+            gone,
+            ..input(500, known.clone())
+        };
+        let mut t = JobTracker::default();
+        t.update(vec![exact(3, false)], &NONE, 0);
+        let v = &t.views[0];
+        assert_eq!(
+            (v.files_done, v.files_done_estimate, v.files_note.as_deref()),
+            (Some(3), Some(5), None)
+        );
+        // Its reads of the last interval, drained as it was found gone.
+        t.note_exit(7, 0, S);
+        t.update(vec![exact(10, true)], &NONE, S);
+        assert_eq!((t.views[0].phase, t.views[0].files_done), ("done", Some(10)));
+
+        let mut t = JobTracker::default();
+        let est = JobInput {
+            files_why: Some(why.into()),
+            ..input(500, known.clone())
+        };
+        t.update(vec![est], &NONE, 0);
+        let v = &t.views[0];
+        assert_eq!(
+            (v.files_done, v.files_done_estimate, v.files_note.as_deref()),
+            (None, Some(5), Some(why))
+        );
+        // A count for a job estimated so far is not taken as exact.
+        t.update(vec![exact(9, true)], &NONE, S);
+        assert_eq!((t.views[0].phase, t.views[0].files_done), ("ended", None));
+
+        // While counting: no files done of either kind, no note.
+        let mut t = JobTracker::default();
+        let counting = JobInput {
+            files_done: Some(2),
+            files_why: Some(why.into()),
+            ..input(5, Total::Counting { files: 3, bytes: 30 })
+        };
+        t.update(vec![counting], &NONE, 0);
+        let v = &t.views[0];
+        assert_eq!(
+            (v.files_done, v.files_done_estimate, v.files_note.as_deref()),
+            (None, None, None)
+        );
     }
 
     #[test]
