@@ -85,7 +85,8 @@ pub struct Tracer {
     pub mount: Mount,
 }
 
-fn cpus(dir: &std::path::Path) -> Vec<usize> {
+/// The CPUs of a `per_cpu` directory, in order.
+pub(super) fn cpus(dir: &std::path::Path) -> Vec<usize> {
     let mut v: Vec<usize> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()

@@ -27,6 +27,7 @@ use super::instance::{CpuStats, Mount, Owner, remove_stale};
 use super::layout::{EventFormat, parse_event_format, parse_header_event, parse_header_page};
 use super::page::{Layout, Page, RawEvent, read_uint};
 use super::read_small;
+use super::reader::cpus;
 
 /// The instance name's suffix (after the owner's, see [`Owner`]).
 pub const SUFFIX: &str = "-jobs";
@@ -215,7 +216,7 @@ impl ReadTrace {
         }
         self.buf = vec![0; self.decoder.layout.page.page_size()];
         write_file(&d.join("tracing_on"), "1")?;
-        self.on_boot_ns = boot_ns();
+        self.on_boot_ns = crate::collect::taskstats::boot_ns();
         Ok(())
     }
 
@@ -262,24 +263,6 @@ impl Drop for ReadTrace {
         let _ = write_file(&self.dir.join("tracing_on"), "0");
         let _ = std::fs::remove_dir(&self.dir);
     }
-}
-
-fn cpus(dir: &Path) -> Vec<usize> {
-    let mut v: Vec<usize> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_unstable();
-    v
-}
-
-/// CLOCK_BOOTTIME in ns (the clock of a process's start time).
-pub fn boot_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
 }
 
 #[cfg(test)]
