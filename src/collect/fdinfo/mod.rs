@@ -44,6 +44,7 @@
 mod lister;
 
 pub mod maps;
+mod mounts;
 mod raw;
 mod read;
 
@@ -223,9 +224,12 @@ pub struct FdScanner {
     buf: Vec<u8>,
     dents: Vec<u8>,
     numbers: Vec<i32>,
-    /// Mounts by id, emptied at every scan (a mount id is reused as soon
-    /// as its mount is gone) and filled from the mountinfo of the first
-    /// process that has a file on a mount not in it.
+    /// iolens's own namespace's mounts, kept across scans while they do
+    /// not change, and the ids of kernel objects' mounts.
+    own_mounts: mounts::OwnMounts,
+    /// Other mounts by id, emptied at every scan (a mount id is reused as
+    /// soon as its mount is gone) and filled from the mountinfo of the
+    /// first process that has a file on a mount in neither table.
     mounts: MountTable,
     /// Mount ids found in no mountinfo read this scan (pipefs, sockfs,
     /// anon_inodefs: every pipe and socket), so that the next fd on one
@@ -313,6 +317,7 @@ impl FdScanner {
             return snap;
         }
         self.scans += 1;
+        self.own_mounts.refresh(self.scans, &mut self.buf);
         self.state.reserve_total(procs.len());
         let mut todo = std::mem::take(&mut self.todo);
         todo.clear();

@@ -272,10 +272,14 @@ impl FdScanner {
         // on a disk: skipped (readlinkat of an fd link never reaches the
         // filesystem).
         if remote
-            && info.mnt_id.is_some_and(|id| self.mounts.fd_may_block(id).is_none())
-            && read_link_at(&dirs.fd, name.set(b"", fd)).is_some_and(|l| internal_object(&l))
+            && let Some(id) = info.mnt_id.filter(|&id| self.mount(id).is_none())
+            && let Some(link) = read_link_at(&dirs.fd, name.set(b"", fd))
         {
-            return None;
+            let internal = internal_object(&link);
+            self.own_mounts.note_unlisted(id, internal);
+            if internal {
+                return None;
+            }
         }
         let (target, ino, dev, size) = if remote {
             // Never stat a file on FUSE, network or automount filesystems:
@@ -284,7 +288,7 @@ impl FdScanner {
             // mount's (mountinfo's major:minor is its st_dev).
             let dev = info
                 .mnt_id
-                .and_then(|id| self.mounts.get(id))
+                .and_then(|id| self.mount(id))
                 .map_or(0, |m| libc::makedev(m.major, m.minor));
             (FdTarget::File, info.ino.unwrap_or(0), dev, None)
         } else {
@@ -388,7 +392,11 @@ impl FdScanner {
     /// live in another mount namespace); one still missing, or a mountinfo
     /// that cannot be read, counts as one that may block.
     fn mount_may_block(&mut self, r: &Reader, pid: i32, id: u64) -> bool {
-        if let Some(b) = self.mounts.fd_may_block(id) {
+        if let Some(b) = self
+            .own_mounts
+            .fd_may_block(id)
+            .or_else(|| self.mounts.fd_may_block(id))
+        {
             return b;
         }
         if self.unlisted.contains(&id) {
@@ -410,6 +418,13 @@ impl FdScanner {
             self.unlisted.push(id);
             true
         })
+    }
+}
+
+impl FdScanner {
+    /// Mount `id`, from iolens's own table or this scan's.
+    fn mount(&self, id: u64) -> Option<&crate::collect::mountinfo::Mount> {
+        self.own_mounts.get(id).or_else(|| self.mounts.get(id))
     }
 }
 
