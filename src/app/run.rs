@@ -71,7 +71,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
     let activity = session.sampler.activity();
     let start_ns = crate::collect::monotonic_ns();
     let mut watchdog = tokio::time::interval(Duration::from_millis(500));
-    super::sampler::spawn(session.sampler, settings.interval, ctl_rx, sample_tx)?;
+    let sampler = super::sampler::spawn(session.sampler, settings.interval, ctl_rx, sample_tx)?;
     // Dropped at the end of this function, on every way out of the loop:
     // the tracefs instance is removed.
     let tracing = session.tracer.start();
@@ -170,6 +170,7 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
         }
     }
     drop(guard);
+    super::sampler::stop(sampler, ctl_tx, samples, Duration::from_secs(1));
     exit
 }
 

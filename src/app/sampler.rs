@@ -19,10 +19,31 @@ pub(super) fn spawn(
     interval: Duration,
     ctl: std_mpsc::Receiver<SamplerCtl>,
     tx: tokio::sync::mpsc::Sender<Box<RawSample>>,
-) -> std::io::Result<()> {
+) -> std::io::Result<std::thread::JoinHandle<()>> {
     let clock = Clock::new(Instant::now(), interval, First::Short);
     sampler.spawn(clock, ctl, move |_, s| match tx.blocking_send(Box::new(s)) {
         Ok(()) => ControlFlow::Continue(()),
         Err(_) => ControlFlow::Break(()),
     })
+}
+
+/// After the dashboard's loop: the sampler thread told to end (its
+/// channels closed) and waited for, at most `limit`, so that what it owns
+/// is dropped before the process exits (the jobs' tracefs instance is
+/// removed then). A thread still in a sample after that is left to the
+/// exit.
+pub(super) fn stop(
+    thread: std::thread::JoinHandle<()>,
+    ctl: std_mpsc::Sender<SamplerCtl>,
+    samples: tokio::sync::mpsc::Receiver<Box<RawSample>>,
+    limit: Duration,
+) {
+    drop((ctl, samples));
+    let end = Instant::now() + limit;
+    while !thread.is_finished() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if thread.is_finished() {
+        let _ = thread.join();
+    }
 }

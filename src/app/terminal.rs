@@ -46,7 +46,12 @@ pub fn active() -> bool {
 
 /// Restores the terminal when dropped.
 pub struct Guard {
-    pub term: Term,
+    /// Never dropped: ratatui's `Terminal` shows the cursor when dropped
+    /// and prints with `eprintln!` when that fails, which panics once the
+    /// terminal is gone (a hangup: stderr is the dead terminal too), and
+    /// a panic there skips the rest of the way out. [`restore`] shows the
+    /// cursor itself; the screen buffers are left to the exit.
+    pub term: std::mem::ManuallyDrop<Term>,
 }
 
 impl Drop for Guard {
@@ -74,7 +79,9 @@ pub fn enter(mouse: bool) -> io::Result<Guard> {
     }
     let backend = CrosstermBackend::new(BufWriter::with_capacity(OUT_BUF, io::stdout()));
     match Terminal::new(backend) {
-        Ok(term) => Ok(Guard { term }),
+        Ok(term) => Ok(Guard {
+            term: std::mem::ManuallyDrop::new(term),
+        }),
         Err(e) => {
             restore();
             Err(e)

@@ -74,11 +74,10 @@ impl Sampler {
         clock: Clock,
         ctl: Receiver<SamplerCtl>,
         sink: impl FnMut(Taken, RawSample) -> ControlFlow<()> + Send + 'static,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
         std::thread::Builder::new()
             .name("iolens-sampler".into())
             .spawn(move || self.run(clock, ctl, sink))
-            .map(drop)
     }
 
     /// The sampler loop: a sample at every tick of `clock`, handed to
