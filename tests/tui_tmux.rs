@@ -248,6 +248,18 @@ fn exits_when_the_terminal_goes_away() {
         last = Some(ticks);
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Its tracefs instances (the block tracer's and the jobs') went with
+    // it: a panic on the dead terminal used to skip the jobs' one.
+    let prefix = format!("iolens-{pid}-");
+    let left: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "tracefs instances left by iolens {pid}: {left:?}");
 }
 
 #[test]

@@ -170,7 +170,9 @@ async fn run_loop(cli: &Cli, settings: config::Settings) -> anyhow::Result<ExitC
         }
     }
     drop(guard);
-    super::sampler::stop(sampler, ctl_tx, samples, Duration::from_secs(1));
+    // Not longer: a sampler stuck in a read (a hung mount) must not hold
+    // up the quit; its instance is then removed by the next iolens.
+    super::sampler::stop(sampler, ctl_tx, samples, Duration::from_millis(250));
     exit
 }
 
