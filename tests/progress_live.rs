@@ -351,7 +351,7 @@ fn fd_reuse_is_a_new_entry() {
     sleep_s(0.5);
     w.sample();
     assert_eq!(w.job().main.key.ino, ino_a);
-    assert_eq!(w.job().files_done, 0);
+    assert_eq!(w.job().files_seen_closed, 0);
     wait_fd(kid.pid(), &b);
     for _ in 0..2 {
         sleep_s(0.5);
@@ -360,7 +360,7 @@ fn fd_reuse_is_a_new_entry() {
     let j = w.job();
     assert_eq!((j.main.key.fd, j.main.key.ino), (fd, ino_b));
     assert_eq!(j.main.path.as_ref(), b.to_str().unwrap().as_bytes());
-    assert_eq!(j.files_done, 1);
+    assert_eq!(j.files_seen_closed, 1);
 }
 
 /// A process that exits between the listing and the fd scan: no error, its
@@ -403,7 +403,7 @@ fn process_exits_mid_sample() {
 }
 
 /// `tar` reading many files in turn, paced by `pv` on its output: the job
-/// shows the current file, the files done, and the process's read rate.
+/// shows the current file, the files seen closed, and the process's read rate.
 #[test]
 fn tar_reads_many_files() {
     if !need("tar") || !need("pv") {
@@ -437,7 +437,7 @@ fn tar_reads_many_files() {
     assert_eq!(j.comm, "tar");
     assert!(String::from_utf8_lossy(&j.main.path).starts_with(src.to_str().unwrap()));
     assert_eq!(j.main.size, Some(1_000_000));
-    assert!(j.files_done >= 4, "files done: {}", j.files_done);
+    assert!(j.files_seen_closed >= 4, "files seen closed: {}", j.files_seen_closed);
     let rate = j.read_bps.unwrap();
     assert!((rate / (4.0 * MIB) - 1.0).abs() < 0.3, "tar read rate {rate}");
 }

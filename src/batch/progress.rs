@@ -271,13 +271,15 @@ pub fn report(jobs: &[Job]) -> String {
     for j in jobs {
         let _ = writeln!(s, "[{}] {} {}", j.proc.pid, escape(&j.comm), escape_bytes(&j.main.path));
         let _ = writeln!(s, "\t{}", transfer_line(&j.main));
-        if j.files_done > 0 || j.main.label == Label::Positional {
-            let _ = writeln!(
-                s,
-                "\tfiles done: {}, process reads {}",
-                j.files_done,
-                j.read_bps.map_or_else(|| format::NA.to_string(), format::rate)
-            );
+        if j.files_seen_closed > 0 || j.main.label == Label::Positional {
+            let reads = j.read_bps.map_or_else(|| format::NA.to_string(), format::rate);
+            let _ = match j.files_seen_closed {
+                0 => writeln!(s, "\tprocess reads {reads}"),
+                n => writeln!(
+                    s,
+                    "\tfiles closed: at least {n} (seen open at a sample), process reads {reads}"
+                ),
+            };
         }
         for o in &j.others {
             let _ = writeln!(s, "\t+ fd {} {}: {}", o.key.fd, escape_bytes(&o.path), transfer_line(o));

@@ -86,6 +86,10 @@ pub struct JobInput {
     /// Why the files done are only estimated from the bytes.
     #[serde(default)]
     pub files_why: Option<String>,
+    /// How long its root had run at this pass (ns; from its start time,
+    /// to the clock tick): its position was 0 then.
+    #[serde(default)]
+    pub age_ns: Option<u64>,
     /// The job's root was found gone in this pass: the input carries only
     /// its last files done (the reads it made before it ended).
     #[serde(default)]

@@ -79,7 +79,7 @@ struct EntryState {
 #[derive(Debug, Clone, Default)]
 struct ProcTrack {
     window: VecDeque<(u64, ProcIo)>,
-    files_done: u32,
+    files_seen_closed: u32,
     comm: String,
 }
 
@@ -267,7 +267,7 @@ impl TransferTracker {
             unexp_r,
             unexp_w,
             shown: p.reason == ScanReason::Watched || self.known_names.contains(&p.comm),
-            many: self.procs.get(&p.key).is_some_and(|pt| pt.files_done > 0),
+            many: self.procs.get(&p.key).is_some_and(|pt| pt.files_seen_closed > 0),
         };
         for f in &p.fds {
             self.fold_fd(fd_key(p.key, f), f, &ctx, now_ns);
@@ -382,7 +382,7 @@ impl TransferTracker {
                 && (scanned.contains(&pk) || snap.exited.contains(&pk))
                 && let Some(pt) = procs.get_mut(&pk)
             {
-                pt.files_done += 1;
+                pt.files_seen_closed += 1;
             }
             false
         });
@@ -420,7 +420,7 @@ impl TransferTracker {
                 comm: pt.comm.clone(),
                 main: first.1.clone(),
                 others,
-                files_done: pt.files_done,
+                files_seen_closed: pt.files_seen_closed,
                 read_bps,
                 write_bps,
                 ended_ns: None,
@@ -637,7 +637,7 @@ mod tests {
         let live = t.jobs.iter().find(|j| !j.is_done()).unwrap();
         assert_eq!(live.main.key.ino, 99);
         assert_eq!(live.main.percent, Some(100.0));
-        assert_eq!(live.files_done, 1);
+        assert_eq!(live.files_seen_closed, 1);
         // Done jobs go after 30 s.
         t.update(&snap(6, 650, 0, vec![fd(3, 0, 50, 50, 99)]), 40 * S);
         assert!(t.jobs.iter().all(|j| !j.is_done()));

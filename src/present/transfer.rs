@@ -125,11 +125,11 @@ pub fn state(j: &Job) -> String {
         Label::Remote => "size unknown: FUSE/net".into(),
         _ => j.main.label_text(),
     };
-    if j.files_done > 0 {
+    if j.files_seen_closed > 0 {
         if !s.is_empty() {
             s.push_str(", ");
         }
-        s.push_str(&format!("{} files done", j.files_done));
+        s.push_str(&format!("≥{} files closed", j.files_seen_closed));
     }
     s
 }

@@ -64,10 +64,6 @@ impl FileTracking {
         })
     }
 
-    pub fn instance_dir(&self) -> &std::path::Path {
-        self.trace.dir()
-    }
-
     fn tgid(&mut self, tid: i32) -> i32 {
         if self.pid_job.contains_key(&tid) {
             return tid;

@@ -66,6 +66,9 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// What `files` holds until the first pass starts the trace.
+const WANTED: &str = "the files a job reads are traced from the first pass on";
+
 impl Engine {
     pub fn new(network: bool) -> Self {
         Engine {
@@ -78,20 +81,22 @@ impl Engine {
     }
 
     /// Trace the files the jobs read ([`FileTracking`], root only): their
-    /// files done are then counted exactly where they can be.
+    /// files done are then counted exactly where they can be. The trace
+    /// starts at the first pass ([`Engine::read`]), in the thread that
+    /// samples: setting up its instance takes about 20 ms, which the
+    /// dashboard's first frame does not wait for.
     pub fn trace_files(&mut self) {
-        self.files = FileTracking::start(TOOL_COMMS).map_err(|e| format!("the files a job reads are not traced: {e}"));
-    }
-
-    /// The jobs' tracefs instance, while it traces.
-    pub fn files_instance(&self) -> Option<&Path> {
-        self.files.as_ref().ok().map(|f| f.instance_dir())
+        self.files = Err(WANTED.into());
     }
 
     /// One pass: `candidates` are the listed pids whose comm is a tool's.
     /// The jobs' current files are left to the tracker (from the open-file
     /// scan).
     pub fn read(&mut self, candidates: &[i32]) -> Vec<JobInput> {
+        if matches!(&self.files, Err(e) if e == WANTED) {
+            self.files =
+                FileTracking::start(TOOL_COMMS).map_err(|e| format!("the files a job reads are not traced: {e}"));
+        }
         // Drained at every pass, jobs or not: a job's first reads wait
         // there until it is listed.
         if let Ok(f) = self.files.as_mut() {
@@ -157,6 +162,7 @@ impl Engine {
                 current: None,
                 files_done,
                 files_why,
+                age_ns: age_ns(root.start_time),
                 gone: false,
             });
         }
@@ -174,6 +180,7 @@ impl Engine {
                         current: None,
                         files_done,
                         files_why: None,
+                        age_ns: None,
                         gone: true,
                     });
                 }
@@ -343,6 +350,14 @@ impl Engine {
 
 /// The mount holding `p` (longest mount point prefix; the last mounted
 /// wins among equal ones).
+/// How long a process started at `start_ticks` (clock ticks after boot)
+/// has run.
+fn age_ns(start_ticks: u64) -> Option<u64> {
+    let start_ns = start_ticks as f64 * 1e9 / super::clk_tck();
+    let now = crate::collect::taskstats::boot_ns() as f64;
+    (start_ns.is_finite() && now >= start_ns).then_some((now - start_ns) as u64)
+}
+
 fn mount_of<'a>(mounts: &'a [Mount], p: &Path) -> Option<&'a Mount> {
     mounts
         .iter()

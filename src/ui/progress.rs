@@ -270,7 +270,7 @@ mod tests {
             250e3,
             Label::Progress,
         );
-        tar.files_done = 1234;
+        tar.files_seen_closed = 1234;
         let mut jobs = vec![
             job(
                 4242,
@@ -387,6 +387,7 @@ mod tests {
             current: None,
             files_done: None,
             files_why: Some("the job started before iolens traced its reads".into()),
+            age_ns: None,
             gone: false,
         };
         let known = Total::Known {

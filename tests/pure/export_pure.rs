@@ -208,6 +208,7 @@ fn jobs_export_their_progress_ratio_and_eta_bounded() {
         current: None,
         files_done: None,
         files_why: None,
+        age_ns: None,
         gone: false,
     };
     let known = Total::Known {

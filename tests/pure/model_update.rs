@@ -780,6 +780,7 @@ fn a_job_and_its_transfer_that_exited_0_are_done() {
             current: None,
             files_done: None,
             files_why: None,
+            age_ns: None,
             gone: false,
         };
         for (t, pos) in [(1, 300_000_000u64), (2, 322_000_000)] {

@@ -313,7 +313,7 @@ fn jobs() -> Vec<iolens::model::progress::Job> {
         2_000_000.0,
         Label::Progress,
     );
-    copy.files_done = 3;
+    copy.files_seen_closed = 3;
     let mut out = example_job(
         4242,
         "tar",

@@ -25,6 +25,7 @@ fn sample(t: u64) -> RawSample {
             current: Some(("/srv/a\x1b.bin".into(), 5, Some(10))),
             files_done: Some(60),
             files_why: None,
+            age_ns: None,
             gone: false,
         }],
         exits: ExitBatch {

@@ -492,6 +492,7 @@ fn job_model() -> Model {
         current: None,
         files_done: None,
         files_why: Some("dd copies one device or file: no files to count".into()),
+        age_ns: None,
         gone: false,
     };
     let seen = Seen { files: &[], fds: &[] };

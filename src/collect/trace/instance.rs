@@ -120,12 +120,25 @@ pub const WATERMARK_PERCENT: u32 = 25;
 /// Why tracing is not available, said plainly.
 pub type Unavailable = String;
 
-fn write_file(path: &Path, value: &str) -> Result<(), String> {
+pub(super) fn write_file(path: &Path, value: &str) -> Result<(), String> {
     fs::OpenOptions::new()
         .write(true)
         .open(path)
         .and_then(|mut f| f.write_all(value.as_bytes()))
         .map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
+}
+
+/// Create an instance directory; our own leftover of the same name (pid
+/// reuse after a kill -9) is removed and created again.
+pub(super) fn make_dir(dir: &Path) -> Result<(), String> {
+    match fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_dir(dir).map_err(|e| format!("removing old {}: {e}", dir.display()))?;
+            fs::create_dir(dir).map_err(|e| format!("creating {}: {e}", dir.display()))
+        }
+        Err(e) => Err(format!("creating {}: {e}", dir.display())),
+    }
 }
 
 /// `IOLENS_DEBUG_MOUNT_DELAY_MS`: wait that long between finding tracefs
@@ -332,15 +345,7 @@ impl Instance {
     /// `file_events`: also the page-cache events.
     pub fn create(tracefs: &Path, cpus: usize, file_events: bool) -> Result<Instance, Unavailable> {
         let dir = tracefs.join("instances").join(Owner::own_name());
-        match fs::create_dir(&dir) {
-            Ok(()) => {}
-            // Our own leftover (pid reuse after a kill -9): start over.
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                fs::remove_dir(&dir).map_err(|e| format!("removing old {}: {e}", dir.display()))?;
-                fs::create_dir(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-            }
-            Err(e) => return Err(format!("creating {}: {e}", dir.display())),
-        }
+        make_dir(&dir)?;
         let mut inst = Instance {
             dir,
             enabled: Vec::new(),

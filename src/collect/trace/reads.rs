@@ -23,7 +23,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use super::instance::{CpuStats, Mount, Owner, remove_stale};
+use super::instance::{CpuStats, Mount, Owner, make_dir, remove_stale, write_file};
 use super::layout::{EventFormat, parse_event_format, parse_header_event, parse_header_page};
 use super::page::{Layout, Page, RawEvent, read_uint};
 use super::read_small;
@@ -149,10 +149,6 @@ pub struct ReadTrace {
     _mount: Mount,
 }
 
-fn write_file(path: &Path, value: &str) -> Result<(), String> {
-    std::fs::write(path, value).map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
-}
-
 impl ReadTrace {
     /// Create the instance, trace the reads of processes named `comms`.
     pub fn start(comms: &[&str]) -> Result<ReadTrace, String> {
@@ -164,14 +160,7 @@ impl ReadTrace {
             r.map_err(|e| format!("a stale iolens instance could not be removed: {e}"))?;
         }
         let dir = mount.dir.join("instances").join(Owner::own_name() + SUFFIX);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                std::fs::remove_dir(&dir).map_err(|e| format!("removing old {}: {e}", dir.display()))?;
-                std::fs::create_dir(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-            }
-            Err(e) => return Err(format!("creating {}: {e}", dir.display())),
-        }
+        make_dir(&dir)?;
         let decoder = match ReadDecoder::load(&dir.join("events")) {
             Ok(d) => d,
             Err(e) => {
@@ -218,10 +207,6 @@ impl ReadTrace {
         write_file(&d.join("tracing_on"), "1")?;
         self.on_boot_ns = crate::collect::taskstats::boot_ns();
         Ok(())
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// Read what every CPU's buffer holds, without waiting (at most a full

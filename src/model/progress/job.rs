@@ -123,10 +123,11 @@ pub struct Job {
     pub main: Transfer,
     /// Other open files of the process (e.g. the write side).
     pub others: Vec<Transfer>,
-    /// Files this process was seen reading and then closed. A file opened
-    /// and closed entirely between two samples is not seen: the process
-    /// read rate counts it, this does not.
-    pub files_done: u32,
+    /// Files this process was seen reading and then closed: a lower
+    /// bound, never called files done (a file opened and closed entirely
+    /// between two samples is not seen: the process read rate counts it,
+    /// this does not). A job's exact count is its `files_done`.
+    pub files_seen_closed: u32,
     /// Process read/write rates (rchar/wchar over the window).
     pub read_bps: Option<f64>,
     pub write_bps: Option<f64>,
@@ -171,7 +172,7 @@ pub fn example_job(pid: i32, comm: &str, path: &[u8], pos: u64, size: u64, rate:
             label,
         },
         others: vec![],
-        files_done: 0,
+        files_seen_closed: 0,
         read_bps: Some(rate),
         write_bps: None,
         ended_ns: done.then_some(5),
