@@ -79,7 +79,7 @@ column_table! {
         },
         State {
             key: "state", head: "STATE", width: Width::State, narrow: true,
-            text: |j, f| truncate(&state(j), f.state_w), job: |v, f| truncate(&job_state(v), f.state_w),
+            text: |j, f| truncate(&state(j, f.folded), f.state_w), job: |v, f| truncate(&job_state(v), f.state_w),
         },
     ];
 }
@@ -115,8 +115,10 @@ pub fn bar(percent: Option<f64>, width: usize) -> String {
     }
 }
 
-/// The status column: the honest label where there is no plain progress.
-pub fn state(j: &Job) -> String {
+/// The status column: the honest label where there is no plain progress,
+/// and the files seen closed (a lower bound: not under a job, which has
+/// its own count).
+pub fn state(j: &Job, in_job: bool) -> String {
     let mut s = match j.main.label {
         Label::Progress => String::new(),
         Label::Positional => "positional (pread/mmap)".into(),
@@ -125,7 +127,7 @@ pub fn state(j: &Job) -> String {
         Label::Remote => "size unknown: FUSE/net".into(),
         _ => j.main.label_text(),
     };
-    if j.files_seen_closed > 0 {
+    if j.files_seen_closed > 0 && !in_job {
         if !s.is_empty() {
             s.push_str(", ");
         }

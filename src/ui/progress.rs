@@ -35,7 +35,7 @@ impl Item<'_> {
     fn state(&self) -> String {
         match self {
             Item::Job(v) => job_state(v),
-            Item::File(j, _) => state(j),
+            Item::File(j, in_job) => state(j, *in_job),
         }
     }
 }
