@@ -5,7 +5,7 @@ use std::io;
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
-use super::threads::{ThreadIo, read_threads};
+use super::threads::{ThreadIo, read_threads_of};
 use super::{
     CMDLINE_CAP, CMDLINE_CUT, IoPrio, IoUnavailable, PidMap, PidStat, PidTable, ProcIo, ProcKey, ProcSnapshot, RawProc,
     SchedStat, ioprio_get, parse_io, parse_stat,
@@ -374,7 +374,7 @@ impl ProcReader {
         };
         let (comm, cmdline, uid, user) = self.statics(r, key, &stat, generation);
         let ioprio = if live { ioprio_get(pid) } else { None };
-        let threads = self.threads_if_moved(r, key, &io);
+        let threads = self.threads_if_moved(r, key, &io, stat.num_threads);
         if let Some(s) = self.facts_mut(key) {
             if io_read {
                 s.io_at = generation;
@@ -473,17 +473,19 @@ impl ProcReader {
     }
 
     /// The threads' own counters when the process's counters moved since
-    /// its last read (or it is new); records the counters.
+    /// its last read (or it is new); records the counters. `num_threads`:
+    /// what its stat, just read, said.
     fn threads_if_moved(
         &mut self,
         r: &mut Reader,
         key: ProcKey,
         io: &Result<ProcIo, IoUnavailable>,
+        num_threads: u32,
     ) -> Option<Box<[ThreadIo]>> {
         match (io, self.facts_mut(key)) {
             (Ok(now), Some(s)) if s.last_io != Some(*now) => {
                 s.last_io = Some(*now);
-                read_threads(r, key.pid).map(Vec::into_boxed_slice)
+                read_threads_of(r, key.pid, num_threads).map(Vec::into_boxed_slice)
             }
             _ => None,
         }
