@@ -22,7 +22,7 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use netlink_packet_core::{
     DecodeError, Emitable, NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload, NlasIterator,
@@ -35,6 +35,9 @@ use netlink_sys::{Socket, protocols::NETLINK_GENERIC};
 use serde::{Deserialize, Serialize};
 
 use super::process::ProcIo;
+pub use comms::Comms;
+
+mod comms;
 use crate::sys::wake::Waker;
 
 const TASKSTATS_CMD_GET: u8 = 1;
@@ -71,7 +74,8 @@ pub struct ExitRecord {
     /// Parent process at exit.
     pub ppid: i32,
     pub uid: u32,
-    pub comm: String,
+    /// Shared between the records of one comm (see [`Comms`]).
+    pub comm: Arc<str>,
     /// Microseconds from the thread's start to its exit.
     pub etime_us: u64,
     /// `ac_exitcode`: the thread's wait status (exit code << 8, or the
@@ -104,6 +108,11 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 /// Decode one `struct taskstats`. `None` when it is too short to hold the
 /// fields used (a kernel older than version 12 has no `ac_tgid`).
 pub fn parse_stats(b: &[u8], recv_boot_ns: u64) -> Option<ExitRecord> {
+    parse_stats_with(b, recv_boot_ns, &mut Comms::default())
+}
+
+/// [`parse_stats`], the comm from `comms`.
+fn parse_stats_with(b: &[u8], recv_boot_ns: u64, comms: &mut Comms) -> Option<ExitRecord> {
     if b.len() < off::MIN_LEN || u16::from_ne_bytes(b.get(off::VERSION..2)?.try_into().ok()?) < 12 {
         return None;
     }
@@ -116,7 +125,7 @@ pub fn parse_stats(b: &[u8], recv_boot_ns: u64) -> Option<ExitRecord> {
         tgid: i32_at(off::TGID)?,
         ppid: i32_at(off::PPID)?,
         uid: u32_at(b, off::UID)?,
-        comm: String::from_utf8_lossy(comm).into_owned(),
+        comm: comms.get(comm),
         etime_us: u64_at(b, off::ETIME)?,
         exit_status: u32_at(b, off::EXITCODE),
         recv_boot_ns,
@@ -137,12 +146,12 @@ pub fn parse_stats(b: &[u8], recv_boot_ns: u64) -> Option<ExitRecord> {
 /// carries delays only.
 pub fn parse_attrs(b: &[u8], recv_boot_ns: u64) -> Vec<ExitRecord> {
     let mut out = Vec::new();
-    parse_attrs_into(b, recv_boot_ns, &mut out);
+    parse_attrs_into(b, recv_boot_ns, &mut out, &mut Comms::default());
     out
 }
 
 /// [`parse_attrs`], appending to `out`.
-pub fn parse_attrs_into(b: &[u8], recv_boot_ns: u64, out: &mut Vec<ExitRecord>) {
+pub fn parse_attrs_into(b: &[u8], recv_boot_ns: u64, out: &mut Vec<ExitRecord>, comms: &mut Comms) {
     for nest in NlasIterator::new(b).flatten() {
         if nest.kind() & 0x3fff != TASKSTATS_TYPE_AGGR_PID {
             continue;
@@ -152,7 +161,7 @@ pub fn parse_attrs_into(b: &[u8], recv_boot_ns: u64, out: &mut Vec<ExitRecord>) 
         for a in NlasIterator::new(nest.value()).flatten() {
             match a.kind() & 0x3fff {
                 TASKSTATS_TYPE_PID => tid = u32_at(a.value(), 0),
-                TASKSTATS_TYPE_STATS => rec = parse_stats(a.value(), recv_boot_ns),
+                TASKSTATS_TYPE_STATS => rec = parse_stats_with(a.value(), recv_boot_ns, comms),
                 _ => {}
             }
         }
@@ -172,7 +181,7 @@ pub fn parse_attrs_into(b: &[u8], recv_boot_ns: u64, out: &mut Vec<ExitRecord>) 
 /// `TASKSTATS_CMD_NEW`, its attributes after the netlink (16) and generic
 /// netlink (4) headers. Read in place: a fork storm brings thousands a
 /// second, and the generic decoder allocated for each.
-pub fn parse_datagram(mut rest: &[u8], family: u16, recv_boot_ns: u64, out: &mut Vec<ExitRecord>) {
+pub fn parse_datagram(mut rest: &[u8], family: u16, recv_boot_ns: u64, out: &mut Vec<ExitRecord>, comms: &mut Comms) {
     while rest.len() >= 16 {
         let len = u32_at(rest, 0).map_or(0, |l| l as usize);
         if len < 16 || len > rest.len() {
@@ -180,7 +189,7 @@ pub fn parse_datagram(mut rest: &[u8], family: u16, recv_boot_ns: u64, out: &mut
         }
         let kind = rest.get(4..6).map(|t| u16::from_ne_bytes([t[0], t[1]]));
         if kind == Some(family) && len >= 20 && rest[16] == TASKSTATS_CMD_NEW {
-            parse_attrs_into(&rest[20..len], recv_boot_ns, out);
+            parse_attrs_into(&rest[20..len], recv_boot_ns, out, comms);
         }
         rest = &rest[len.next_multiple_of(4).min(rest.len())..];
     }
@@ -266,14 +275,19 @@ struct Shared {
     sock: Socket,
     /// The taskstats family id (the type of its messages).
     family: u16,
-    /// The receive buffer; held while receiving, so that the thread and a
-    /// sample's drain take the socket's records in turn.
-    rx: Mutex<Vec<u8>>,
+    /// The receive buffer and the comms of the last records; held while
+    /// receiving, so that the thread and a sample's drain take the
+    /// socket's records in turn.
+    rx: Mutex<(Vec<u8>, Comms)>,
     queue: Mutex<Vec<ExitRecord>>,
     /// (thread id, tgid) of the last [`RECENT_MAX`] exits, newest last,
     /// for [`ExitTgids`].
     recent: Mutex<VecDeque<(i32, i32)>>,
     overflows: AtomicU64,
+    /// Records received so far (by the thread and by samples' drains).
+    received: AtomicU64,
+    /// How many records the socket buffer holds (see [`RECORD_TRUESIZE`]).
+    room: usize,
     stop: AtomicBool,
     /// Ends the thread's wait for records when it is to stop.
     waker: Waker,
@@ -371,10 +385,13 @@ impl ExitListener {
                 Err(e) => return Err(format!("registering for exit records: {e}")),
             }
         }
+        let room = rustix::net::sockopt::socket_recv_buffer_size(&sock).unwrap_or(0) / RECORD_TRUESIZE;
         let shared = Arc::new(Shared {
             sock,
             family,
-            rx: Mutex::new(Vec::with_capacity(RX_BUF)),
+            received: AtomicU64::default(),
+            room,
+            rx: Mutex::new((Vec::with_capacity(RX_BUF), Comms::default())),
             queue: Mutex::default(),
             recent: Mutex::default(),
             overflows: AtomicU64::default(),
@@ -400,7 +417,7 @@ impl ExitListener {
 
     /// The records received since the last call: those still in the
     /// socket are received first, so that every exit before the call is
-    /// in (the thread wakes only every [`WAKE_GAP`]).
+    /// in (the thread wakes only every [`WAKE_GAP`] to [`WAKE_GAP_MAX`]).
     pub fn drain(&self) -> ExitBatch {
         if let Err(e) = pump(&self.shared)
             && let Ok(mut err) = self.shared.error.lock()
@@ -439,6 +456,27 @@ impl Drop for ExitListener {
 /// second), and one per 10 ms still a third of it at 2,000 (the context
 /// switches of the sleep and the wait).
 const WAKE_GAP: Duration = Duration::from_millis(100);
+
+/// The longest gap (see [`next_gap`]): wake-ups every 100 ms, two polls
+/// and two context switches each, were ~6% of iolens's CPU in the active
+/// scenario of benches/overhead.sh (~500 exits a second).
+const WAKE_GAP_MAX: Duration = Duration::from_secs(1);
+
+/// Bytes of socket buffer a record is charged, rounded up (its skb's
+/// truesize: a ~600-byte message in a 1 KiB allocation, plus the skb).
+const RECORD_TRUESIZE: usize = 2048;
+
+/// The gap before the next wake-up: a quarter of the time the socket
+/// buffer (`room` records) takes to fill at the rate of the last wake-up
+/// (`got` records in `since`), within [`WAKE_GAP`]..=[`WAKE_GAP_MAX`].
+/// After an idle wait the rate is not known: the shortest gap.
+fn next_gap(room: usize, got: u64, since: Duration, idle: bool) -> Duration {
+    if idle || got == 0 {
+        return WAKE_GAP;
+    }
+    let fill = since.as_secs_f64() * room as f64 / got as f64;
+    Duration::from_secs_f64((fill / 4.0).clamp(WAKE_GAP.as_secs_f64(), WAKE_GAP_MAX.as_secs_f64()))
+}
 
 /// Size of the receive buffer: a datagram holds one message (about 600
 /// bytes) for each exit.
@@ -485,14 +523,15 @@ impl ExitTgids {
 /// Receive every record waiting in the socket into the queue; counts the
 /// kernel's drops. `Err` on an error that ends the listener.
 fn pump(shared: &Shared) -> Result<(), String> {
-    let Ok(mut buf) = shared.rx.lock() else {
+    let Ok(mut rx) = shared.rx.lock() else {
         return Err("exit records: receiver poisoned".to_string());
     };
+    let (buf, comms) = &mut *rx;
     let mut got = Vec::new();
     let result = loop {
         buf.clear();
-        match shared.sock.recv(&mut *buf, libc::MSG_DONTWAIT) {
-            Ok(_) => parse_datagram(&buf, shared.family, boot_ns(), &mut got),
+        match shared.sock.recv(buf, libc::MSG_DONTWAIT) {
+            Ok(_) => parse_datagram(buf, shared.family, boot_ns(), &mut got, comms),
             Err(e) => match e.raw_os_error() {
                 Some(libc::ENOBUFS) => {
                     shared.overflows.fetch_add(1, Ordering::Relaxed);
@@ -503,6 +542,7 @@ fn pump(shared: &Shared) -> Result<(), String> {
             },
         }
     };
+    shared.received.fetch_add(got.len() as u64, Ordering::Relaxed);
     if !got.is_empty()
         && let Ok(mut recent) = shared.recent.lock()
     {
@@ -525,9 +565,11 @@ fn pump(shared: &Shared) -> Result<(), String> {
 }
 
 /// The listener thread: wait for records, receive them all, sleep
-/// [`WAKE_GAP`]; until told to stop.
+/// [`next_gap`]; until told to stop.
 fn receive(shared: &Shared) {
+    let mut last = (Instant::now(), 0u64);
     while !shared.stop.load(Ordering::Relaxed) {
+        let waited = Instant::now();
         if let Err(e) = shared.waker.wait(&[shared.sock.as_fd()], None) {
             if let Ok(mut err) = shared.error.lock() {
                 *err = Some(format!("waiting for exit records: {e}"));
@@ -543,8 +585,14 @@ fn receive(shared: &Shared) {
             }
             return;
         }
+        // Records waited for: a burst after a quiet spell, at a rate not
+        // known yet.
+        let idle = waited.elapsed() > Duration::from_millis(10);
+        let (now, received) = (Instant::now(), shared.received.load(Ordering::Relaxed));
+        let gap = next_gap(shared.room, received.saturating_sub(last.1), now - last.0, idle);
+        last = (now, received);
         // The gap, ended early by a stop.
-        let _ = shared.waker.wait(&[], Some(WAKE_GAP));
+        let _ = shared.waker.wait(&[], Some(gap));
     }
 }
 
@@ -574,7 +622,7 @@ mod tests {
         assert_eq!(r.len(), 1);
         let r = &r[0];
         assert_eq!((r.pid, r.tgid), (21563, 21563));
-        assert_eq!(r.comm, "dd");
+        assert_eq!(&*r.comm, "dd");
         // dd bs=1k count=3 from /dev/zero to /dev/null: 3 KiB each way,
         // nothing from storage; rchar also holds the loader's reads.
         assert_eq!(r.io.wchar, 3072);
@@ -591,7 +639,7 @@ mod tests {
         let r = records("exit-thread.bin");
         assert_eq!(r.len(), 1);
         assert_eq!((r[0].pid, r[0].tgid), (21569, 21564));
-        assert_eq!(r[0].comm, "python3");
+        assert_eq!(&*r[0].comm, "python3");
     }
 
     /// A datagram holding several messages: each of the family's exit
@@ -608,23 +656,44 @@ mod tests {
         ack[4..6].copy_from_slice(&2u16.to_ne_bytes());
         let mut d = [ack.as_slice(), &dd, &thread].concat();
         let mut out = Vec::new();
-        parse_datagram(&d, family, 7, &mut out);
+        parse_datagram(&d, family, 7, &mut out, &mut Comms::default());
         let ids: Vec<(i32, i32)> = out.iter().map(|r| (r.pid, r.tgid)).collect();
         assert_eq!(ids, [(21563, 21563), (21569, 21564)]);
         assert_eq!(out[0], records("exit-dd.bin").remove(0).with_recv(7));
         // Another family's messages, or another command: nothing.
         out.clear();
-        parse_datagram(&d, family + 1, 7, &mut out);
+        parse_datagram(&d, family + 1, 7, &mut out, &mut Comms::default());
         assert!(out.is_empty());
         d[36 + 16] = TASKSTATS_CMD_GET;
-        parse_datagram(&d, family, 7, &mut out);
+        parse_datagram(&d, family, 7, &mut out, &mut Comms::default());
         assert_eq!(out.len(), 1, "the second exit only");
         // Cut anywhere: what is whole is read, never a panic.
         for cut in 0..d.len() {
             out.clear();
-            parse_datagram(&d[..cut], family, 7, &mut out);
+            parse_datagram(&d[..cut], family, 7, &mut out, &mut Comms::default());
             assert!(out.len() <= 1);
         }
+    }
+
+    /// The records of one comm share its string; another comm has its
+    /// own; the oldest of more than `KEEP` comms is made again, equal.
+    #[test]
+    fn records_of_one_comm_share_it() {
+        let b = std::fs::read(format!("{FIX}/exit-dd.bin")).unwrap();
+        let family = u16::from_ne_bytes([b[4], b[5]]);
+        let (mut out, mut comms) = (Vec::new(), Comms::default());
+        parse_datagram(&[b.as_slice(), &b].concat(), family, 7, &mut out, &mut comms);
+        assert_eq!(out.len(), 2);
+        assert!(Arc::ptr_eq(&out[0].comm, &out[1].comm));
+        let dd = comms.get(b"dd");
+        assert!(Arc::ptr_eq(&dd, &out[0].comm));
+        for i in 0..Comms::KEEP {
+            assert_eq!(&*comms.get(format!("c{i}").as_bytes()), format!("c{i}"));
+        }
+        let again = comms.get(b"dd");
+        assert_eq!((&*again, Arc::ptr_eq(&again, &dd)), ("dd", false));
+        // Not UTF-8: replaced, as before.
+        assert_eq!(&*comms.get(b"a\xffb"), "a\u{fffd}b");
     }
 
     #[test]
@@ -713,6 +782,21 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(found, HashMap::from([(tid, me), (pid, pid)]));
+    }
+
+    /// The socket buffer holds 16,384 records: at 2,000 a second it fills
+    /// in 8.2 s, so the gap is the longest; at 400,000 a second the
+    /// shortest; in between a quarter of the time to fill; after an idle
+    /// wait, or with no records, the shortest.
+    #[test]
+    fn the_gap_is_a_quarter_of_the_time_the_buffer_takes_to_fill() {
+        let s = Duration::from_secs(1);
+        assert_eq!(next_gap(16_384, 2_000, s, false), WAKE_GAP_MAX);
+        assert_eq!(next_gap(16_384, 400_000, s, false), WAKE_GAP);
+        assert_eq!(next_gap(16_384, 16_384, s, false), Duration::from_millis(250));
+        assert_eq!(next_gap(16_384, 2_000, s, true), WAKE_GAP);
+        assert_eq!(next_gap(16_384, 0, s, false), WAKE_GAP);
+        assert_eq!(next_gap(0, 10, s, false), WAKE_GAP);
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl Threads {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exited {
     pub key: ProcKey,
-    pub comm: String,
+    pub comm: std::sync::Arc<str>,
     pub ppid: i32,
     pub uid: u32,
     /// Its own I/O over the part of the interval it lived.
@@ -207,6 +207,32 @@ impl Attribution {
         base
     }
 
+    /// tgid -> the process a record belongs to: listed now, listed before,
+    /// or remembered (the latest start for a reused pid). Only the
+    /// records' tgids: the bases of a fork storm's exited processes (kept
+    /// a few samples) outnumber them several times.
+    fn index(
+        &self,
+        records: &[ExitRecord],
+        prev_listed: &[ProcKey],
+        listed: &PidMap<i32, ProcKey>,
+    ) -> PidMap<i32, ProcKey> {
+        let wanted: PidSet<i32> = records.iter().map(|r| r.tgid).collect();
+        let mut index: PidMap<i32, ProcKey> = PidMap::default();
+        index.reserve(wanted.len());
+        for k in self.bases.keys().filter(|k| wanted.contains(&k.pid)) {
+            let e = index.entry(k.pid).or_insert(*k);
+            if k.start_time > e.start_time {
+                *e = *k;
+            }
+        }
+        let prev = prev_listed.iter().filter(|k| wanted.contains(&k.pid));
+        index.extend(prev.map(|k| (k.pid, *k)));
+        let now = listed.iter().filter(|(p, _)| wanted.contains(*p));
+        index.extend(now.map(|(p, k)| (*p, *k)));
+        index
+    }
+
     /// Fold in one sample: the processes listed now, and the exit records
     /// received since `prev` (with `records_active` while the listener
     /// runs). Without `prev` only the baselines are taken.
@@ -230,17 +256,7 @@ impl Attribution {
         let mut exited: PidMap<ProcKey, Exited> = PidMap::default();
         if !records.is_empty() {
             let listed: PidMap<i32, ProcKey> = cur.procs.iter().map(|p| (p.key.pid, p.key)).collect();
-            // tgid -> the process a record belongs to: listed now, listed
-            // before, or remembered (the latest start for a reused pid).
-            let mut index: PidMap<i32, ProcKey> = PidMap::default();
-            for k in self.bases.keys() {
-                let e = index.entry(k.pid).or_insert(*k);
-                if k.start_time > e.start_time {
-                    *e = *k;
-                }
-            }
-            index.extend(prev_listed.iter().map(|k| (k.pid, *k)));
-            index.extend(listed.iter().map(|(p, k)| (*p, *k)));
+            let mut index = self.index(records, prev_listed, &listed);
             for r in records {
                 let start_ticks = (r.start_boot_ns() as f64 / tick_ns) as u64;
                 let key = match index.get(&r.tgid) {
@@ -386,7 +402,7 @@ mod tests {
             tgid,
             ppid: 1,
             uid: 0,
-            comm: format!("t{pid}"),
+            comm: format!("t{pid}").into(),
             etime_us: (recv_ticks - start_ticks) * TICK / 1000,
             exit_status: Some(0),
             recv_boot_ns: recv_ticks * TICK,
@@ -522,7 +538,7 @@ mod tests {
         assert_eq!(i.exited.len(), 1);
         assert_eq!(i.exited[0].key, key(300, 1020));
         assert_eq!(i.exited[0].own, io(4 * MIB, 4 * MIB));
-        assert_eq!(i.exited[0].comm, "t300");
+        assert_eq!(&*i.exited[0].comm, "t300");
     }
 
     /// A zombie still listed after its exit record: its I/O counted once,

@@ -209,8 +209,9 @@ impl Model {
     fn update_exited(&mut self, exited: &[attribution::Exited], live: &[ProcRow], mono_ns: u64, dt_s: Option<f64>) {
         let keep_ns = (EXITED_KEEP_S * 1e9) as u64;
         self.exited_rows.retain(|(_, at)| mono_ns.saturating_sub(*at) < keep_ns);
+        let zero = self.shared_rates.share(ProcRates::default());
         for (row, _) in &mut self.exited_rows {
-            row.rates = Some(self.shared_rates.share(ProcRates::default()));
+            row.rates = Some(zero.clone());
         }
         let Some(dt) = dt_s else { return };
         if exited.is_empty() {
@@ -240,13 +241,27 @@ impl Model {
             }
             false
         });
+        // One empty command line for them all, and each record's comm
+        // shared (an allocation or two per exit under a fork storm).
+        let cmdline: Arc<str> = Arc::from("");
         for e in exited {
-            let mut raw = RawProc::example(e.key.pid, e.key.start_time, &e.comm);
-            raw.ppid = e.ppid;
-            raw.uid = Some(e.uid);
-            raw.user = users.get(&e.uid).cloned().flatten();
-            raw.state = 'X';
-            raw.io = Ok(e.own);
+            let raw = RawProc {
+                key: e.key,
+                ppid: e.ppid,
+                comm: e.comm.clone(),
+                cmdline: cmdline.clone(),
+                state: 'X',
+                nice: 0,
+                uid: Some(e.uid),
+                user: users.get(&e.uid).cloned().flatten(),
+                ioprio: None,
+                cpu_ticks: 0,
+                blkio_ticks: None,
+                num_threads: 1,
+                thread_blkio: None,
+                io: Ok(e.own),
+                threads: None,
+            };
             let rates = process::io_rates(&ProcIo::default(), &e.own, dt);
             // Totals: what was shown while it was listed (or on its earlier
             // exited row), and its last part.

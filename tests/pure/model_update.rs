@@ -627,7 +627,7 @@ fn exit_record(pid: i32, tgid: i32, uid: u32, start_s: u64, recv_s: u64, rchar: 
         tgid,
         ppid: 1,
         uid,
-        comm: format!("short{tgid}"),
+        comm: format!("short{tgid}").into(),
         etime_us: (recv_s - start_s) * 1_000_000,
         exit_status: Some(0),
         recv_boot_ns: recv_s * SEC,

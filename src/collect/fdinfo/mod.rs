@@ -98,6 +98,25 @@ struct SeenFd {
     path: Option<Arc<[u8]>>,
     /// The scan in which its position last moved (0: never seen moving).
     moved: u64,
+    /// What it was, when not a regular file or block device.
+    not_file: NotFile,
+}
+
+/// An fd of a table read whole that is no file to follow, remembered so
+/// that the next scan spends less on it: under a fork storm the active
+/// processes' pipes and terminals were most of the fds read each scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NotFile {
+    /// A regular file or a block device.
+    No,
+    /// A kernel object whose link text is no path (`pipe:[ino]`,
+    /// `socket:[ino]`, `anon_inode:[eventfd]`): while its link still
+    /// reads as no path it is no file, and its fdinfo is not read.
+    Object,
+    /// A file of another type (a character device, a FIFO, a socket
+    /// file) with the inode and mount it had: the same inode on the same
+    /// mount is of the same type, so it is not `statx`ed again.
+    Other,
 }
 
 #[derive(Debug, Clone)]
@@ -512,7 +531,7 @@ impl FdScanner {
 mod tests {
     use super::*;
     use std::borrow::Cow;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::{AsRawFd, OwnedFd};
 
     #[test]
     fn scan_policy_active_tracked_full() {
@@ -743,6 +762,54 @@ mod tests {
             !fds.contains(&rx.as_raw_fd()) && !fds.contains(&tx.as_raw_fd()),
             "{fds:?}"
         );
+    }
+
+    /// A pipe and a character device are remembered as no files (the
+    /// pipe by its link, /dev/null by its inode), and a file put in their
+    /// place at the same fd numbers is reported at the next scan.
+    #[test]
+    fn fds_that_are_no_files_are_remembered_and_a_file_in_their_place_is_seen() {
+        use std::io::Write;
+        let (rx, mut tx) = std::io::pipe().unwrap();
+        tx.write_all(b"x").unwrap();
+        let mut pipe_end: OwnedFd = rx.into();
+        let mut null: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+        let (me, r, mut sc) = watching_me();
+        let p = ScanProc {
+            key: me,
+            comm: Cow::Borrowed("me"),
+            io: Some(ProcIo::default()),
+        };
+        let (pfd, nfd) = (pipe_end.as_raw_fd(), null.as_raw_fd());
+        let reported = |sc: &mut FdScanner| -> Vec<(i32, u64)> {
+            sc.scan(&r, std::slice::from_ref(&p)).procs[0]
+                .fds
+                .iter()
+                .filter(|e| e.fd == pfd || e.fd == nfd)
+                .map(|e| (e.fd, e.pos))
+                .collect()
+        };
+        for _ in 0..2 {
+            assert!(reported(&mut sc).is_empty());
+            let kinds = sc
+                .state
+                .get(me.pid)
+                .and_then(|s| s.fds.as_ref())
+                .map(|m| (m.get(&pfd).map(|f| f.not_file), m.get(&nfd).map(|f| f.not_file)));
+            assert_eq!(kinds, Some((Some(NotFile::Object), Some(NotFile::Other))));
+        }
+        // Files at both numbers: read and reported.
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&[5u8; 300]).unwrap();
+        rustix::io::dup2(&f, &mut pipe_end).unwrap();
+        let mut g = tempfile::tempfile().unwrap();
+        g.write_all(&[5u8; 30]).unwrap();
+        rustix::io::dup2(&g, &mut null).unwrap();
+        let mut seen = reported(&mut sc);
+        seen.sort_unstable();
+        let mut want = vec![(pfd, 300), (nfd, 30)];
+        want.sort_unstable();
+        assert_eq!(seen, want);
     }
 
     /// A process that holds `n` open regular files (and nothing to do).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rustix::fs::{AtFlags, StatxFlags, statx};
 
 use super::raw::{Access, FdTarget, RawFd, is_dir_or_path, parse_fdinfo};
-use super::{FdScanner, HOT_FDS, MOUNTINFO_CAP, ProcState, SeenFd, Spend, TRACK_IDLE_SAMPLES};
+use super::{FdScanner, HOT_FDS, MOUNTINFO_CAP, NotFile, ProcState, SeenFd, Spend, TRACK_IDLE_SAMPLES};
 use crate::collect::Reader;
 use crate::collect::procdir::{
     CName, block_size, list_fd_numbers, list_fd_numbers_from, open_dir, read_at, read_link_at, read_small,
@@ -55,6 +55,9 @@ struct Want {
     /// only for an fd that moved.
     eager: bool,
     active: bool,
+    /// Remember the fds that are no files (see [`NotFile`]): only for a
+    /// table read whole (a table read in parts keeps its files only).
+    others: bool,
 }
 
 impl FdScanner {
@@ -132,7 +135,11 @@ impl FdScanner {
             ..Default::default()
         };
         let mut old = st.fds.take().unwrap_or_default();
-        let want = Want { eager: true, active };
+        let want = Want {
+            eager: true,
+            active,
+            others: true,
+        };
         for (i, &fd) in numbers.iter().enumerate() {
             if !spend.take() {
                 // Out of time: the rest at the next scans, as a sweep.
@@ -181,6 +188,7 @@ impl FdScanner {
         let want = Want {
             eager: self.report_all,
             active: false,
+            others: false,
         };
         let mut read = 0usize;
         for &fd in hot {
@@ -253,11 +261,20 @@ impl FdScanner {
         st: &mut ProcState,
     ) -> Option<(RawFd, bool)> {
         let mut name = CName::default();
+        let prev = still_object(dirs, fd, prev, st)?;
         // fdinfo first: its mnt_id says whether the file may be stat'ed.
         let info = read_small(&dirs.info, name.set(b"", fd), &mut self.buf)
             .ok()
             .and_then(parse_fdinfo)?;
         if is_dir_or_path(info.flags) {
+            return None;
+        }
+        // Another type of file at the last scan, the same inode now.
+        if let Some(seen) = prev
+            .as_ref()
+            .filter(|s| s.not_file == NotFile::Other && info.ino == Some(s.ino) && info.mnt_id == s.mnt_id)
+        {
+            st.fds.get_or_insert_default().insert(fd, seen.clone());
             return None;
         }
         let remote = match info.mnt_id {
@@ -278,6 +295,11 @@ impl FdScanner {
             let internal = internal_object(&link);
             self.own_mounts.note_unlisted(id, internal);
             if internal {
+                if want.others && !link.starts_with(b"/") {
+                    st.fds
+                        .get_or_insert_default()
+                        .insert(fd, SeenFd::not_file(NotFile::Object, 0, None));
+                }
                 return None;
             }
         }
@@ -302,7 +324,16 @@ impl FdScanner {
             let target = match u32::from(sx.stx_mode) & libc::S_IFMT {
                 libc::S_IFREG => FdTarget::File,
                 libc::S_IFBLK => FdTarget::BlockDevice,
-                _ => return None,
+                _ => {
+                    if want.others
+                        && let Some(ino) = info.ino
+                    {
+                        st.fds
+                            .get_or_insert_default()
+                            .insert(fd, SeenFd::not_file(NotFile::Other, ino, info.mnt_id));
+                    }
+                    return None;
+                }
             };
             let (size, dev) = match target {
                 FdTarget::File => (Some(sx.stx_size), libc::makedev(sx.stx_dev_major, sx.stx_dev_minor)),
@@ -321,7 +352,7 @@ impl FdScanner {
         };
         let access = Access::from_flags(info.flags);
         let (moved, cached, last_moved) = match prev {
-            Some(seen) if seen.ino == ino && seen.mnt_id == info.mnt_id => {
+            Some(seen) if seen.not_file == NotFile::No && seen.ino == ino && seen.mnt_id == info.mnt_id => {
                 (seen.pos != info.pos, seen.path, seen.moved)
             }
             _ => (false, None, 0),
@@ -341,6 +372,7 @@ impl FdScanner {
                 mnt_id: info.mnt_id,
                 path: path.clone(),
                 moved: if moved { self.scans } else { last_moved },
+                not_file: NotFile::No,
             },
         );
         let raw = RawFd {
@@ -425,6 +457,39 @@ impl FdScanner {
     /// Mount `id`, from iolens's own table or this scan's.
     fn mount(&self, id: u64) -> Option<&crate::collect::mountinfo::Mount> {
         self.own_mounts.get(id).or_else(|| self.mounts.get(id))
+    }
+}
+
+/// An fd that was a kernel object at the last scan: one readlinkat tells
+/// whether it still is one (an fdinfo read is three system calls); then
+/// it stays remembered and `None` is returned, as for an fd closed
+/// meanwhile. Otherwise `Some` of what to read it against: nothing for a
+/// former object, `prev` for any other fd.
+fn still_object(dirs: &Dirs, fd: i32, prev: Option<SeenFd>, st: &mut ProcState) -> Option<Option<SeenFd>> {
+    match prev {
+        Some(seen) if seen.not_file == NotFile::Object => {
+            let link = read_link_at(&dirs.fd, CName::default().set(b"", fd))?;
+            if !link.starts_with(b"/") {
+                st.fds.get_or_insert_default().insert(fd, seen);
+                return None;
+            }
+            Some(None)
+        }
+        p => Some(p),
+    }
+}
+
+impl SeenFd {
+    /// An fd that is no file (inode and mount: see [`NotFile::Other`]).
+    fn not_file(not_file: NotFile, ino: u64, mnt_id: Option<u64>) -> Self {
+        SeenFd {
+            pos: 0,
+            ino,
+            mnt_id,
+            path: None,
+            moved: 0,
+            not_file,
+        }
     }
 }
 

@@ -70,7 +70,13 @@ pub struct PidStat {
     /// Aggregated block I/O delay in clock ticks (field 42); `None` when the
     /// kernel does not report it.
     pub blkio_ticks: Option<u64>,
+    /// A kernel thread (`PF_KTHREAD` in the flags, field 9): it never
+    /// execs, has no command line and runs as root.
+    pub kthread: bool,
 }
+
+/// `PF_KTHREAD` (include/linux/sched.h).
+const PF_KTHREAD: i64 = 0x0020_0000;
 
 /// Parse `/proc/<pid>/stat`. The comm is everything between the first '('
 /// and the last ')', so a comm containing spaces, ')' or newlines is parsed
@@ -88,7 +94,7 @@ pub fn parse_stat(buf: &[u8]) -> Option<PidStat> {
     // Fields after the state, numbered from 0 = field 4 (ppid). Only the
     // ones used are parsed (this runs for every process every sample); the
     // others are only counted.
-    const USED: [usize; 7] = [0, 10, 11, 15, 16, 18, 38];
+    const USED: [usize; 8] = [0, 5, 10, 11, 15, 16, 18, 38];
     let mut f = [0i64; 39];
     let mut n = 0;
     for field in rest.take(f.len()) {
@@ -115,6 +121,7 @@ pub fn parse_stat(buf: &[u8]) -> Option<PidStat> {
         num_threads: u32::try_from(f[16]).unwrap_or(u32::MAX),
         start_time: u(18),
         blkio_ticks: (n > 38).then(|| u(38)),
+        kthread: f[5] & PF_KTHREAD != 0,
     })
 }
 
@@ -417,6 +424,15 @@ mod tests {
         assert_eq!(s.state, 'S');
         assert_eq!(s.start_time, 5555);
         assert_eq!(s.nice, -5);
+    }
+
+    /// Field 9's PF_KTHREAD, as a kworker has it (this VM, 6.18); a
+    /// user process (dd) has not.
+    #[test]
+    fn stat_says_a_kernel_thread() {
+        let kworker = b"7284 (kworker/0:2-mm_percpu_wq) I 2 0 0 0 -1 69238880 0 0 0 0 0 3 0 0 20 0 1 0 1057 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 0 0 0 0 0 0 0 0 0";
+        assert!(parse_stat(kworker).unwrap().kthread);
+        assert!(!parse_stat(&fixture("proc-pid/stat-dd")).unwrap().kthread);
     }
 
     #[test]

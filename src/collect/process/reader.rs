@@ -5,7 +5,7 @@ use std::io;
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
-use super::threads::{ThreadIo, read_threads};
+use super::threads::{ThreadIo, read_threads_of};
 use super::{
     CMDLINE_CAP, CMDLINE_CUT, IoPrio, IoUnavailable, PidMap, PidStat, PidTable, ProcIo, ProcKey, ProcSnapshot, RawProc,
     SchedStat, ioprio_get, parse_io, parse_stat,
@@ -374,7 +374,7 @@ impl ProcReader {
         };
         let (comm, cmdline, uid, user) = self.statics(r, key, &stat, generation);
         let ioprio = if live { ioprio_get(pid) } else { None };
-        let threads = self.threads_if_moved(r, key, &io);
+        let threads = self.threads_if_moved(r, key, &io, stat.num_threads);
         if let Some(s) = self.facts_mut(key) {
             if io_read {
                 s.io_at = generation;
@@ -443,6 +443,14 @@ impl ProcReader {
             Some(s) if *s.comm == *stat.comm && (kthread || !s.cmdline.is_empty()) => {
                 (s.comm.clone(), s.cmdline.clone(), s.uid)
             }
+            // A kernel thread that renamed itself (a kworker names the
+            // workqueue it serves: several times a second under load)
+            // never execs: its empty command line, its uid and its last
+            // counters stay.
+            Some(s) if stat.kthread && s.cmdline.is_empty() => {
+                s.comm = stat.comm.as_str().into();
+                (s.comm.clone(), s.cmdline.clone(), s.uid)
+            }
             _ => {
                 let dir = format!("/proc/{pid}");
                 let cmdline = r
@@ -473,17 +481,19 @@ impl ProcReader {
     }
 
     /// The threads' own counters when the process's counters moved since
-    /// its last read (or it is new); records the counters.
+    /// its last read (or it is new); records the counters. `num_threads`:
+    /// what its stat, just read, said.
     fn threads_if_moved(
         &mut self,
         r: &mut Reader,
         key: ProcKey,
         io: &Result<ProcIo, IoUnavailable>,
+        num_threads: u32,
     ) -> Option<Box<[ThreadIo]>> {
         match (io, self.facts_mut(key)) {
             (Ok(now), Some(s)) if s.last_io != Some(*now) => {
                 s.last_io = Some(*now);
-                read_threads(r, key.pid).map(Vec::into_boxed_slice)
+                read_threads_of(r, key.pid, num_threads).map(Vec::into_boxed_slice)
             }
             _ => None,
         }
@@ -629,6 +639,48 @@ mod tests {
         assert_eq!(&*second.procs[0].cmdline, "dd if=/dev/sdb");
         assert_eq!(pr.stat_age(first.procs[0].key), None, "the old process is gone");
         assert_eq!(pr.stat_age(second.procs[0].key), Some(0));
+    }
+
+    /// A kernel thread that renames itself keeps its facts (its command
+    /// line is not read again); a child of kthreadd that is no kernel
+    /// thread (a usermode helper, exec'ing) has them read again.
+    #[test]
+    fn a_renamed_kernel_thread_keeps_its_facts_a_helper_does_not() {
+        let root = tempfile::tempdir().unwrap();
+        let io = std::fs::read(format!("{FIX}/root-6.8/proc/4242/io")).unwrap();
+        let stat = |pid: i32, comm: &str, flags: u32| {
+            format!(
+                "{pid} ({comm}) I 2 0 0 0 -1 {flags} 0 0 0 0 0 3 0 0 20 0 1 0 1057 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+            )
+        };
+        let put = |pid: i32, comm: &str, flags: u32, cmdline: &[u8]| {
+            let dir = root.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("stat"), stat(pid, comm, flags)).unwrap();
+            std::fs::write(dir.join("io"), &io).unwrap();
+            std::fs::write(dir.join("cmdline"), cmdline).unwrap();
+        };
+        // 70: a kworker (PF_KTHREAD); 71: a usermode helper before its exec.
+        put(70, "kworker/0:2-events", 0x0420_8060, b"");
+        put(71, "kworker/u8:1", 0x0040_0100, b"");
+        let mut r = Reader::new(root.path());
+        let mut pr = ProcReader::new();
+        let first = pr.read_all(&mut r).unwrap();
+        assert_eq!(first.procs.len(), 2);
+        // Renamed; the files now say what no kernel thread could (a
+        // command line): read again, it would show.
+        put(70, "kworker/0:2-mm_percpu_wq", 0x0420_8060, b"not\0read\0");
+        put(71, "modprobe", 0x0040_0100, b"/sbin/modprobe\0-q\0");
+        let second = pr.read_all(&mut r).unwrap();
+        let by_pid = |pid: i32| second.procs.iter().find(|p| p.key.pid == pid).unwrap();
+        assert_eq!(
+            (&*by_pid(70).comm, &*by_pid(70).cmdline),
+            ("kworker/0:2-mm_percpu_wq", "")
+        );
+        assert_eq!(
+            (&*by_pid(71).comm, &*by_pid(71).cmdline),
+            ("modprobe", "/sbin/modprobe -q")
+        );
     }
 
     #[test]
