@@ -23,8 +23,10 @@
 pub const PERIOD_NS: u64 = 1_000_000_000;
 /// One window and the pause after it.
 pub const CYCLE_NS: u64 = 200_000_000;
-/// The least share traced (a 2 ms window per cycle).
-pub const MIN_DUTY: f64 = 0.01;
+/// The least share traced.
+pub const MIN_DUTY: f64 = 0.001;
+/// The shortest window (the cycle grows instead).
+pub const MIN_WINDOW_NS: u64 = 2_000_000;
 /// After a window ends, requests started in it are waited for at least
 /// this long (the merge's hold-back and a read) before the drain may end
 /// with none left in flight.
@@ -56,10 +58,11 @@ impl Mark {
     }
 }
 
-/// The next duty cycle from the last period's cost: `cost_ns` of tracer
-/// CPU over `traced_ns` with `tracing_on` set, against `budget` (CPU ns per
-/// ns: 0.02 is 2% of one core). Without enough traced time to measure
-/// (< 1% of a period) the duty stays.
+/// The next duty cycle — the share of the time `tracing_on` is set,
+/// windows and drains together — from the last period's cost: `cost_ns`
+/// of tracer CPU over `traced_ns` with `tracing_on` set, against `budget`
+/// (CPU ns per ns: 0.02 is 2% of one core). Without enough traced time to
+/// measure (< 1% of a period) the duty stays.
 pub fn next_duty(budget: f64, duty: f64, cost_ns: u64, traced_ns: u64) -> f64 {
     if traced_ns < PERIOD_NS / 100 || budget <= 0.0 {
         return duty;
@@ -172,7 +175,14 @@ impl Default for Windows {
 
 impl Windows {
     fn window(duty: f64) -> u64 {
-        ((CYCLE_NS as f64 * duty) as u64).max(1)
+        ((CYCLE_NS as f64 * duty) as u64).max(MIN_WINDOW_NS)
+    }
+
+    /// A cycle that `on_ns` with `tracing_on` set (window and drain) is
+    /// `duty` of: the drains, which do not shrink with the duty, lengthen
+    /// it instead of going over the budget.
+    fn cycle(duty: f64, on_ns: u64) -> u64 {
+        (on_ns as f64 / duty.max(MIN_DUTY)) as u64
     }
 
     /// Advance at `now` with the duty cycle `duty`; `pending`: requests
@@ -212,7 +222,8 @@ impl Windows {
                         ..Step::default()
                     };
                 }
-                let open = (self.cycle_start + CYCLE_NS).max(now + 1);
+                let on = now.saturating_sub(self.cycle_start);
+                let open = (self.cycle_start + Self::cycle(duty, on)).max(now + 1);
                 self.phase = Phase::Closed { open };
                 Step {
                     on: Some(false),
@@ -263,7 +274,7 @@ mod tests {
         assert_eq!(next_duty(0.02, 0.25, 10 * MS, 250 * MS), 0.5);
         assert_eq!(next_duty(0.02, 0.1, 10 * MS, 250 * MS), 0.2);
         // far over budget: the floor
-        assert_eq!(next_duty(0.02, 1.0, 3000 * MS, 1000 * MS), MIN_DUTY);
+        assert_eq!(next_duty(0.02, 1.0, 30_000 * MS, 1000 * MS), MIN_DUTY);
         // too little traced to tell: unchanged
         assert_eq!(next_duty(0.02, 0.3, 5 * MS, 5 * MS), 0.3);
         // nothing spent: doubles back to whole
@@ -324,32 +335,23 @@ mod tests {
         assert_eq!(w.step(1033 * MS, 0.15, Some(0)).on, None);
         assert_eq!(w.step(1036 * MS, 0.15, Some(2)).on, None);
         let s = w.step(1037 * MS, 0.15, Some(0));
-        assert_eq!((s.on, s.wake), (Some(false), Some(1200 * MS)));
+        // 37 ms on (window and drain) are 15% of a cycle of 246.7 ms
+        let open = 1000 * MS + (37.0 * MS as f64 / 0.15) as u64;
+        assert_eq!((s.on, s.wake), (Some(false), Some(open)));
         assert_eq!(w.step(1100 * MS, 0.15, None).on, None);
-        let s = w.step(1200 * MS, 0.15, None);
+        let s = w.step(open, 0.15, None);
         assert_eq!(s.on, Some(true));
-        assert_eq!(
-            s.mark,
-            Some(Mark::Open {
-                ts: 1200 * MS,
-                full: false
-            })
-        );
-        assert_eq!(s.wake, Some(1230 * MS));
-        w.step(1230 * MS, 0.15, None);
-        // a drain that never empties ends at the cap
-        assert_eq!(w.step(1279 * MS, 0.15, Some(1)).wake, Some(1280 * MS));
-        let s = w.step(1280 * MS, 0.15, Some(1));
-        assert_eq!((s.on, s.wake), (Some(false), Some(1400 * MS)));
-        // whole again at the next cycle
-        let s = w.step(1400 * MS, 1.0, None);
-        assert_eq!(
-            s.mark,
-            Some(Mark::Open {
-                ts: 1400 * MS,
-                full: true
-            })
-        );
+        assert_eq!(s.mark, Some(Mark::Open { ts: open, full: false }));
+        assert_eq!(s.wake, Some(open + 30 * MS));
+        w.step(open + 30 * MS, 0.15, None);
+        // a drain that never empties ends at the cap: 80 ms on
+        let cap = open + 80 * MS;
+        assert_eq!(w.step(cap - 1, 0.15, Some(1)).wake, Some(cap));
+        let s = w.step(cap, 0.15, Some(1));
+        let next = open + (80.0 * MS as f64 / 0.15) as u64;
+        assert_eq!((s.on, s.wake), (Some(false), Some(next)));
+        let s = w.step(next, 1.0, None);
+        assert_eq!(s.mark, Some(Mark::Open { ts: next, full: true }));
         assert_eq!((s.on, s.wake, w.phase), (Some(true), None, Phase::Full));
     }
 }
