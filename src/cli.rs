@@ -85,6 +85,10 @@ pub struct Cli {
     #[arg(long, env = "IOLENS_NO_FILE_EVENTS")]
     pub no_file_events: bool,
 
+    /// CPU the block tracer may use, % of one core (its reads, decode and model); above it requests are traced in windows and the counts scaled (JSON trace_share). off (the default for now) or 0: no limit
+    #[arg(long, env = "IOLENS_TRACE_BUDGET", value_name = "PCT", default_value = "off", value_parser = parse_budget, global = true)]
+    pub trace_budget: f64,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -189,6 +193,19 @@ pub struct ReplayArgs {
     /// Number of processes listed per report
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+}
+
+/// A CPU budget in % of one core: a number in [0, 100], or `off` (0: no
+/// limit).
+pub fn parse_budget(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    if t.eq_ignore_ascii_case("off") {
+        return Ok(0.0);
+    }
+    match t.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a share of a core in % (0 to 100, or off)")),
+    }
 }
 
 /// A size with an optional K, M, G suffix (powers of 1024; `B`, `iB` accepted).

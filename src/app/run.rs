@@ -190,6 +190,7 @@ fn plan(cli: &Cli) -> Plan {
         },
         trace_off: crate::session::trace_disabled(cli),
         file_events: !cli.no_file_events,
+        trace_budget: crate::session::trace_budget(cli),
     }
 }
 

@@ -19,6 +19,7 @@ pub fn bench_sample(cli: &Cli, args: &BenchArgs) -> anyhow::Result<ExitCode> {
         watch: Watch::default(),
         trace_off: Some("not used by the benchmark"),
         file_events: false,
+        trace_budget: None,
     });
     let collector = session.sampler.collector();
     let mut model = crate::session::model();

@@ -407,6 +407,7 @@ pub fn json_report(model: &Model, top: usize) -> serde_json::Value {
         "errors": model.errors,
         "findings": crate::present::findings::json_list(model.findings.findings()),
         "trace": crate::present::trace_json::counts_json(&model.trace),
+        "trace_share": model.trace.active.then_some(model.trace.interval.share.0),
         "traced_processes": trace::traced_processes_json(model),
         "files": crate::present::files::files_json(model, top),
         "files_info": crate::present::files::files_info_json(model),

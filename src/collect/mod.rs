@@ -368,6 +368,11 @@ pub fn realtime_ns() -> u64 {
     timespec_ns(rustix::time::clock_gettime(ClockId::Realtime))
 }
 
+/// CPU time used by the calling thread so far, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    timespec_ns(rustix::time::clock_gettime(ClockId::ThreadCPUTime))
+}
+
 /// CPU time used by this process so far, in nanoseconds (for benchmarks).
 pub fn process_cpu_ns() -> u64 {
     timespec_ns(rustix::time::clock_gettime(ClockId::ProcessCPUTime))

@@ -20,6 +20,7 @@ pub fn counts_json(t: &TraceView) -> Value {
         "missed_pages": iv.missed_pages,
         "unmatched": iv.unmatched,
         "decode_errors": iv.decode_errors,
+        "trace_share": t.active.then_some(iv.share.0),
     })
 }
 

@@ -113,6 +113,8 @@ pub struct Plan {
     pub trace_off: Option<&'static str>,
     /// Trace the page-cache events too (not `--no-file-events`).
     pub file_events: bool,
+    /// The tracer's CPU budget, share of one core (`None`: no limit).
+    pub trace_budget: Option<f64>,
 }
 
 impl Plan {
@@ -126,19 +128,31 @@ impl Plan {
             watch: Watch::default(),
             trace_off,
             file_events: !cli.no_file_events,
+            trace_budget: trace_budget(cli),
         }
     }
 }
 
+/// `--trace-budget` as a share of one core (`None`: no limit).
+pub fn trace_budget(cli: &Cli) -> Option<f64> {
+    (cli.trace_budget > 0.0).then_some(cli.trace_budget / 100.0)
+}
+
 /// Starts the block tracer where the session's plan allows it.
 #[derive(Debug, Clone)]
-pub struct TraceSetup(Option<&'static str>, bool, Arc<AlsoScan>, Option<ExitTgids>);
+pub struct TraceSetup(
+    Option<&'static str>,
+    bool,
+    Option<f64>,
+    Arc<AlsoScan>,
+    Option<ExitTgids>,
+);
 
 impl TraceSetup {
     /// Start tracing (or keep why it is off); removed when dropped. The
     /// processes of the page-cache events are read by the next fd scan.
     pub fn start(self) -> Tracing {
-        Tracing::start(self.0, self.1, self.2, self.3)
+        Tracing::start(self.0, self.1, self.2, self.3, self.4)
     }
 }
 
@@ -174,7 +188,7 @@ impl Session {
                     e
                 }),
             ),
-            tracer: TraceSetup(plan.trace_off, plan.file_events, also, exits),
+            tracer: TraceSetup(plan.trace_off, plan.file_events, plan.trace_budget, also, exits),
         }
     }
 }

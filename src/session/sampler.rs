@@ -145,6 +145,7 @@ mod tests {
             watch: Watch::default(),
             trace_off: Some("a test"),
             file_events: true,
+            trace_budget: None,
         })
     }
 

@@ -8,6 +8,7 @@ use crate::collect::fdinfo::{AlsoScan, FileId};
 use crate::collect::taskstats::ExitTgids;
 use crate::collect::trace::block::BlockEvent;
 use crate::collect::trace::block::Dev;
+use crate::collect::trace::budget::{Controller, Mark};
 use crate::collect::trace::dirty::{self, PauseEvent};
 use crate::collect::trace::file::{FileEvent, Where};
 use crate::collect::trace::reader::{self, Counters, Handle, Sink, Tracer};
@@ -37,8 +38,15 @@ impl Tracing {
     /// reason it is off is kept.
     /// The process of an event whose thread is gone is looked up in
     /// `exits` first. `file_events`: also the page-cache events (per-file
-    /// reads and dirtying).
-    pub fn start(disabled: Option<&str>, file_events: bool, also: Arc<AlsoScan>, exits: Option<ExitTgids>) -> Tracing {
+    /// reads and dirtying). `budget`: the tracer's CPU budget, share of one
+    /// core (`None`: no limit).
+    pub fn start(
+        disabled: Option<&str>,
+        file_events: bool,
+        budget: Option<f64>,
+        also: Arc<AlsoScan>,
+        exits: Option<ExitTgids>,
+    ) -> Tracing {
         let tracker = Arc::new(Mutex::new(Accumulator::default()));
         let files = Arc::new(Mutex::new(FileTracker::default()));
         let throttle = Arc::new(Mutex::new(ThrottleTracker::default()));
@@ -55,6 +63,9 @@ impl Tracing {
         }
         let started = Tracer::start_with(file_events).and_then(|mut t| {
             t.exits = exits;
+            if let Some(b) = budget {
+                t.hold_to(Controller::new(b))?;
+            }
             let sink = Feed {
                 tracker: tracker.clone(),
                 files: files.clone(),
@@ -142,21 +153,25 @@ impl Tracing {
         };
         h.flush();
         let mut t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
-        let interval = t.take_interval();
+        let interval = t.take_interval_at(crate::collect::monotonic_ns());
         let log: Vec<_> = t.log().copied().collect();
         let skip = log.len().saturating_sub(VIEW_LOG);
         let files = match &self.files_off {
             Some(why) => FilesView::off(why.clone()),
-            None => FilesView {
-                active: true,
-                reason: None,
-                interval: self
+            None => {
+                let mut iv = self
                     .files
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .take_interval(),
-                names: Vec::new(),
-            },
+                    .take_interval();
+                crate::model::trace::window::scale_files(&mut iv, interval.share);
+                FilesView {
+                    active: true,
+                    reason: None,
+                    interval: iv,
+                    names: Vec::new(),
+                }
+            }
         };
         let dirty = match &self.throttle_off {
             Some(why) => ThrottleView::off(why.clone()),
@@ -206,7 +221,29 @@ impl Sink for Feed {
         t.set_counters(c);
     }
 
+    fn marks(&mut self, marks: &[Mark]) {
+        let mut t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+        for &m in marks {
+            t.mark(m);
+        }
+    }
+
+    fn pending(&mut self) -> Option<usize> {
+        Some(self.tracker.lock().unwrap_or_else(PoisonError::into_inner).pending())
+    }
+
     fn files(&mut self, events: &[FileEvent]) {
+        // Traced in windows: the events of the drains are left out.
+        let kept: Vec<FileEvent>;
+        let events = {
+            let t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+            if t.sampled() {
+                kept = events.iter().filter(|e| t.accepts(e.ts)).copied().collect();
+                &kept[..]
+            } else {
+                events
+            }
+        };
         let mut f = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         f.feed(events);
         // Each process once per file run, with the file its event names

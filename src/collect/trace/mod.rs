@@ -10,6 +10,7 @@
 //! model code: `model::trace`.
 
 pub mod block;
+pub mod budget;
 pub mod dirty;
 pub mod file;
 pub mod instance;
@@ -18,6 +19,7 @@ pub mod merge;
 pub mod page;
 pub mod reader;
 pub mod reads;
+pub mod sampling;
 
 use std::path::Path;
 

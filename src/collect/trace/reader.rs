@@ -21,10 +21,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::block::{BlockEvent, Kind};
+use super::budget::Mark;
 use super::dirty::PauseEvent;
 use super::file::FileEvent;
 use super::instance::{CpuStats, Instance, Mount, remove_stale};
 use super::merge::Merger;
+use super::sampling::{Sampling, thread_cpu_ns};
 use super::{DecodeStats, Decoder, Side, read_small};
 use crate::collect::monotonic_ns;
 use crate::collect::taskstats::ExitTgids;
@@ -81,6 +83,8 @@ pub struct Tracer {
     pub exits: Option<ExitTgids>,
     stats_read_ns: u64,
     pub counters: Counters,
+    /// The CPU budget, when one holds the tracer ([`Tracer::hold_to`]).
+    pub sampling: Option<Sampling>,
     pub instance: Instance,
     pub mount: Mount,
 }
@@ -165,6 +169,7 @@ impl Tracer {
             exits: None,
             stats_read_ns: 0,
             counters: Counters::default(),
+            sampling: None,
             instance,
             mount,
         })
@@ -398,6 +403,12 @@ pub trait Sink: Send + 'static {
     fn files(&mut self, _events: &[FileEvent]) {}
     /// Passes through the dirty throttle, in time order (after `files`).
     fn pauses(&mut self, _events: &[PauseEvent]) {}
+    /// Window edges of the CPU budget (after the events of the same poll).
+    fn marks(&mut self, _marks: &[Mark]) {}
+    /// Requests started in the last window not complete yet.
+    fn pending(&mut self) -> Option<usize> {
+        None
+    }
 }
 
 impl<F: FnMut(&[BlockEvent], &Counters) + Send + 'static> Sink for F {
@@ -415,17 +426,36 @@ struct Running {
     out: Vec<BlockEvent>,
     files: Vec<FileEvent>,
     pauses: Vec<PauseEvent>,
+    marks: Vec<Mark>,
 }
 
 impl Running {
-    /// Read the buffers and hand what is in order to the sink; returns the
-    /// pages read.
+    /// Read the buffers and hand what is in order to the sink, then step
+    /// the budget (its CPU counted from here); returns the pages read.
     fn poll(&mut self) -> usize {
+        let t0 = self.tracer.sampling.is_some().then(thread_cpu_ns);
         let pages = self.tracer.poll(&mut self.out);
         self.sink.events(&self.out, &self.tracer.counters);
         self.out.clear();
         self.deliver_files();
+        if let Some(t0) = t0 {
+            let pending = self.sink.pending();
+            if let Some(s) = &mut self.tracer.sampling {
+                s.step(monotonic_ns(), pending);
+                s.take_marks(&mut self.marks);
+                s.charge(thread_cpu_ns().saturating_sub(t0));
+            }
+            if !self.marks.is_empty() {
+                self.sink.marks(&self.marks);
+                self.marks.clear();
+            }
+        }
         pages
+    }
+
+    /// When the budget's next edge is due.
+    fn wake(&self) -> Option<u64> {
+        self.tracer.sampling.as_ref().and_then(|s| s.wake)
     }
 
     fn deliver_files(&mut self) {
@@ -475,6 +505,7 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
     let events = tracer.instance.enabled.clone();
     let buffer_kb = tracer.instance.buffer_kb;
     let watermark = tracer.watermark_fds()?;
+    let mut wake = tracer.sampling.as_ref().and_then(|s| s.wake);
     let shared = Arc::new(Shared {
         running: Mutex::new(Some(Running {
             tracer,
@@ -482,6 +513,7 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
             out: Vec::new(),
             files: Vec::new(),
             pauses: Vec::new(),
+            marks: Vec::new(),
         })),
         stop: AtomicBool::new(false),
         waker: Waker::new()?,
@@ -494,13 +526,18 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
                 Some(fds) => (fds.iter().map(|f| f.as_fd()).collect(), WATERMARK_WAIT),
                 None => (Vec::new(), wait),
             };
+            // The budget's next window edge comes first.
+            let timeout = wake.map_or(timeout, |w| {
+                timeout.min(Duration::from_nanos(w.saturating_sub(monotonic_ns())))
+            });
             if sh.waker.wait(&fds, Some(timeout)).is_err() {
                 std::thread::sleep(POLL);
             }
             if sh.stop.load(Ordering::Relaxed) {
                 break;
             }
-            let pages = sh.lock().as_mut().map_or(0, Running::poll);
+            let (pages, next) = sh.lock().as_mut().map_or((0, None), |r| (r.poll(), r.wake()));
+            wake = next;
             wait = if pages == 0 { (wait * 2).min(POLL_IDLE) } else { POLL };
         }
         // The pipes are closed before the instance is removed.

@@ -11,6 +11,7 @@ pub mod hist;
 pub mod requests;
 pub mod seq;
 pub mod view;
+pub mod window;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -18,12 +19,14 @@ use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::collect::trace::block::{BlockEvent, Dev, Op};
+use crate::collect::trace::block::{BlockEvent, Dev, Kind, Op};
+use crate::collect::trace::budget::Mark;
 use crate::collect::trace::reader::Counters;
 use crate::model::pattern::Pattern;
 use hist::{LatHist, Log2Hist};
 use requests::{Issued, Matcher, Outcome, Request, Task};
 use seq::Classifier;
+use window::{Gate, Share};
 
 /// Requests kept for the live log.
 pub const LOG_LEN: usize = 2000;
@@ -229,6 +232,10 @@ pub struct TraceInterval {
     pub unmatched: u64,
     pub decode_errors: u64,
     pub events: u64,
+    /// The share of the interval traced (1.0: every request; below, the
+    /// tracer's CPU budget bound and the counts are scaled: [`window`]).
+    #[serde(rename = "trace_share")]
+    pub share: Share,
 }
 
 impl TraceInterval {
@@ -288,12 +295,25 @@ pub struct Accumulator {
     last_counters: Counters,
     dropped_seen: u64,
     last_ts: u64,
+    first_ts: Option<u64>,
+    /// The tracer's windows when its budget binds.
+    gate: Gate,
 }
 
 impl Accumulator {
     pub fn feed(&mut self, events: &[BlockEvent]) {
+        if let Some(e) = events.first() {
+            self.first_ts.get_or_insert(e.ts);
+        }
         for e in events {
             self.last_ts = self.last_ts.max(e.ts);
+            if self.gate.advance(e.ts) {
+                self.matcher.clear();
+            }
+            self.matcher.strict = self.gate.strict;
+            if !self.gate.accepting && matches!(e.kind, Kind::Start | Kind::Queue) {
+                continue;
+            }
             match self.matcher.feed(e) {
                 Outcome::Nothing => {}
                 Outcome::Issued(i) => self.issued(&i),
@@ -391,14 +411,45 @@ impl Accumulator {
         self.last_counters = *c;
     }
 
-    /// Close the interval: expire stale entries, return what was gathered.
+    /// A window edge of the tracer (its budget binds), in time order with
+    /// the others.
+    pub fn mark(&mut self, m: Mark) {
+        self.gate.mark(m);
+    }
+
+    /// Traced in windows now or in the interval so far.
+    pub fn sampled(&self) -> bool {
+        self.gate.sampled()
+    }
+
+    /// Whether an event at `ts` fell inside a window ([`Gate::accepts`]).
+    pub fn accepts(&self, ts: u64) -> bool {
+        self.gate.accepts(ts)
+    }
+
+    /// Requests whose start was seen and that are not complete yet (the
+    /// drain after a window waits for them).
+    pub fn pending(&self) -> usize {
+        self.matcher.pending()
+    }
+
+    /// Close the interval at the last event.
     pub fn take_interval(&mut self) -> TraceInterval {
+        self.take_interval_at(self.last_ts)
+    }
+
+    /// Close the interval at `now` (trace clock): expire stale entries,
+    /// return what was gathered, its counts scaled to the whole interval
+    /// when it was traced in windows.
+    pub fn take_interval_at(&mut self, now: u64) -> TraceInterval {
         self.matcher.expire(self.last_ts);
         self.streams.expire(self.last_ts);
         let dropped = self.matcher.dropped - self.dropped_seen;
         self.dropped_seen = self.matcher.dropped;
         let mut out = std::mem::take(&mut self.cur);
         out.unmatched = dropped + out.devices.values().map(|d| d.unmatched).sum::<u64>();
+        let share = self.gate.take_share(now, self.first_ts.unwrap_or(now));
+        window::scale(&mut out, share);
         out
     }
 

@@ -132,6 +132,12 @@ pub struct Matcher {
     flush_issued: HashMap<Dev, VecDeque<(u64, Task)>>,
     /// Starts and requests dropped without an end (expired, capped, lost).
     pub dropped: u64,
+    /// Tracing in windows: a request whose start was not seen is not
+    /// followed (its issue and completion are ignored, not unmatched).
+    pub strict: bool,
+    /// Starts and requests dropped when a window opened (their drain
+    /// ended first).
+    pub cut: u64,
 }
 
 impl Matcher {
@@ -264,6 +270,9 @@ impl Matcher {
             }
         }
         let queued_ts = self.take_queued(e.dev, e.sector, e.sector.saturating_add(sectors.max(1)));
+        if self.strict && start.is_none() {
+            return Outcome::Nothing;
+        }
         let task = start.map_or_else(|| Task::of(e), |s| s.task);
         if self.flight.len() >= MAX_ENTRIES {
             self.dropped += self.flight.len() as u64;
@@ -293,7 +302,11 @@ impl Matcher {
 
     fn complete(&mut self, e: &BlockEvent, _op: Op, sectors: u64) -> Outcome {
         let Some(mut f) = self.flight.remove(&(e.dev, e.sector)) else {
-            return Outcome::Unmatched(e.dev);
+            return if self.strict {
+                Outcome::Nothing
+            } else {
+                Outcome::Unmatched(e.dev)
+            };
         };
         if sectors < f.left {
             // Partial completion: the rest continues at the next sector.
@@ -318,7 +331,11 @@ impl Matcher {
 
     fn flush_done(&mut self, e: &BlockEvent) -> Outcome {
         let Some((issue_ts, issuer)) = self.flush_issued.get_mut(&e.dev).and_then(|q| q.pop_front()) else {
-            return Outcome::Unmatched(e.dev);
+            return if self.strict {
+                Outcome::Nothing
+            } else {
+                Outcome::Unmatched(e.dev)
+            };
         };
         // The waiters this flush served: all that started before its issue.
         let mut first: Option<Start> = None;
@@ -327,6 +344,9 @@ impl Matcher {
                 let s = q.pop_front();
                 first = first.or(s);
             }
+        }
+        if self.strict && first.is_none() {
+            return Outcome::Nothing;
         }
         Outcome::Done(Request {
             dev: e.dev,
@@ -381,5 +401,24 @@ impl Matcher {
     /// Requests in flight now.
     pub fn in_flight(&self) -> usize {
         self.flight.len()
+    }
+
+    /// Starts, flush waiters and requests not complete yet.
+    pub fn pending(&self) -> usize {
+        self.n_starts + self.flight.len() + self.flush_waiters.values().map(VecDeque::len).sum::<usize>()
+    }
+
+    /// Forget every start and request in flight (a window opens: what the
+    /// last drain did not see complete will not be), counting them in
+    /// [`Matcher::cut`].
+    pub fn clear(&mut self) {
+        self.cut += self.pending() as u64 + self.n_queued as u64;
+        self.starts.clear();
+        self.n_starts = 0;
+        self.queued.clear();
+        self.n_queued = 0;
+        self.flight.clear();
+        self.flush_waiters.clear();
+        self.flush_issued.clear();
     }
 }

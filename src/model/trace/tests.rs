@@ -321,3 +321,93 @@ fn io_uring_worker_requests_are_their_processes() {
     iv.name_io_uring_rows(|pid| (pid == 812).then(|| "fio".to_string()));
     assert_eq!(iv.procs[&(812, D)].comm, "fio");
 }
+
+const MS: u64 = 1_000_000;
+
+fn req(t: &mut Accumulator, start: Option<f64>, issue: f64, done: Option<f64>, sector: u64) {
+    let ns = |ms: f64| (ms * MS as f64) as u64;
+    let mut evs = Vec::new();
+    if let Some(s) = start {
+        evs.push(ev(ns(s), Kind::Start, "R", sector, 8, 42));
+    }
+    evs.push(ev(ns(issue), Kind::Issue, "R", sector, 8, 42));
+    if let Some(d) = done {
+        evs.push(ev(ns(d), Kind::Complete, "R", sector, 8, 0));
+    }
+    evs.sort_by_key(|e| e.ts);
+    t.feed(&evs);
+}
+
+/// Tracing whole, then in windows: a request straddling a window's end is
+/// kept when it completes in the drain; one started after the end, or
+/// before a window began, is left out (not unmatched); one the drain did
+/// not see complete is dropped when the next window opens; the counts
+/// are scaled by the traced share.
+#[test]
+fn windows_keep_the_drained_and_ignore_the_unseen() {
+    use crate::collect::trace::budget::Mark;
+    let mut t = Accumulator::default();
+    req(&mut t, Some(10.0), 10.1, Some(11.0), 0); // A: whole tracing
+    t.mark(Mark::End { ts: 100 * MS });
+    req(&mut t, Some(95.0), 96.0, None, 500); // F: never completes in its drain
+    req(&mut t, Some(99.0), 99.5, Some(120.0), 100); // B: straddles the end
+    req(&mut t, Some(101.0), 101.5, Some(102.0), 200); // C: starts in the drain
+    assert_eq!(t.pending(), 1, "F is still waited for");
+    t.mark(Mark::Open {
+        ts: 200 * MS,
+        full: false,
+    });
+    req(&mut t, None, 200.5, Some(201.0), 300); // D: started before the window
+    req(&mut t, Some(201.0), 201.2, Some(202.0), 400); // E
+    // F's completion after the next window opened: dropped with the drain
+    t.feed(&[ev(205 * MS, Kind::Complete, "R", 500, 8, 0)]);
+    t.mark(Mark::End { ts: 250 * MS });
+    // page-cache events are taken inside windows only
+    let inside: Vec<bool> = [50, 150, 210, 260].iter().map(|&ms| t.accepts(ms * MS)).collect();
+    assert_eq!(inside, [true, false, true, false]);
+    assert!(t.sampled());
+    let log: Vec<u64> = t.log().map(|r| r.sector).collect();
+    assert_eq!(log, [0, 100, 400]);
+    let iv = t.take_interval_at(300 * MS);
+    // traced: [10, 100) and [200, 250) of [10, 300): 140 of 290 ms
+    assert!((iv.share.0 - 140.0 / 290.0).abs() < 1e-12, "{:?}", iv.share);
+    let d = &iv.devices[&D];
+    // A, B, E completed, A, B, E, F issued; 4 KiB each; × 290 / 140
+    assert_eq!(d.completed[0], 6); // 3 × 2.071 = 6.21
+    assert_eq!(d.issued, 8); // 4 × 2.071 = 8.29
+    assert_eq!(d.bytes[0], 25454); // 12288 × 2.071 = 25453.7
+    assert_eq!((d.unmatched, iv.unmatched), (0, 0));
+    // the latencies are those traced, unscaled
+    assert_eq!(d.latency[0].total.n, 3);
+    let p = &iv.procs[&(42, D)];
+    assert_eq!((p.completed, p.read_bytes, p.issued), (6, 25454, 8));
+    assert_eq!(t.matcher.cut, 1, "F");
+    // an interval with no window open: nothing traced, nothing scaled
+    assert_eq!(t.take_interval_at(400 * MS).share.0, 0.0);
+    // whole again
+    t.mark(Mark::Open {
+        ts: 450 * MS,
+        full: true,
+    });
+    req(&mut t, None, 451.0, Some(452.0), 600);
+    let iv = t.take_interval_at(500 * MS);
+    assert!((iv.share.0 - 0.5).abs() < 1e-12, "{:?}", iv.share);
+    req(&mut t, None, 501.0, Some(502.0), 700);
+    let iv = t.take_interval_at(600 * MS);
+    assert_eq!((iv.share.0, iv.devices[&D].completed[0]), (1.0, 1));
+    assert_eq!(iv.devices[&D].unmatched, 0);
+}
+
+#[test]
+fn whole_tracing_is_not_scaled() {
+    let mut t = Accumulator::default();
+    req(&mut t, Some(1.0), 1.5, Some(3.0), 0);
+    req(&mut t, None, 4.0, Some(5.0), 8);
+    t.feed(&[ev(6 * MS, Kind::Complete, "R", 64, 8, 0)]);
+    let iv = t.take_interval_at(1000 * MS);
+    assert_eq!(iv.share, window::Share(1.0));
+    let d = &iv.devices[&D];
+    assert_eq!((d.issued, d.completed[0], d.unmatched), (2, 2, 1));
+    let json = serde_json::to_value(&iv).map(|v| v["trace_share"].clone());
+    assert_eq!(json.ok(), Some(serde_json::json!(1.0)));
+}

@@ -1,0 +1,151 @@
+//! The tracer's CPU budget at work: measures the tracer's CPU time, lets
+//! the [`Controller`] pick the duty cycle and the [`Windows`] the edges,
+//! and sets and clears the instance's `tracing_on` at those edges.
+//!
+//! What is measured (the cost the budget holds): the CPU time of the
+//! thread that reads the buffers, around each read — the reads of
+//! `trace_pipe_raw`, the decode, the merge, the task lookups and the
+//! model's feed (the sink), and the `tracing_on` writes — whether the
+//! tracer's own thread or a sample's flush does it
+//! (CLOCK_THREAD_CPUTIME_ID of the reading thread). Not included: the
+//! wake-ups of the tracer's thread in poll(2) outside the reads, and the
+//! kernel's cost of the tracepoints themselves, which the traced tasks
+//! pay.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use super::budget::{Controller, Mark, Phase, Windows};
+
+/// CPU time of the calling thread, ns.
+pub fn thread_cpu_ns() -> u64 {
+    crate::collect::thread_cpu_ns()
+}
+
+/// A budget: the controller, the windows, the instance's `tracing_on`.
+#[derive(Debug)]
+pub struct Sampling {
+    pub controller: Controller,
+    pub windows: Windows,
+    tracing_on: File,
+    /// Tracer CPU so far, ns.
+    pub cost_ns: u64,
+    /// Time with `tracing_on` set so far (to `on_since`), ns.
+    traced_ns: u64,
+    on_since: Option<u64>,
+    /// The edges made since the last [`Sampling::take_marks`].
+    marks: Vec<Mark>,
+    /// When to step again.
+    pub wake: Option<u64>,
+    /// `tracing_on` writes that failed.
+    pub errors: u64,
+}
+
+impl Sampling {
+    /// Hold the tracer to `controller` from `now`, through `tracing_on`
+    /// (open for writing).
+    pub fn new(controller: Controller, tracing_on: File, now: u64) -> Sampling {
+        let mut s = Sampling {
+            controller,
+            windows: Windows::default(),
+            tracing_on,
+            cost_ns: 0,
+            traced_ns: 0,
+            on_since: Some(now),
+            marks: Vec::new(),
+            wake: None,
+            errors: 0,
+        };
+        s.controller.update(now, 0, 0);
+        // A fixed duty starts its windows at once.
+        s.step(now, None);
+        s
+    }
+
+    /// Time with `tracing_on` set up to `now`.
+    pub fn traced_ns(&self, now: u64) -> u64 {
+        self.traced_ns + self.on_since.map_or(0, |s| now.saturating_sub(s))
+    }
+
+    /// The share of the time traced now (1.0: whole).
+    pub fn duty(&self) -> f64 {
+        if self.windows.phase == Phase::Full {
+            1.0
+        } else {
+            self.controller.duty()
+        }
+    }
+
+    /// Count `ns` of tracer CPU.
+    pub fn charge(&mut self, ns: u64) {
+        self.cost_ns += ns;
+    }
+
+    /// Advance at `now`: close a period, make the edges due. `pending`:
+    /// the requests the model still waits for (for the drain).
+    pub fn step(&mut self, now: u64, pending: Option<usize>) {
+        self.controller.update(now, self.cost_ns, self.traced_ns(now));
+        if self.wake.is_some_and(|w| now < w) {
+            return;
+        }
+        // Two steps at most: a drain that ends late may open the next
+        // window at once.
+        for _ in 0..2 {
+            let s = self.windows.step(now, self.controller.duty(), pending);
+            if let Some(on) = s.on {
+                self.set_on(on, now);
+            }
+            if let Some(m) = s.mark {
+                self.marks.push(m);
+            }
+            self.wake = s.wake;
+            if s.wake.is_none_or(|w| w > now) {
+                break;
+            }
+        }
+    }
+
+    fn set_on(&mut self, on: bool, now: u64) {
+        match (on, self.on_since) {
+            (true, None) => self.on_since = Some(now),
+            (false, Some(s)) => {
+                self.traced_ns += now.saturating_sub(s);
+                self.on_since = None;
+            }
+            _ => {}
+        }
+        if self.tracing_on.write_at(if on { b"1" } else { b"0" }, 0).is_err() {
+            self.errors += 1;
+        }
+    }
+
+    /// The window edges made since the last call, oldest first.
+    pub fn take_marks(&mut self, out: &mut Vec<Mark>) {
+        out.append(&mut self.marks);
+    }
+}
+
+impl super::reader::Tracer {
+    /// Hold the tracer to a CPU budget (or a fixed duty cycle:
+    /// [`Controller::fixed`]): from now on it traces in windows when the
+    /// budget binds, through the instance's `tracing_on`.
+    pub fn hold_to(&mut self, controller: Controller) -> Result<(), String> {
+        let path = self.instance.dir.join("tracing_on");
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("opening {}: {e}", path.display()))?;
+        self.sampling = Some(Sampling::new(controller, f, crate::collect::monotonic_ns()));
+        Ok(())
+    }
+
+    /// Step the budget at `now` (callers that read with [`Tracer::poll`]
+    /// themselves; the thread of `reader::spawn` does it after each read):
+    /// the window edges made are appended to `marks` for the model.
+    pub fn step_budget(&mut self, now: u64, pending: Option<usize>, marks: &mut Vec<Mark>) {
+        if let Some(s) = &mut self.sampling {
+            s.step(now, pending);
+            s.take_marks(marks);
+        }
+    }
+}
