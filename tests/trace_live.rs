@@ -236,7 +236,7 @@ fn without_tracing_the_estimate_is_marked() {
 fn an_interval_taken_right_after_requests_has_them_all() {
     let Some((_one, lo)) = tracer_and_loop(8) else { return };
     let (major, minor) = lo.numbers().expect("the loop device in sysfs");
-    let tracing = iolens::session::tracing::Tracing::start(None, true, Some(0.02), Default::default(), None);
+    let tracing = iolens::session::tracing::Tracing::start(None, true, None, Default::default(), None);
     assert!(tracing.active(), "tracing did not start as root");
     // Idle first, so the tracer polls at its slowest.
     std::thread::sleep(Duration::from_millis(400));
