@@ -56,8 +56,17 @@ pub struct Engine {
     pwd: HashMap<(i32, u64), Vec<u8>>,
     /// Walk into FUSE, network and automount filesystems (`--walk-network`).
     pub network: bool,
-    /// The jobs' read trace, or why there is none.
-    files: Result<FileTracking, String>,
+    /// The jobs' read trace.
+    files: Files,
+}
+
+/// The jobs' read trace.
+enum Files {
+    /// Not traced, and why.
+    Off(String),
+    /// Asked for: it starts at the first pass.
+    Wanted,
+    On(Box<FileTracking>),
 }
 
 impl std::fmt::Debug for Engine {
@@ -66,9 +75,6 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-/// What `files` holds until the first pass starts the trace.
-const WANTED: &str = "the files a job reads are traced from the first pass on";
-
 impl Engine {
     pub fn new(network: bool) -> Self {
         Engine {
@@ -76,7 +82,9 @@ impl Engine {
             argv: HashMap::new(),
             pwd: HashMap::new(),
             network,
-            files: Err("the files a job reads are traced only by a live session as root, without --no-trace".into()),
+            files: Files::Off(
+                "the files a job reads are traced only by a live session as root, without --no-trace".into(),
+            ),
         }
     }
 
@@ -86,20 +94,22 @@ impl Engine {
     /// samples: setting up its instance takes about 20 ms, which the
     /// dashboard's first frame does not wait for.
     pub fn trace_files(&mut self) {
-        self.files = Err(WANTED.into());
+        self.files = Files::Wanted;
     }
 
     /// One pass: `candidates` are the listed pids whose comm is a tool's.
     /// The jobs' current files are left to the tracker (from the open-file
     /// scan).
     pub fn read(&mut self, candidates: &[i32]) -> Vec<JobInput> {
-        if matches!(&self.files, Err(e) if e == WANTED) {
-            self.files =
-                FileTracking::start(TOOL_COMMS).map_err(|e| format!("the files a job reads are not traced: {e}"));
+        if matches!(self.files, Files::Wanted) {
+            self.files = match FileTracking::start(TOOL_COMMS) {
+                Ok(f) => Files::On(Box::new(f)),
+                Err(e) => Files::Off(format!("the files a job reads are not traced: {e}")),
+            };
         }
         // Drained at every pass, jobs or not: a job's first reads wait
         // there until it is listed.
-        if let Ok(f) = self.files.as_mut() {
+        if let Files::On(f) = &mut self.files {
             f.poll();
         }
         if candidates.is_empty() && self.known.is_empty() {
@@ -132,13 +142,13 @@ impl Engine {
                 let k = self.prepare(g.tool, &argv, root);
                 self.known.insert(key, k);
             }
-            let busy: Vec<u64> = self.walking_mounts();
             let Some(k) = self.known.get_mut(&key) else { continue };
-            let total = poll_total(k, &busy);
+            let total = poll_total(k);
             let pids: Vec<i32> = g.pids().collect();
-            let (files_done, files_why) = match self.files.as_mut() {
-                Ok(f) => f.job(key, k.tool, &pids, k.walked.as_ref()),
-                Err(why) => (None, Some(why.clone())),
+            let (files_done, files_why) = match &mut self.files {
+                Files::On(f) => f.job(key, k.tool, &pids, k.walked.as_ref()),
+                Files::Off(why) => (None, Some(why.clone())),
+                Files::Wanted => (None, None),
             };
             // The root's reads; cp/mv copy with copy_file_range, whose bytes
             // count on both sides once a call returns (a whole file): the
@@ -166,7 +176,7 @@ impl Engine {
                 gone: false,
             });
         }
-        if let Ok(f) = self.files.as_mut() {
+        if let Files::On(f) = &mut self.files {
             for (key, files_done) in f.retain(&live) {
                 if let Some(k) = self.known.get(&key) {
                     inputs.push(JobInput {
@@ -348,8 +358,6 @@ impl Engine {
     }
 }
 
-/// The mount holding `p` (longest mount point prefix; the last mounted
-/// wins among equal ones).
 /// How long a process started at `start_ticks` (clock ticks after boot)
 /// has run.
 fn age_ns(start_ticks: u64) -> Option<u64> {
@@ -358,6 +366,8 @@ fn age_ns(start_ticks: u64) -> Option<u64> {
     (start_ns.is_finite() && now >= start_ns).then_some((now - start_ns) as u64)
 }
 
+/// The mount holding `p` (longest mount point prefix; the last mounted
+/// wins among equal ones).
 fn mount_of<'a>(mounts: &'a [Mount], p: &Path) -> Option<&'a Mount> {
     mounts
         .iter()
@@ -365,7 +375,7 @@ fn mount_of<'a>(mounts: &'a [Mount], p: &Path) -> Option<&'a Mount> {
         .max_by_key(|m| m.mount_point.len())
 }
 
-fn poll_total(k: &mut Known, _busy: &[u64]) -> Total {
+fn poll_total(k: &mut Known) -> Total {
     let s = &k.sources;
     let adjust = |bytes: u64| {
         let b = bytes.saturating_sub(s.skip_bytes);
