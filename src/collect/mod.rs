@@ -126,7 +126,9 @@ impl Reader {
 
     /// Open a file under the root for reading (see the type's doc for
     /// captured trees).
-    fn open(&self, rel: &Path) -> io::Result<OwnedFd> {
+    /// Open a file under the root for reading (to keep it open and read
+    /// it again with [`Reader::reread`]).
+    pub fn open(&self, rel: &Path) -> io::Result<OwnedFd> {
         if self.is_live() {
             return File::open(self.path(rel)).map(OwnedFd::from);
         }

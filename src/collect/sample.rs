@@ -1,6 +1,7 @@
 //! One full raw sample of the system, and the collector that takes it.
 
-use std::path::PathBuf;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -120,6 +121,9 @@ pub struct Collector {
     mounts: MountMap,
     /// diskstats (name, major, minor) at the last device refresh.
     disk_ids: Vec<(String, u32, u32)>,
+    /// The `diskseq` files of the whole disks in `devices` (by index), kept
+    /// open from one device refresh to the next.
+    diskseq_fds: Vec<(usize, OwnedFd)>,
     samples: u64,
     pub scope: ProcScope,
     /// Chooses and reads the fds tracked for progress.
@@ -154,6 +158,7 @@ impl Collector {
             blocked: blocked::Scanner::default(),
             mounts: MountMap::new(),
             disk_ids: Vec::new(),
+            diskseq_fds: Vec::new(),
             samples: 0,
             scope: ProcScope::All,
             threads: ThreadDelays::default(),
@@ -215,21 +220,34 @@ impl Collector {
                 .filter_map(|p| sysblock::backing_inode(&self.reader, p, &table))
                 .collect();
         }
+        self.diskseq_fds = devices
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.diskseq.is_some() && d.parent.is_none())
+            .filter_map(|(i, d)| {
+                let rel = format!("/sys/block/{}/diskseq", d.name);
+                Some((i, self.reader.open(Path::new(&rel)).ok()?))
+            })
+            .collect();
         self.devices = devices;
         self.anon_mounts = mountinfo::read_anon(&mut self.reader);
     }
 
     /// True when a whole disk's `diskseq` differs from the one cached: the
     /// device was removed and re-added under the same name (and number)
-    /// since the last refresh. One small sysfs read per disk per sample, so
-    /// the model can re-baseline at once instead of trusting counters that
-    /// merely happen to be ahead of the old device's.
+    /// since the last refresh. One small sysfs read per disk per sample
+    /// (of the file kept open: sysfs generates it again at each read from
+    /// its start), so the model can re-baseline at once instead of trusting
+    /// counters that merely happen to be ahead of the old device's. A file
+    /// that cannot be read (its device removed) counts as a change.
     fn diskseq_changed(&mut self) -> bool {
-        let reader = &mut self.reader;
-        self.devices.iter().any(|d| {
-            d.diskseq.is_some()
-                && d.parent.is_none()
-                && reader.read_u64(format!("/sys/block/{}/diskseq", d.name)) != d.diskseq
+        let (reader, devices) = (&mut self.reader, &self.devices);
+        self.diskseq_fds.iter().any(|(i, fd)| {
+            let now = reader
+                .reread(fd)
+                .ok()
+                .and_then(|b| super::parse_u64(super::trim_ascii(b)));
+            now.is_none() || now != devices.get(*i).and_then(|d| d.diskseq)
         })
     }
 
