@@ -25,7 +25,14 @@ pub(super) fn lines(out: &mut String, model: &Model, top: usize) {
         let _ = writeln!(out, "\nfiles: off ({})", format::escape(why));
         return;
     }
-    let _ = writeln!(out, "\n{FILES_HEADING}");
+    match model.trace.sampled() {
+        Some(tag) => {
+            let _ = writeln!(out, "\n{FILES_HEADING} (~trace {tag}: scaled)");
+        }
+        None => {
+            let _ = writeln!(out, "\n{FILES_HEADING}");
+        }
+    }
     for c in &FILE_COLUMNS {
         pad(out, c, c.head);
     }

@@ -232,7 +232,12 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
         None => out.push_str("psi off"),
     }
     match &model.trace.reason {
-        None if model.trace.active => out.push_str("  trace on"),
+        None if model.trace.active => match model.trace.sampled() {
+            Some(tag) => {
+                let _ = write!(out, "  trace on, {tag}: traced figures ~estimated");
+            }
+            None => out.push_str("  trace on"),
+        },
         Some(why) => {
             let _ = write!(out, "  trace off ({}): pattern ~estimated", format::escape(why));
         }

@@ -34,9 +34,15 @@ fn pct(share: Option<f64>) -> String {
 pub(super) fn traced_report(out: &mut String, model: &Model) {
     use crate::collect::trace::block::Op;
     let iv = &model.trace.interval;
+    // Sampled: counts scaled to the interval, percentiles and shares of
+    // the traced requests.
+    let sampled = model
+        .trace
+        .sampled()
+        .map_or(String::new(), |tag| format!(" (~{tag}: counts scaled)"));
     let _ = writeln!(
         out,
-        "\ntraced requests: lost events {}  unmatched {}\n{:<12} {:<7} {:>7} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "\ntraced requests{sampled}: lost events {}  unmatched {}\n{:<12} {:<7} {:>7} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         iv.lost_events + iv.missed_pages,
         iv.unmatched,
         DevCol::Name.def().head,

@@ -177,6 +177,8 @@ pub struct Exported {
     pub last_sample_unix_s: f64,
     pub last_sample_duration_s: f64,
     pub trace_active: bool,
+    /// The last interval's traced share (`None`: tracing off).
+    pub trace_share: Option<f64>,
     pub trace_lost_events: u64,
     pub trace_unmatched: u64,
     pub exit_record_overflows: u64,
@@ -202,6 +204,7 @@ impl Exported {
         self.last_sample_unix_s = m.wall_ns as f64 / 1e9;
         self.last_sample_duration_s = sample_s;
         self.trace_active = m.trace.active;
+        self.trace_share = m.trace.active.then_some(m.trace.interval.share.0);
         self.dirty_traced |= m.trace.dirty.active;
         self.exit_record_overflows = m.exits.overflows;
         let Some(dt) = m.interval_s else { return };
@@ -512,6 +515,11 @@ impl Exported {
             "1 while block-request tracing runs (root), else 0",
             f64::from(u8::from(self.trace_active)),
         )?;
+        if let Some(s) = self.trace_share {
+            let help = "Share of the last interval traced: 1 when every request was; below, the CPU budget \
+                        (--trace-budget) traced in windows and the traced counts are estimates scaled by 1/share";
+            gauge(enc, "trace_share", help, s)?;
+        }
         counter(
             enc,
             "trace_lost_events",

@@ -322,7 +322,10 @@ pub fn detail_file_lines(model: &Model, of: FilesOf<'_>) -> Vec<String> {
             .cmp(&(a.1.blocked_ns, a.1.busy()))
             .then(a.0.cmp(&b.0))
     });
-    let head = format!("files ({}): disk read/s, dirty folios/s, ~blocked", rows.len());
+    let mut head = format!("files ({}): disk read/s, dirty folios/s, ~blocked", rows.len());
+    if let Some(tag) = model.trace.sampled() {
+        head.push_str(&format!(" (~trace {tag})"));
+    }
     let mut out = vec![head];
     for (i, io) in rows.iter().take(DETAIL_FILES) {
         let key = f.interval.files[*i].0;

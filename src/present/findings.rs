@@ -21,9 +21,17 @@ pub fn value_text(v: Option<f64>, unit: &str) -> String {
     }
 }
 
-/// "await: 21.0 ms  (/proc/diskstats)".
+/// "await: 21.0 ms  (/proc/diskstats)"; a traced figure of a sampled
+/// interval: "device latency: ~20.4 ms (sampled 30%)  (traced ...)".
 pub fn evidence_text(e: &Evidence) -> String {
-    format!("{}: {}  ({})", e.name, value_text(e.value, e.unit), e.source)
+    let v = value_text(e.value, e.unit);
+    match e.trace_share.map(crate::model::trace::window::Share) {
+        Some(s) if s.sampled() && e.value.is_some() => {
+            format!("{}: ~{v} ({})  ({})", e.name, s.tag().unwrap_or_default(), e.source)
+        }
+        Some(s) if s.sampled() => format!("{}: {v} ({})  ({})", e.name, s.tag().unwrap_or_default(), e.source),
+        _ => format!("{}: {v}  ({})", e.name, e.source),
+    }
 }
 
 /// "WARNING slow-device [device loop0]: the device is slow ..." (escaped).

@@ -380,7 +380,7 @@ pub fn rate_nums(r: &ProcRates) -> ProcNums {
 /// The dirty throttle's figures of rates `r` for the process detail and
 /// the batch text: paused share, time, pauses and the longest, or n/a
 /// with `why` (the throttle is not traced).
-pub fn dirty_text(r: Option<&ProcRates>, why: Option<&str>) -> String {
+pub fn dirty_text(r: Option<&ProcRates>, why: Option<&str>, sampled: Option<&str>) -> String {
     match r.map(|r| {
         (
             r.dirty_paused_pct,
@@ -389,9 +389,17 @@ pub fn dirty_text(r: Option<&ProcRates>, why: Option<&str>) -> String {
             r.dirty_max_pause_ms,
         )
     }) {
-        Some((Some(pct), Some(ms), Some(n), Some(max))) => format!(
-            "paused {pct:.0}% of the interval ({ms} ms in {n} pauses, longest {max} ms; traced balance_dirty_pages)"
-        ),
+        Some((Some(pct), Some(ms), Some(n), Some(max))) => match sampled {
+            // Sampled: time and pauses scaled to the interval, the longest
+            // is of the traced windows.
+            Some(tag) => format!(
+                "~paused {pct:.0}% of the interval (~{ms} ms in ~{n} pauses, longest traced {max} ms; \
+                 traced balance_dirty_pages, {tag})"
+            ),
+            None => format!(
+                "paused {pct:.0}% of the interval ({ms} ms in {n} pauses, longest {max} ms; traced balance_dirty_pages)"
+            ),
+        },
         Some(_) => format!("{} ({})", format::NA, format::escape(why.unwrap_or("not traced"))),
         None => format!("{} (I/O counters not readable yet)", format::NA),
     }
@@ -405,6 +413,28 @@ pub fn active(p: &ProcRow, accumulated: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sampled, the throttle's figures are marked: time and count as
+    /// estimates, the longest pause as of the traced windows.
+    #[test]
+    fn dirty_text_marks_a_sampled_interval() {
+        let r = ProcRates {
+            dirty_paused_pct: Some(40.0),
+            dirty_paused_ms: Some(400),
+            dirty_pauses: Some(10),
+            dirty_max_pause_ms: Some(60),
+            ..Default::default()
+        };
+        assert_eq!(
+            dirty_text(Some(&r), None, None),
+            "paused 40% of the interval (400 ms in 10 pauses, longest 60 ms; traced balance_dirty_pages)"
+        );
+        assert_eq!(
+            dirty_text(Some(&r), None, Some("sampled 30%")),
+            "~paused 40% of the interval (~400 ms in ~10 pauses, longest traced 60 ms; \
+             traced balance_dirty_pages, sampled 30%)"
+        );
+    }
 
     #[test]
     fn totals_give_average_and_cache_share() {

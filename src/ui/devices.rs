@@ -195,7 +195,6 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
             t.accent(),
         ));
     }
-    let block = pane_block(Line::from(title), focused, t);
     let inner_w = area.width.saturating_sub(2);
     let name_w = lines
         .iter()
@@ -204,6 +203,16 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
         .unwrap_or(6)
         .clamp(6, 16);
     let cols = layout_columns(&view.dev_cols, inner_w, name_w);
+    // The traced columns (pattern, p99) of a sampled interval: estimates.
+    if let Some(tag) = model.trace.sampled()
+        && cols.iter().any(|(c, _)| matches!(c, DevCol::Pattern | DevCol::P99))
+    {
+        title.insert(
+            1,
+            Span::styled(format!("~trace {tag} "), t.severity(super::theme::Severity::Warn)),
+        );
+    }
+    let block = pane_block(Line::from(title), focused, t);
     let widths: Vec<Constraint> = cols.iter().map(|(_, w)| Constraint::Length(*w)).collect();
     let pat = crate::model::pattern::heading(model.devices.iter().map(|d| d.rates.as_ref()));
     let head = Row::new(cols.iter().map(|(c, w)| {

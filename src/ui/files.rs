@@ -55,17 +55,21 @@ fn row_text(cols: &[&FileColumn], w: usize, text: impl Fn(&FileColumn) -> String
 pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, sel: usize) {
     let t = &view.theme;
     let files = &model.trace.files.interval.files;
-    let title = Line::from(vec![
-        Span::styled(
-            if model.trace.files.active {
-                format!(" {FILES_TITLE} ({}) ", files.len())
-            } else {
-                format!(" {FILES_TITLE} ")
-            },
-            t.title(),
-        ),
-        Span::styled("↑↓ select · Enter process · Esc back ", t.dim()),
-    ]);
+    let mut title = Line::from(vec![Span::styled(
+        if model.trace.files.active {
+            format!(" {FILES_TITLE} ({}) ", files.len())
+        } else {
+            format!(" {FILES_TITLE} ")
+        },
+        t.title(),
+    )]);
+    if let Some(tag) = model.trace.sampled().filter(|_| model.trace.files.active) {
+        title.push_span(Span::styled(
+            format!("~trace {tag} "),
+            t.severity(super::theme::Severity::Warn),
+        ));
+    }
+    title.push_span(Span::styled("↑↓ select · Enter process · Esc back ", t.dim()));
     let b = pane_block(title, true, t);
     let inner = b.inner(area);
     frame.render_widget(b, area);

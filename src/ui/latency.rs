@@ -254,9 +254,17 @@ pub fn height(trace: &TraceView, d: Option<&DeviceTrace>) -> u16 {
 
 pub fn render(frame: &mut Frame, area: Rect, trace: &TraceView, d: Option<&DeviceTrace>, view: &ViewState) {
     let t = &view.theme;
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .title(Line::styled("latency per request, last interval (traced)", t.title()));
+    // Sampled: the request counts are scaled to the interval, the
+    // histograms' counts are of the traced requests.
+    let title = match trace.sampled() {
+        Some(tag) => vec![
+            Span::styled("latency per request, last interval (traced, ", t.title()),
+            Span::styled(format!("~{tag}"), t.severity(super::theme::Severity::Warn)),
+            Span::styled("; bars count traced requests)", t.title()),
+        ],
+        None => vec![Span::styled("latency per request, last interval (traced)", t.title())],
+    };
+    let block = Block::default().borders(Borders::TOP).title(Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let body = if !trace.active {

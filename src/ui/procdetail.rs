@@ -106,7 +106,11 @@ pub fn head_lines(model: &Model, info: Option<&ProcInfo>, key: ProcKey) -> Vec<L
     }
     v.push(Line::raw(format!(
         "dirty throttle: {}",
-        crate::present::process::dirty_text(p.rates.as_deref(), model.trace.dirty.reason.as_deref())
+        crate::present::process::dirty_text(
+            p.rates.as_deref(),
+            model.trace.dirty.reason.as_deref(),
+            model.trace.sampled().as_deref(),
+        )
     )));
     v
 }

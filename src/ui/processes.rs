@@ -142,9 +142,18 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, vm
             t.accent(),
         ));
     }
-    let block = pane_block(Line::from(title), focused, t);
     let inner_w = area.width.saturating_sub(2);
     let cols = fit_columns(&view.proc_cols, inner_w, view.sort);
+    // The dirty throttle's pauses of a sampled interval: estimates.
+    if let Some(tag) = model.trace.sampled().filter(|_| model.trace.dirty.active)
+        && cols.contains(&ProcCol::DirtyPaused)
+    {
+        title.insert(
+            2,
+            Span::styled(format!("~PAUSE% {tag} "), t.severity(super::theme::Severity::Warn)),
+        );
+    }
+    let block = pane_block(Line::from(title), focused, t);
     let widths: Vec<Constraint> = cols
         .iter()
         .map(|c| match c {

@@ -151,6 +151,13 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState) {
     let focused = view.focus == Pane::Requests;
     let log = view.log.frozen.as_deref().unwrap_or(&model.trace.log);
     let mut title = vec![Span::styled(" Requests ", t.title())];
+    // Sampled: the log holds the traced windows' requests only.
+    if let Some(tag) = model.trace.sampled().filter(|_| view.log.frozen.is_none()) {
+        title.push(Span::styled(
+            format!("{tag}: windows only "),
+            t.severity(super::theme::Severity::Warn),
+        ));
+    }
     if view.log.frozen.is_some() {
         title.push(Span::styled(
             "FROZEN (f resumes) ",

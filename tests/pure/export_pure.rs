@@ -91,6 +91,32 @@ fn traced_requests_and_bytes() {
     assert_eq!(v("traced_sequential_bytes"), Some(2.0 * (2 << 20) as f64));
 }
 
+/// The traced share of the last interval: 1 when whole, the share while
+/// the tracer's budget traced in windows (its counters are scaled
+/// estimates), no series at all while tracing is off.
+#[test]
+fn trace_share_gauge() {
+    let mut m = common::model();
+    common::trace_loop0_mixed(&mut m);
+    let mut e = Exported::new(1);
+    e.update(&m, 0.004);
+    let om = e.openmetrics();
+    assert_eq!(value(&om, "iolens_trace_share"), Some(1.0), "{om}");
+    assert!(om.contains("# TYPE iolens_trace_share gauge"), "{om}");
+    assert!(
+        om.contains("# HELP iolens_trace_share Share of the last interval traced"),
+        "{om}"
+    );
+    m.trace.interval.share = iolens::model::trace::window::Share(0.3);
+    e.update(&m, 0.004);
+    assert_eq!(value(&e.openmetrics(), "iolens_trace_share"), Some(0.3));
+    m.trace = iolens::model::trace::view::TraceView::off("block tracing needs root");
+    e.update(&m, 0.004);
+    let off = e.openmetrics();
+    assert!(!off.contains("iolens_trace_share"), "{off}");
+    assert_eq!(value(&off, "iolens_trace_active"), Some(0.0), "{off}");
+}
+
 /// A comm (and a probe's device and verdict) carrying an OSC 52 clipboard
 /// write, BEL, DEL, a one-character CSI (U+009B), a quote, a backslash and
 /// a newline: no byte a terminal acts on is left in either encoding, and

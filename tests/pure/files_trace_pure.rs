@@ -175,7 +175,7 @@ fn captured_events_through_the_model() {
 /// with an escape in its name (31337) of a file whose name has one too,
 /// readahead by a kernel thread of an unnamed file, over the model's
 /// 1 s interval.
-fn files_model() -> iolens::model::Model {
+pub(crate) fn files_model() -> iolens::model::Model {
     let mut m = common::model();
     m.trace.active = true;
     m.trace.reason = None;
@@ -200,7 +200,7 @@ fn draw_files(m: &iolens::model::Model, sel: usize, w: u16, h: u16) -> String {
     draw_popup(m, iolens::ui::Popup::Files(sel), w, h)
 }
 
-fn draw_popup(m: &iolens::model::Model, popup: iolens::ui::Popup, w: u16, h: u16) -> String {
+pub(crate) fn draw_popup(m: &iolens::model::Model, popup: iolens::ui::Popup, w: u16, h: u16) -> String {
     use iolens::ui::{self, ViewState};
     let view = ViewState {
         popup,

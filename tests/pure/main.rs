@@ -32,6 +32,7 @@ mod record_frames_pure;
 mod record_jobs_pure;
 mod replay_ui_pure;
 mod root_symlinks_pure;
+mod sampled_marks;
 mod source_rules;
 mod trace_instances_pure;
 mod trace_pure;

@@ -62,7 +62,7 @@ fn comm(s: &str) -> [u8; 16] {
 /// except every tenth, which takes 2 ms: p99 of the total is in the 2 ms
 /// bucket. Completions end at 1.000 s on the trace clock, and the model's
 /// sample is at 1.5 s.
-fn traced_model() -> Model {
+pub(crate) fn traced_model() -> Model {
     let mut m = common::model();
     let loop0 = Dev { major: 7, minor: 0 };
     let ev = |ts: u64, kind: Kind, sector: u64| BlockEvent {

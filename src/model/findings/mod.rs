@@ -122,6 +122,11 @@ pub struct Evidence {
     pub value: Option<f64>,
     pub unit: &'static str,
     pub source: &'static str,
+    /// The traced share of the interval a traced figure comes from, while
+    /// the tracer's budget traced in windows (the figure is an estimate);
+    /// `None`: whole, or not traced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_share: Option<f64>,
 }
 
 impl Evidence {
@@ -131,6 +136,31 @@ impl Evidence {
             value,
             unit,
             source,
+            trace_share: None,
+        }
+    }
+
+    /// A figure from the tracer (its source says "traced ...", or a
+    /// culprits' unit "... (traced)").
+    pub fn is_traced(&self) -> bool {
+        self.source.starts_with("traced") || self.source.ends_with("(traced)")
+    }
+}
+
+/// While the interval was sampled (the tracer's budget bound), each
+/// candidate's traced evidence carries the share and its text says so.
+fn mark_sampled(m: &Model, out: &mut [Candidate]) {
+    let (Some(tag), share) = (m.trace.sampled(), m.trace.interval.share.0) else {
+        return;
+    };
+    for c in out {
+        let mut any = false;
+        for e in c.evidence.iter_mut().filter(|e| e.is_traced()) {
+            e.trace_share = Some(share);
+            any = true;
+        }
+        if any {
+            c.text.push_str(&format!(" (traced figures {tag})"));
         }
     }
 }
@@ -252,6 +282,7 @@ impl Engine {
         at_limit::eval(m, &self.capped, &self.saved, &self.baselines, both, out);
         sync_heavy::eval(m, &c.sync_heavy, out);
         dirty_throttled::eval(m, &self.baselines, self.psi.some_pct(), &c.dirty_throttled, out);
+        mark_sampled(m, out);
     }
 
     fn advance(&mut self, m: &Model, dt: f64, held: Vec<Candidate>) {

@@ -490,3 +490,40 @@ fn tiny_syscalls_not_when_each_call_is_a_device_request() {
     assert_eq!(tiny(&run(0, Some(50.0))), 0, "IO% 50");
     assert_eq!(tiny(&run(0, Some(49.9))), 1, "IO% 49.9");
 }
+
+/// A sampled interval (share 0.3): the traced evidence carries the share
+/// and reads "~… (sampled 30%)", the text says so, the /proc evidence is
+/// left as it is; whole (share 1), nothing is marked.
+#[test]
+fn traced_evidence_of_a_sampled_interval_is_marked() {
+    use crate::model::trace::window::Share;
+    let run = |share: f64| {
+        let mut m = model();
+        m.devices
+            .push(device("loop5", 5, None, rates("loop5", 10, 1.0, 0.1, 5.0)));
+        trace(&mut m, 5, 10, (0.0, 1.0), (77, "cat"), (0, 1));
+        m.trace.interval.share = Share(share);
+        step(&mut Engine::default(), &mut m, 1)
+    };
+    let f = run(0.3);
+    assert_eq!(rules(&f), [("io_errors", "loop5".to_string())]);
+    let e: Vec<(&str, Option<f64>)> = f[0].evidence.iter().map(|e| (e.name, e.trace_share)).collect();
+    assert_eq!(e, [("failed requests", Some(0.3)), ("completed requests", Some(0.3))]);
+    assert!(f[0].text.ends_with(" (traced figures sampled 30%)"), "{}", f[0].text);
+    assert_eq!(
+        crate::present::findings::evidence_text(&f[0].evidence[0]),
+        "failed requests: ~1.0 (sampled 30%)  (traced block_rq_complete with an error)"
+    );
+    let j = crate::present::findings::json(&f[0]);
+    assert_eq!(j["evidence"][0]["trace_share"], 0.3);
+    let whole = run(1.0);
+    assert!(whole[0].evidence.iter().all(|e| e.trace_share.is_none()));
+    assert!(!whole[0].text.contains("sampled"), "{}", whole[0].text);
+    assert_eq!(
+        crate::present::findings::evidence_text(&whole[0].evidence[0]),
+        "failed requests: 1.0  (traced block_rq_complete with an error)"
+    );
+    // an untraced source that names the trace is not taken for one
+    assert!(!Evidence::new("await", Some(1.0), "ms", "/proc/diskstats await (untraced)").is_traced());
+    assert!(Evidence::new("share", Some(1.0), "%", "requests (traced)").is_traced());
+}

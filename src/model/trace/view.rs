@@ -33,6 +33,12 @@ impl TraceView {
         }
     }
 
+    /// "sampled 30%" while tracing runs in windows (its figures are
+    /// estimates from the traced share); `None` when whole or off.
+    pub fn sampled(&self) -> Option<String> {
+        self.interval.share.tag().filter(|_| self.active)
+    }
+
     pub fn device(&self, major: u32, minor: u32) -> Option<&DeviceTrace> {
         self.interval.devices.get(&Dev { major, minor })
     }

@@ -37,6 +37,18 @@ impl Share {
     pub fn sampled(&self) -> bool {
         self.0 < 1.0
     }
+
+    /// The traced percentage, rounded, at most 99 while sampled (a share
+    /// under 1 never reads 100 %), at least 0.
+    pub fn pct(&self) -> u32 {
+        let p = (self.0 * 100.0).round().clamp(0.0, 100.0) as u32;
+        if self.sampled() { p.min(99) } else { p }
+    }
+
+    /// "sampled 30%" while traced in windows; `None` when whole.
+    pub fn tag(&self) -> Option<String> {
+        self.sampled().then(|| format!("sampled {}%", self.pct()))
+    }
 }
 
 /// Where the windows are, for the accumulator.
