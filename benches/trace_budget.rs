@@ -87,7 +87,7 @@ fn main() {
     let mut acc = Accumulator::default();
     let (mut on, mut cost, mut traced) = (true, 0u64, 0u64);
     let (mut now, mut next_round) = (1_000_000_000u64, 1_000_000_000u64);
-    ctl.update(now, 0, 0);
+    ctl.update(now, 0, 0, 0);
     let mut over = Vec::new();
     for sec in 0..SECONDS {
         let end = now + 1_000_000_000;
@@ -107,7 +107,7 @@ fn main() {
                 traced += STEP_NS;
             }
             now = step_end;
-            ctl.update(now, cost, traced);
+            ctl.update(now, cost, 0, traced);
             let s = win.step(now, ctl.duty(), Some(acc.pending()));
             if let Some(o) = s.on {
                 on = o;

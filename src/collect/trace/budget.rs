@@ -13,7 +13,12 @@
 //! - [`Controller`] picks the duty cycle once a [`PERIOD_NS`]: the cost of
 //!   a traced second (CPU ns of the tracer per ns with `tracing_on` set,
 //!   drains included) measured over the period sets the share of the next
-//!   that fits the budget; it rises at most ×2 a period.
+//!   that fits the budget; it rises at most ×2 a period. The cost that
+//!   does not fall with the duty — the lookups of new tasks' processes, a
+//!   few ms for each task already gone — is left out of it: it would
+//!   drive the duty down at a trivial load and still be paid (counted,
+//!   one `dd` of 32 reads every 310 ms cost 2.65% of a core in a second,
+//!   all but 0.05% of it lookups, and a 2% budget windowed it).
 //! - [`Windows`] turns the duty cycle into edges: when to set and clear
 //!   `tracing_on`, and the [`Mark`]s that tell the model where the windows
 //!   began and ended (the model accepts the starts inside windows only,
@@ -83,9 +88,12 @@ pub struct Controller {
     duty: f64,
     /// A fixed duty (tests, benches): the controller does not change it.
     pub forced: bool,
-    period_start: Option<(u64, u64, u64)>,
+    /// (time, cost, fixed cost, traced time) when the period began.
+    period_start: Option<(u64, u64, u64, u64)>,
     /// The last period's cost as a share of one core.
     pub last_cost: Option<f64>,
+    /// Of it, the cost that does not fall with the duty.
+    pub last_fixed: Option<f64>,
 }
 
 impl Controller {
@@ -97,6 +105,7 @@ impl Controller {
             forced: false,
             period_start: None,
             last_cost: None,
+            last_fixed: None,
         }
     }
 
@@ -113,12 +122,14 @@ impl Controller {
         self.duty
     }
 
-    /// `cost_ns`: the tracer's CPU so far; `traced_ns`: time with
-    /// `tracing_on` set so far. Closes a period when one has passed and
-    /// returns the new duty cycle then.
-    pub fn update(&mut self, now: u64, cost_ns: u64, traced_ns: u64) -> Option<f64> {
-        let Some((t0, c0, r0)) = self.period_start else {
-            self.period_start = Some((now, cost_ns, traced_ns));
+    /// `cost_ns`: the tracer's CPU so far; `fixed_ns`: of it, the part
+    /// that does not fall with the duty (task lookups); `traced_ns`: time
+    /// with `tracing_on` set so far. Closes a period when one has passed
+    /// and returns the new duty cycle then, set by the cost less the
+    /// fixed part.
+    pub fn update(&mut self, now: u64, cost_ns: u64, fixed_ns: u64, traced_ns: u64) -> Option<f64> {
+        let Some((t0, c0, f0, r0)) = self.period_start else {
+            self.period_start = Some((now, cost_ns, fixed_ns, traced_ns));
             return None;
         };
         let wall = now.saturating_sub(t0);
@@ -126,11 +137,13 @@ impl Controller {
             return None;
         }
         let cost = cost_ns.saturating_sub(c0);
+        let fixed = fixed_ns.saturating_sub(f0).min(cost);
         self.last_cost = Some(cost as f64 / wall as f64);
+        self.last_fixed = Some(fixed as f64 / wall as f64);
         if !self.forced {
-            self.duty = next_duty(self.budget, self.duty, cost, traced_ns.saturating_sub(r0));
+            self.duty = next_duty(self.budget, self.duty, cost - fixed, traced_ns.saturating_sub(r0));
         }
-        self.period_start = Some((now, cost_ns, traced_ns));
+        self.period_start = Some((now, cost_ns, fixed_ns, traced_ns));
         Some(self.duty)
     }
 }
@@ -290,14 +303,14 @@ mod tests {
         for (per, fixed) in [(0.10, 0u64), (0.30, 2 * MS), (0.05, MS), (1.5, 0)] {
             let mut c = Controller::new(0.02);
             let (mut cost, mut traced, mut now) = (0u64, 0u64, 0u64);
-            assert_eq!(c.update(now, cost, traced), None);
+            assert_eq!(c.update(now, cost, 0, traced), None);
             let mut costs = Vec::new();
             for _ in 0..12 {
                 let t = (PERIOD_NS as f64 * c.duty()) as u64;
                 traced += t;
                 cost += fixed + (t as f64 * per) as u64;
                 now += PERIOD_NS;
-                assert!(c.update(now, cost, traced).is_some());
+                assert!(c.update(now, cost, 0, traced).is_some());
                 costs.push(c.last_cost.unwrap_or(f64::NAN));
             }
             assert!(costs[0] > 0.02, "{per}: the first, whole period is over budget");
@@ -313,10 +326,42 @@ mod tests {
         }
         // a fixed duty is kept whatever the cost
         let mut c = Controller::fixed(0.3);
-        c.update(0, 0, 0);
-        c.update(PERIOD_NS, PERIOD_NS, 300 * MS);
+        c.update(0, 0, 0, 0);
+        c.update(PERIOD_NS, PERIOD_NS, 0, 300 * MS);
         assert_eq!(c.duty(), 0.3);
         assert_eq!(c.last_cost, Some(1.0));
+    }
+
+    /// The cost that does not fall with the duty (task lookups) does not
+    /// window the tracing: the case of the live interval test, one `dd`
+    /// of 32 reads (128 events) about every 310 ms, each costing ~6 ms of
+    /// lookup against ~0.2 ms for its events.
+    #[test]
+    fn lookups_do_not_set_the_duty() {
+        let mut c = Controller::new(0.02);
+        assert_eq!(c.update(0, 0, 0, 0), None);
+        // 4 rounds in the second: 24 ms of lookups + 0.8 ms of events, 2.48%
+        // of a core in all, over the 2% budget; the events' 0.08% is not
+        assert_eq!(c.update(PERIOD_NS, 24_800_000, 24 * MS, PERIOD_NS), Some(1.0));
+        assert_eq!(c.last_cost, Some(0.0248));
+        assert_eq!(c.last_fixed, Some(0.024));
+        // counted whole, the same period would have windowed: 0.02 / 0.0248
+        assert_eq!(next_duty(0.02, 1.0, 24_800_000, PERIOD_NS), 0.02 / 0.0248);
+        // events that are over the budget still window: 40 ms of events
+        // and 30 ms of lookups in the next second → 0.02 / 0.04 = 0.5
+        let d = c.update(2 * PERIOD_NS, 94_800_000, 54 * MS, 2 * PERIOD_NS);
+        assert_eq!(d, Some(0.5));
+        assert_eq!(c.last_cost, Some(0.07));
+        assert_eq!(c.last_fixed, Some(0.03));
+        // at 50% the traced 500 ms cost 5 ms of events (0.01 per traced
+        // ns: whole again, ×2) and 20 ms of lookups (counted, 0.05 per
+        // traced ns would have kept it at 0.4)
+        let d = c.update(3 * PERIOD_NS, 119_800_000, 74 * MS, 2 * PERIOD_NS + 500 * MS);
+        assert_eq!(d, Some(1.0));
+        assert_eq!(c.last_cost, Some(0.025));
+        // a fixed part counted over the whole cost is capped at it
+        let d = c.update(4 * PERIOD_NS, 120_800_000, 90 * MS, 3 * PERIOD_NS + 500 * MS);
+        assert_eq!((d, c.last_fixed), (Some(1.0), Some(0.001)));
     }
 
     #[test]

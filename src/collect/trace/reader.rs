@@ -8,7 +8,6 @@
 //! thread at all. On a kernel without `buffer_percent` the thread reads
 //! every [`POLL`] instead ([`POLL_IDLE`] while reads find nothing).
 
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read};
 
@@ -20,17 +19,20 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::block::{BlockEvent, Kind};
+use super::block::BlockEvent;
 use super::budget::Mark;
 use super::dirty::PauseEvent;
 use super::file::FileEvent;
 use super::instance::{CpuStats, Instance, Mount, remove_stale};
 use super::merge::Merger;
-use super::sampling::{Sampling, thread_cpu_ns};
+use super::sampling::Sampling;
 use super::{DecodeStats, Decoder, Side, read_small};
-use crate::collect::monotonic_ns;
 use crate::collect::taskstats::ExitTgids;
+use crate::collect::{monotonic_ns, thread_cpu_ns};
 use crate::sys::wake::Waker;
+
+mod tasks;
+pub use tasks::{Tasks, parse_status, saved_tgids, task_info};
 
 /// How often the buffers are read without a watermark.
 pub const POLL: Duration = Duration::from_millis(50);
@@ -44,9 +46,6 @@ pub const POLL_IDLE: Duration = Duration::from_millis(100);
 const WATERMARK_WAIT: Duration = Duration::from_secs(5);
 /// The per-CPU `stats` files are read at most this often.
 const STATS_EVERY: Duration = Duration::from_secs(1);
-/// Tasks resolved to (tgid, kernel thread) are forgotten after this many
-/// entries (a pid may be reused; the cache stays bounded).
-const TASK_CACHE: usize = 8192;
 
 /// Counts since tracing started, for the lost/unmatched report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -78,7 +77,8 @@ pub struct Tracer {
     /// order (not held back: their models pair events of one task, which
     /// one CPU orders).
     side: Side,
-    tasks: foldhash::HashMap<i32, (i32, bool)>,
+    /// The tasks' processes, and what looking them up cost.
+    pub tasks: Tasks,
     /// Where the tgid of a thread already gone is looked up first.
     pub exits: Option<ExitTgids>,
     stats_read_ns: u64,
@@ -225,7 +225,9 @@ impl Tracer {
                 }
             }
         }
-        self.resolve_tasks();
+        let dir = &self.mount.dir;
+        self.tasks
+            .resolve(&mut self.batch, &mut self.side, self.exits.as_ref(), dir);
         self.side.files.sort_by_key(|e| e.ts);
         self.side.pauses.sort_by_key(|e| e.ts);
         self.merger.push(&mut self.batch, start, out);
@@ -261,139 +263,6 @@ impl Tracer {
         }
         self.counters.lost = lost;
     }
-
-    /// Fill in the process (tgid) and kernel-thread flag of start events,
-    /// from `/proc/<pid>/status` at first sight of a task, or, for a task
-    /// already gone, from its exit record or else from the tgids tracefs
-    /// recorded (`record-tgid`).
-    fn resolve_tasks(&mut self) {
-        if self.tasks.len() > TASK_CACHE {
-            self.tasks.clear();
-        }
-        let mut gone = HashSet::new();
-        let tasks = &mut self.tasks;
-        let mut info_of = |pid: i32| {
-            *tasks.entry(pid).or_insert_with(|| {
-                let i = task_info(pid);
-                if i.0 == 0 && pid > 0 {
-                    gone.insert(pid);
-                }
-                i
-            })
-        };
-        for e in self.batch.iter_mut().filter(|e| e.kind == Kind::Start) {
-            (e.tgid, e.kernel) = info_of(e.pid);
-        }
-        for e in &mut self.side.files {
-            (e.tgid, e.kernel) = info_of(e.pid);
-        }
-        for e in &mut self.side.pauses {
-            (e.tgid, e.kernel) = info_of(e.pid);
-        }
-        if gone.is_empty() {
-            return;
-        }
-        let mut unknown = gone.clone();
-        if let Some(exits) = &self.exits {
-            for (pid, tgid) in exits.find(&gone) {
-                if let Some(i) = self.tasks.get_mut(&pid) {
-                    i.0 = tgid;
-                }
-                unknown.remove(&pid);
-            }
-        }
-        let path = self.mount.dir.join("saved_tgids");
-        if !unknown.is_empty()
-            && let Ok(f) = File::open(&path)
-        {
-            let stream = io::BufReader::with_capacity(64 * 1024, f.take(SAVED_TGIDS_MAX));
-            for (pid, tgid) in saved_tgids(stream, &unknown) {
-                if let Some(i) = self.tasks.get_mut(&pid) {
-                    i.0 = tgid;
-                }
-            }
-        }
-        for e in self
-            .batch
-            .iter_mut()
-            .filter(|e| e.kind == Kind::Start && gone.contains(&e.pid))
-        {
-            if let Some(&info) = self.tasks.get(&e.pid) {
-                (e.tgid, e.kernel) = info;
-            }
-        }
-        for e in self.side.files.iter_mut().filter(|e| gone.contains(&e.pid)) {
-            if let Some(&info) = self.tasks.get(&e.pid) {
-                (e.tgid, e.kernel) = info;
-            }
-        }
-        for e in self.side.pauses.iter_mut().filter(|e| gone.contains(&e.pid)) {
-            if let Some(&info) = self.tasks.get(&e.pid) {
-                (e.tgid, e.kernel) = info;
-            }
-        }
-    }
-}
-
-/// Most bytes of `saved_tgids` read: it has a line for every pid that ran
-/// since `record-tgid` was set, up to `pid_max` (4,194,304) lines.
-const SAVED_TGIDS_MAX: u64 = 64 << 20;
-
-/// The tgids of the `wanted` pids from `saved_tgids` ("pid tgid" a line),
-/// read as a stream that stops once all were found: the file holds every
-/// pid the system ran, far more than one read (a 64 KiB read of it ended
-/// near pid 15,777 on the development VM, so exited processes with higher
-/// pids lost their process).
-pub fn saved_tgids(text: impl io::BufRead, wanted: &HashSet<i32>) -> HashMap<i32, i32> {
-    let mut out = HashMap::new();
-    for line in text.lines() {
-        let Ok(line) = line else { break };
-        let Some((a, b)) = line.trim().split_once(' ') else {
-            continue;
-        };
-        if let (Ok(pid), Ok(tgid)) = (a.parse::<i32>(), b.trim().parse::<i32>())
-            && wanted.contains(&pid)
-        {
-            out.insert(pid, tgid);
-            if out.len() == wanted.len() {
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// (tgid, kernel thread) of a task from `/proc/<pid>/status`; (0, false)
-/// when it is gone. pid 0 is the idle task (kernel).
-pub fn task_info(pid: i32) -> (i32, bool) {
-    if pid <= 0 {
-        return (0, true);
-    }
-    match read_small(std::path::Path::new(&format!("/proc/{pid}/status"))) {
-        Ok(t) => parse_status(&t),
-        Err(_) => (0, false),
-    }
-}
-
-/// `Tgid:` and `Kthread:` of a status file (kernels without `Kthread:`:
-/// a task whose parent is kthreadd, pid 2, or kthreadd itself).
-pub fn parse_status(text: &str) -> (i32, bool) {
-    let mut tgid = 0;
-    let mut kthread = None;
-    let mut ppid = -1;
-    let mut pid = -1;
-    for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else { continue };
-        let v = v.trim();
-        match k {
-            "Tgid" => tgid = v.parse().unwrap_or(0),
-            "Pid" => pid = v.parse().unwrap_or(-1),
-            "PPid" => ppid = v.parse().unwrap_or(-1),
-            "Kthread" => kthread = Some(v == "1"),
-            _ => {}
-        }
-    }
-    (tgid, kthread.unwrap_or(ppid == 2 || pid == 2))
 }
 
 /// What the tracer thread hands over after each poll.
@@ -434,6 +303,7 @@ impl Running {
     /// the budget (its CPU counted from here); returns the pages read.
     fn poll(&mut self) -> usize {
         let t0 = self.tracer.sampling.is_some().then(thread_cpu_ns);
+        let lookups = self.tracer.tasks.lookup_ns;
         let pages = self.tracer.poll(&mut self.out);
         self.sink.events(&self.out, &self.tracer.counters);
         self.out.clear();
@@ -443,7 +313,8 @@ impl Running {
             if let Some(s) = &mut self.tracer.sampling {
                 s.step(monotonic_ns(), pending);
                 s.take_marks(&mut self.marks);
-                s.charge(thread_cpu_ns().saturating_sub(t0));
+                let lookups = self.tracer.tasks.lookup_ns.saturating_sub(lookups);
+                s.charge(thread_cpu_ns().saturating_sub(t0), lookups);
             }
             if !self.marks.is_empty() {
                 self.sink.marks(&self.marks);
@@ -594,28 +465,5 @@ impl Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_files() {
-        let user = "Name:\tfio\nUmask:\t0022\nState:\tR\nTgid:\t4242\nNgid:\t0\nPid:\t4250\nPPid:\t1\nKthread:\t0\n";
-        assert_eq!(parse_status(user), (4242, false));
-        let kw = "Name:\tkworker/u8:3\nTgid:\t6503\nPid:\t6503\nPPid:\t2\nKthread:\t1\n";
-        assert_eq!(parse_status(kw), (6503, true));
-        let old = "Name:\tjbd2/vda1-8\nTgid:\t300\nPid:\t300\nPPid:\t2\n";
-        assert_eq!(parse_status(old), (300, true));
-        // a pid far down a long file is found; pids not asked for are not kept
-        let mut text = String::from("bad\n");
-        for pid in 1..30_000 {
-            text.push_str(&format!("{pid} {}\n", pid - pid % 3));
-        }
-        let wanted: HashSet<i32> = [29_290, 7, 40_000].into_iter().collect();
-        let saved = saved_tgids(text.as_bytes(), &wanted);
-        assert_eq!(saved, HashMap::from([(29_290, 29_289), (7, 6)]));
     }
 }

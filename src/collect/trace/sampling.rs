@@ -10,17 +10,15 @@
 //! (CLOCK_THREAD_CPUTIME_ID of the reading thread). Not included: the
 //! wake-ups of the tracer's thread in poll(2) outside the reads, and the
 //! kernel's cost of the tracepoints themselves, which the traced tasks
-//! pay.
+//! pay. Of the cost, the lookups of new tasks' processes
+//! (`reader::Tasks`) are counted apart: they are paid per task, not per
+//! event, and windows would not make them smaller, so they do not set the
+//! duty (the [`Controller`]).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use super::budget::{Controller, Mark, Phase, Windows};
-
-/// CPU time of the calling thread, ns.
-pub fn thread_cpu_ns() -> u64 {
-    crate::collect::thread_cpu_ns()
-}
 
 /// A budget: the controller, the windows, the instance's `tracing_on`.
 #[derive(Debug)]
@@ -30,6 +28,8 @@ pub struct Sampling {
     tracing_on: File,
     /// Tracer CPU so far, ns.
     pub cost_ns: u64,
+    /// Of it, the task lookups, ns.
+    pub fixed_ns: u64,
     /// Time with `tracing_on` set so far (to `on_since`), ns.
     traced_ns: u64,
     on_since: Option<u64>,
@@ -50,13 +50,14 @@ impl Sampling {
             windows: Windows::default(),
             tracing_on,
             cost_ns: 0,
+            fixed_ns: 0,
             traced_ns: 0,
             on_since: Some(now),
             marks: Vec::new(),
             wake: None,
             errors: 0,
         };
-        s.controller.update(now, 0, 0);
+        s.controller.update(now, 0, 0, 0);
         // A fixed duty starts its windows at once.
         s.step(now, None);
         s
@@ -76,15 +77,17 @@ impl Sampling {
         }
     }
 
-    /// Count `ns` of tracer CPU.
-    pub fn charge(&mut self, ns: u64) {
+    /// Count `ns` of tracer CPU, `fixed` ns of it task lookups.
+    pub fn charge(&mut self, ns: u64, fixed: u64) {
         self.cost_ns += ns;
+        self.fixed_ns += fixed.min(ns);
     }
 
     /// Advance at `now`: close a period, make the edges due. `pending`:
     /// the requests the model still waits for (for the drain).
     pub fn step(&mut self, now: u64, pending: Option<usize>) {
-        self.controller.update(now, self.cost_ns, self.traced_ns(now));
+        let traced = self.traced_ns(now);
+        self.controller.update(now, self.cost_ns, self.fixed_ns, traced);
         if self.wake.is_some_and(|w| now < w) {
             return;
         }
