@@ -23,7 +23,10 @@
 #
 # Needs root, fio, losetup, python3. Environment:
 #   BUDGET (default 1, % of one core)  SIZE_MB (default 1024)  ROUNDS (3)
-#   SECS (default 10)  DIR (default /var/tmp)
+#   SECS (default 20)  DIR (default /var/tmp)
+#   WARM (default 3): iolens's CPU is taken from WARM s after fio starts to
+#   its end, the steady state: the budget is chosen once a second from the
+#   last second's cost, so the first second of a load is traced whole
 #   IOLENS (default target/release/iolens, built if missing)
 #   PIN (default "taskset -c <last CPU>") for fio; PIN="" disables.
 # Cleans up the loop device, the file and any iolens it started on exit.
@@ -32,7 +35,8 @@ set -euo pipefail
 BUDGET=${BUDGET:-1}
 SIZE_MB=${SIZE_MB:-1024}
 ROUNDS=${ROUNDS:-3}
-SECS=${SECS:-10}
+SECS=${SECS:-20}
+WARM=${WARM:-3}
 DIR=${DIR:-/var/tmp}
 cd "$(dirname "$0")/.."
 IOLENS=${IOLENS:-target/release/iolens}
@@ -99,9 +103,12 @@ one() {
         whole) start_iolens ;;
         budget) start_iolens --trace-budget "$BUDGET" ;;
     esac
-    local t0 t1 s0 s1 n0 n1
+    local t0 t1 s0 s1 n0 n1 fio
+    run_fio "$out" &
+    fio=$!
+    sleep "$WARM"
     t0=$(ticks "$IOL"); n0=$(tracer_ns "$IOL"); s0=$(date +%s.%N)
-    run_fio "$out"
+    wait "$fio"
     t1=$(ticks "$IOL"); n1=$(tracer_ns "$IOL"); s1=$(date +%s.%N)
     stop_iolens
     if [ "$mode" != notrace ] && ! grep -q '"active":true' "$WORK/iolens.json"; then

@@ -300,9 +300,16 @@ struct Running {
 
 impl Running {
     /// Read the buffers and hand what is in order to the sink, then step
-    /// the budget (its CPU counted from here); returns the pages read.
-    fn poll(&mut self) -> usize {
-        let t0 = self.tracer.sampling.is_some().then(thread_cpu_ns);
+    /// the budget; returns the pages read. Its CPU is counted from `since`
+    /// (the calling thread's CPU clock), or from here: the tracer's own
+    /// thread counts from the end of its last poll, so that its wake-ups
+    /// and waits are charged too.
+    fn poll(&mut self, since: Option<u64>) -> usize {
+        let t0 = self
+            .tracer
+            .sampling
+            .is_some()
+            .then(|| since.unwrap_or_else(thread_cpu_ns));
         let lookups = self.tracer.tasks.lookup_ns;
         let pages = self.tracer.poll(&mut self.out);
         self.sink.events(&self.out, &self.tracer.counters);
@@ -392,6 +399,7 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
     let sh = shared.clone();
     let join = std::thread::Builder::new().name("iolens-trace".into()).spawn(move || {
         let mut wait = POLL;
+        let mut since = None;
         while !sh.stop.load(Ordering::Relaxed) {
             let (fds, timeout): (Vec<_>, _) = match &watermark {
                 Some(fds) => (fds.iter().map(|f| f.as_fd()).collect(), WATERMARK_WAIT),
@@ -407,7 +415,10 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
             if sh.stop.load(Ordering::Relaxed) {
                 break;
             }
-            let (pages, next) = sh.lock().as_mut().map_or((0, None), |r| (r.poll(), r.wake()));
+            let (pages, next, budget) = sh.lock().as_mut().map_or((0, None, false), |r| {
+                (r.poll(since), r.wake(), r.tracer.sampling.is_some())
+            });
+            since = budget.then(thread_cpu_ns);
             wake = next;
             wait = if pages == 0 { (wait * 2).min(POLL_IDLE) } else { POLL };
         }
@@ -439,7 +450,7 @@ impl Handle {
         let shared = self.shared.clone();
         Box::new(move || {
             if let Some(r) = shared.lock().as_mut() {
-                r.poll();
+                r.poll(None);
             }
         })
     }
@@ -449,7 +460,7 @@ impl Handle {
     /// hold-back of 2 ms, instead of at the last read.
     pub fn flush(&self) {
         if let Some(r) = self.shared.lock().as_mut() {
-            r.poll();
+            r.poll(None);
         }
     }
 

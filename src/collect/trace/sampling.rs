@@ -3,14 +3,13 @@
 //! and sets and clears the instance's `tracing_on` at those edges.
 //!
 //! What is measured (the cost the budget holds): the CPU time of the
-//! thread that reads the buffers, around each read — the reads of
+//! thread that reads the buffers (CLOCK_THREAD_CPUTIME_ID) — the reads of
 //! `trace_pipe_raw`, the decode, the merge, the task lookups and the
-//! model's feed (the sink), and the `tracing_on` writes — whether the
-//! tracer's own thread or a sample's flush does it
-//! (CLOCK_THREAD_CPUTIME_ID of the reading thread). Not included: the
-//! wake-ups of the tracer's thread in poll(2) outside the reads, and the
-//! kernel's cost of the tracepoints themselves, which the traced tasks
-//! pay. Of the cost, the lookups of new tasks' processes
+//! model's feed (the sink), and the `tracing_on` writes: all of the
+//! tracer's own thread, its wake-ups and waits in poll(2) included, and
+//! the time around each read a sample's flush does in its thread. Not
+//! included: the kernel's cost of the tracepoints themselves, which the
+//! traced tasks pay. Of the cost, the lookups of new tasks' processes
 //! (`reader::Tasks`) are counted apart: they are paid per task, not per
 //! event, and windows would not make them smaller, so they do not set the
 //! duty (the [`Controller`]).
