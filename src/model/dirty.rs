@@ -245,6 +245,34 @@ mod tests {
         assert_eq!(t.take_interval(), ThrottleInterval::default());
     }
 
+    /// Traced at share 0.25: passes, pauses, time paused and pages
+    /// dirtied ×4, per process and per bdi; the longest pause, the writers
+    /// and the last dirty counts as traced; whole, nothing changes.
+    #[test]
+    fn sampled_pauses_are_scaled() {
+        use crate::model::trace::window::{Share, scale_throttle};
+        let mut t = ThrottleTracker::default();
+        t.feed(&[
+            ev(11, 10, "7:0", 30, 4),
+            ev(11, 10, "7:0", 20, 4),
+            ev(11, 10, "7:0", 0, 2),
+        ]);
+        let whole = t.take_interval();
+        let mut same = whole.clone();
+        scale_throttle(&mut same, Share(1.0));
+        assert_eq!(same, whole);
+        let mut i = whole;
+        scale_throttle(&mut i, Share(0.25));
+        let r = i.procs[&(10, "7:0".to_string())];
+        assert_eq!(
+            (r.passes, r.pauses, r.paused_ms, r.max_pause_ms, r.dirtied_pages),
+            (12, 8, 200, 30, 40)
+        );
+        let b = i.bdis["7:0"];
+        assert_eq!((b.sum.pauses, b.sum.paused_ms, b.sum.max_pause_ms), (8, 200, 30));
+        assert_eq!((b.writers, b.dirty_pages, i.events), (1, 900, 3));
+    }
+
     #[test]
     fn rows_are_bounded() {
         let mut t = ThrottleTracker::default();

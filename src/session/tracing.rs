@@ -159,12 +159,11 @@ impl Tracing {
         let files = match &self.files_off {
             Some(why) => FilesView::off(why.clone()),
             None => {
-                let mut iv = self
+                let iv = self
                     .files
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .take_interval();
-                crate::model::trace::window::scale_files(&mut iv, interval.share);
+                    .take_interval_scaled(interval.share);
                 FilesView {
                     active: true,
                     reason: None,
@@ -175,15 +174,19 @@ impl Tracing {
         };
         let dirty = match &self.throttle_off {
             Some(why) => ThrottleView::off(why.clone()),
-            None => ThrottleView {
-                active: true,
-                reason: None,
-                interval: self
+            None => {
+                let mut iv = self
                     .throttle
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .take_interval(),
-            },
+                    .take_interval();
+                crate::model::trace::window::scale_throttle(&mut iv, interval.share);
+                ThrottleView {
+                    active: true,
+                    reason: None,
+                    interval: iv,
+                }
+            }
         };
         TraceView {
             active: true,
@@ -267,6 +270,18 @@ impl Sink for Feed {
     }
 
     fn pauses(&mut self, events: &[PauseEvent]) {
+        // Traced in windows: the drains' events are left out, as the
+        // files' are, so that the interval's share scales them.
+        let kept: Vec<PauseEvent>;
+        let events = {
+            let t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+            if t.sampled() {
+                kept = events.iter().filter(|e| t.accepts(e.ts)).copied().collect();
+                &kept[..]
+            } else {
+                events
+            }
+        };
         self.throttle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

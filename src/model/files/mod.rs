@@ -346,19 +346,27 @@ impl FileTracker {
 
     /// Close the interval: adds whose task did nothing since are reads.
     pub fn take_interval(&mut self) -> FilesInterval {
+        self.take_interval_scaled(crate::model::trace::window::Share::default())
+    }
+
+    /// Close the interval traced at `share`: its counts scaled to the
+    /// whole interval ([`crate::model::trace::window::scale_files`])
+    /// before they are added to the totals since start.
+    pub fn take_interval_scaled(&mut self, share: crate::model::trace::window::Share) -> FilesInterval {
         for (_, p) in std::mem::take(&mut self.pending) {
             self.commit_read(p);
         }
         let cur = std::mem::take(&mut self.cur);
-        for (k, row) in &cur {
-            self.total.entry(*k).or_default().merge(row);
-        }
-        self.bound_total();
-        let out = FilesInterval {
+        let mut out = FilesInterval {
             files: busiest(cur.into_iter().collect()),
             unplaced_dirtied: self.unplaced,
             events: self.events,
         };
+        crate::model::trace::window::scale_files(&mut out, share);
+        for (k, row) in &out.files {
+            self.total.entry(*k).or_default().merge(row);
+        }
+        self.bound_total();
         self.unplaced = 0;
         self.events = 0;
         out

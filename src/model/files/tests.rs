@@ -183,6 +183,25 @@ fn intervals_and_totals() {
     assert_eq!((r.procs[&1].read, r.procs[&2].read), (8192, 8192));
 }
 
+/// A sampled interval's counts are scaled before they reach the totals:
+/// 2 folios of 4 KiB traced at share 0.25 are 32 KiB in the interval and
+/// in the totals; a whole interval after adds its 4 KiB as traced.
+#[test]
+fn totals_take_the_scaled_interval() {
+    use crate::model::trace::window::Share;
+    let mut t = FileTracker::default();
+    t.feed(&[add(1, 1, LOOP0, 60, 0, 0), add(1, 1, LOOP0, 60, 1, 0)]);
+    let a = t.take_interval_scaled(Share(0.25));
+    assert_eq!(row(&a, LOOP0, 60).io.read, 32_768);
+    assert_eq!(row(&a, LOOP0, 60).procs[&1].read, 32_768);
+    t.feed(&[add(1, 1, LOOP0, 60, 2, 0)]);
+    let b = t.take_interval_scaled(Share(1.0));
+    assert_eq!(row(&b, LOOP0, 60).io.read, 4096);
+    let tot = t.total();
+    assert_eq!(tot.files[0].1.io.read, 36_864);
+    assert_eq!(tot.files[0].1.procs[&1].read, 36_864);
+}
+
 #[test]
 fn processes_past_the_limit_are_summed() {
     let mut t = FileTracker::default();

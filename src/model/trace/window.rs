@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::TraceInterval;
 use crate::collect::trace::budget::Mark;
+use crate::model::dirty::{ThrottleInterval, Throttled};
 use crate::model::files::{FileIo, FilesInterval};
 
 /// The share of an interval traced: 1.0 when every request was.
@@ -250,4 +251,22 @@ pub fn scale_files(iv: &mut FilesInterval, share: Share) {
         row.procs.values_mut().for_each(io);
     }
     sc(&mut iv.unplaced_dirtied, f);
+}
+
+/// Scale the dirty throttle's counts of an interval taken in the same
+/// windows (passes, pauses, time paused, pages dirtied, per process and per
+/// bdi); the longest pause, the writers and the last event's dirty counts
+/// stay as traced. A share of 0 (no window) leaves them.
+pub fn scale_throttle(iv: &mut ThrottleInterval, share: Share) {
+    if !share.sampled() || share.0 <= 0.0 {
+        return;
+    }
+    let f = 1.0 / share.0;
+    let t = |x: &mut Throttled| {
+        for v in [&mut x.passes, &mut x.pauses, &mut x.paused_ms, &mut x.dirtied_pages] {
+            sc(v, f);
+        }
+    };
+    iv.procs.values_mut().for_each(t);
+    iv.bdis.values_mut().for_each(|b| t(&mut b.sum));
 }
