@@ -63,8 +63,8 @@ impl Tracing {
         }
         let started = Tracer::start_with(file_events).and_then(|mut t| {
             t.exits = exits;
-            if let Some(b) = budget {
-                t.hold_to(Controller::new(b))?;
+            if let Some(c) = fixed_duty().map(Controller::fixed).or(budget.map(Controller::new)) {
+                t.hold_to(c)?;
             }
             let sink = Feed {
                 tracker: tracker.clone(),
@@ -237,16 +237,8 @@ impl Sink for Feed {
 
     fn files(&mut self, events: &[FileEvent]) {
         // Traced in windows: the events of the drains are left out.
-        let kept: Vec<FileEvent>;
-        let events = {
-            let t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
-            if t.sampled() {
-                kept = events.iter().filter(|e| t.accepts(e.ts)).copied().collect();
-                &kept[..]
-            } else {
-                events
-            }
-        };
+        let mut kept = Vec::new();
+        let events = in_windows(&self.tracker, events, |e| e.ts, &mut kept);
         let mut f = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         f.feed(events);
         // Each process once per file run, with the file its event names
@@ -272,16 +264,8 @@ impl Sink for Feed {
     fn pauses(&mut self, events: &[PauseEvent]) {
         // Traced in windows: the drains' events are left out, as the
         // files' are, so that the interval's share scales them.
-        let kept: Vec<PauseEvent>;
-        let events = {
-            let t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
-            if t.sampled() {
-                kept = events.iter().filter(|e| t.accepts(e.ts)).copied().collect();
-                &kept[..]
-            } else {
-                events
-            }
-        };
+        let mut kept = Vec::new();
+        let events = in_windows(&self.tracker, events, |e| e.ts, &mut kept);
         self.throttle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -293,4 +277,30 @@ impl Drop for Tracing {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The events inside the tracer's windows (all of them while it traces
+/// whole), those kept in `kept`.
+fn in_windows<'a, T: Copy>(
+    tracker: &Mutex<Accumulator>,
+    events: &'a [T],
+    ts: impl Fn(&T) -> u64,
+    kept: &'a mut Vec<T>,
+) -> &'a [T] {
+    let t = tracker.lock().unwrap_or_else(PoisonError::into_inner);
+    if !t.sampled() {
+        return events;
+    }
+    kept.extend(events.iter().filter(|e| t.accepts(ts(e))).copied());
+    kept
+}
+
+/// `IOLENS_TRACE_DUTY=<share>` (in (0, 1]; for tests and benches): trace in
+/// windows at that fixed duty cycle whatever the cost, as when the budget
+/// binds, so that a live test can check the sampled figures.
+fn fixed_duty() -> Option<f64> {
+    std::env::var("IOLENS_TRACE_DUTY")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|d| *d > 0.0 && *d <= 1.0)
 }
