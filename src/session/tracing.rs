@@ -295,9 +295,9 @@ fn in_windows<'a, T: Copy>(
     kept
 }
 
-/// `IOLENS_TRACE_DUTY=<share>` (in (0, 1]; for tests and benches): trace in
-/// windows at that fixed duty cycle whatever the cost, as when the budget
-/// binds, so that a live test can check the sampled figures.
+/// `IOLENS_TRACE_DUTY=<share>` (in (0, 1]): trace in windows at that fixed
+/// duty cycle whatever the cost, as when the budget binds; tests/files_live.rs
+/// checks the sampled figures with it.
 fn fixed_duty() -> Option<f64> {
     std::env::var("IOLENS_TRACE_DUTY")
         .ok()
