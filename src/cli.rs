@@ -85,8 +85,8 @@ pub struct Cli {
     #[arg(long, env = "IOLENS_NO_FILE_EVENTS")]
     pub no_file_events: bool,
 
-    /// CPU the block tracer may use, % of one core (its reads, decode and model); above it requests are traced in windows and the counts scaled (JSON trace_share). off (the default for now) or 0: no limit
-    #[arg(long, env = "IOLENS_TRACE_BUDGET", value_name = "PCT", default_value = "off", value_parser = parse_budget, global = true)]
+    /// CPU the block tracer may use, % of one core (its reads, decode and model); above it requests are traced in windows and the counts scaled, marked sampled (JSON trace_share). off or 0: no limit
+    #[arg(long, env = "IOLENS_TRACE_BUDGET", value_name = "PCT", default_value = "2", value_parser = parse_budget, global = true)]
     pub trace_budget: f64,
 
     #[command(subcommand)]
@@ -386,6 +386,20 @@ mod tests {
         // Given after the subcommand it is an error, not a silent ignore.
         assert!(Cli::try_parse_from(["iolens", "probe", "rand", "/dev/sda", "--root", "/x"]).is_err());
         assert!(Cli::try_parse_from(["iolens", "--root", "/x", "progress"]).is_ok());
+    }
+
+    #[test]
+    fn the_trace_budget_is_2_percent_unless_turned_off() {
+        if std::env::var_os("IOLENS_TRACE_BUDGET").is_some() {
+            eprintln!("skipped: IOLENS_TRACE_BUDGET is set in this environment");
+            return;
+        }
+        let budget = |args: &[&str]| Cli::try_parse_from(args).map(|c| crate::session::trace_budget(&c));
+        assert_eq!(budget(&["iolens"]).ok(), Some(Some(0.02)));
+        assert_eq!(budget(&["iolens", "--trace-budget", "off"]).ok(), Some(None));
+        assert_eq!(budget(&["iolens", "--trace-budget", "0"]).ok(), Some(None));
+        assert_eq!(budget(&["iolens", "--trace-budget", "5%"]).ok(), Some(Some(0.05)));
+        assert!(budget(&["iolens", "--trace-budget", "150"]).is_err());
     }
 
     #[test]
