@@ -128,6 +128,42 @@ fn write_and_drop(path: &Path, mib: u64) {
     assert_eq!(rc, 0);
 }
 
+/// The two tests' files: ext4 on a fresh loop device with A (`A_MIB` of
+/// random data, its cache dropped) and the path of B, not yet written.
+struct Rig {
+    a: std::path::PathBuf,
+    b: std::path::PathBuf,
+    ino_a: u64,
+    /// The loop device as "major:minor".
+    dev: String,
+    // Unmounted before the loop device is detached.
+    _mnt: Mount,
+    _lo: Loop,
+}
+
+impl Rig {
+    /// `Err`: why the test is skipped.
+    fn new() -> Result<Rig, String> {
+        if let Some(why) = unavailable() {
+            return Err(why);
+        }
+        let (mnt, lo) = ext4()?;
+        let a = mnt.0.path().join("A");
+        let b = mnt.0.path().join("B");
+        write_and_drop(&a, A_MIB);
+        let ino_a = std::fs::metadata(&a).unwrap().ino();
+        let (major, minor) = lo.numbers().unwrap();
+        Ok(Rig {
+            a,
+            b,
+            ino_a,
+            dev: format!("{major}:{minor}"),
+            _mnt: mnt,
+            _lo: lo,
+        })
+    }
+}
+
 /// `iolens --json` with `args`, its reports read as they come on a thread
 /// of their own (a full pipe would stop it).
 struct Reports(std::thread::JoinHandle<std::io::Result<std::process::Output>>);
@@ -192,23 +228,15 @@ fn sum(reports: &[Value], dev: &str, ino: u64, pid: u32) -> ((u64, u64, u64), Ve
 #[test]
 fn cold_read_buffered_write_and_warm_read_per_file() {
     let _serial = serial();
-    if let Some(why) = unavailable() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let (mnt, lo) = match ext4() {
-        Ok(x) => x,
+    let rig = match Rig::new() {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("skipped: {e}");
             return;
         }
     };
-    let a = mnt.0.path().join("A");
-    let b = mnt.0.path().join("B");
-    write_and_drop(&a, A_MIB);
-    let ino_a = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&a).unwrap());
-    let (major, minor) = lo.numbers().unwrap();
-    let dev = format!("{major}:{minor}");
+    let Rig { a, b, ino_a, dev, .. } = &rig;
+    let (ino_a, dev) = (*ino_a, dev.as_str());
     let iolens = Reports::start(&["-i", "1", "-n", "9", "--top", "500"]);
     std::thread::sleep(Duration::from_millis(1500));
     let a_s = a.to_str().unwrap();
@@ -219,10 +247,10 @@ fn cold_read_buffered_write_and_warm_read_per_file() {
     let reports = iolens.wait();
     let info = &reports.last().unwrap()["files_info"];
     assert_eq!(info["active"], true, "{info}");
-    let ino_b = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&b).unwrap());
-    let ((r_read, r_dirty, _), names) = sum(&reports, &dev, ino_a, reader.pid());
-    let ((w_read, w_dirty, w_created), _) = sum(&reports, &dev, ino_b, writer.pid());
-    let ((warm_read, _, _), _) = sum(&reports, &dev, ino_a, warm.pid());
+    let ino_b = std::fs::metadata(b).unwrap().ino();
+    let ((r_read, r_dirty, _), names) = sum(&reports, dev, ino_a, reader.pid());
+    let ((w_read, w_dirty, w_created), _) = sum(&reports, dev, ino_b, writer.pid());
+    let ((warm_read, _, _), _) = sum(&reports, dev, ino_a, warm.pid());
     println!(
         "A (inode {ino_a} on {dev}): reader read {r_read} B, dirtied {r_dirty}; names {names:?}\n\
          B (inode {ino_b}): writer read {w_read} B, dirtied {w_dirty} folios, created {w_created} B\n\
@@ -259,23 +287,15 @@ const DUTY: &str = "0.5";
 #[test]
 fn cold_read_and_buffered_write_sampled_in_windows() {
     let _serial = serial();
-    if let Some(why) = unavailable() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let (mnt, lo) = match ext4() {
-        Ok(x) => x,
+    let rig = match Rig::new() {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("skipped: {e}");
             return;
         }
     };
-    let a = mnt.0.path().join("A");
-    let b = mnt.0.path().join("B");
-    write_and_drop(&a, A_MIB);
-    let ino_a = std::fs::metadata(&a).unwrap().ino();
-    let (major, minor) = lo.numbers().unwrap();
-    let dev = format!("{major}:{minor}");
+    let Rig { a, b, ino_a, dev, .. } = &rig;
+    let (ino_a, dev) = (*ino_a, dev.as_str());
     let iolens = Reports::start_env(&["-i", "1", "-n", "9", "--top", "500"], &[("IOLENS_TRACE_DUTY", DUTY)]);
     std::thread::sleep(Duration::from_millis(1500));
     let reader = py(READ_PACED, &[a.to_str().unwrap(), &(A_MIB / 4).to_string()]);
@@ -284,9 +304,9 @@ fn cold_read_and_buffered_write_sampled_in_windows() {
         &[b.to_str().unwrap(), &B_MIB.to_string(), &(B_MIB / 4).to_string()],
     );
     let reports = iolens.wait();
-    let ino_b = std::fs::metadata(&b).unwrap().ino();
-    let ((r_read, _, _), _) = sum(&reports, &dev, ino_a, reader.pid());
-    let ((w_read, w_dirty, w_created), _) = sum(&reports, &dev, ino_b, writer.pid());
+    let ino_b = std::fs::metadata(b).unwrap().ino();
+    let ((r_read, _, _), _) = sum(&reports, dev, ino_a, reader.pid());
+    let ((w_read, w_dirty, w_created), _) = sum(&reports, dev, ino_b, writer.pid());
     let shares: Vec<f64> = reports.iter().filter_map(|r| r["trace_share"].as_f64()).collect();
     println!(
         "duty {DUTY}: A reader read {r_read} B of {}; B writer created {w_created} B of {}, \
