@@ -31,6 +31,9 @@
 #   PIN (default "taskset -c <last CPU>") for fio; PIN="" disables.
 # Cleans up the loop device, the file and any iolens it started on exit.
 set -euo pipefail
+# iolens holds its tracer to 2 % of a core by default: this bench measures
+# whole tracing unless IOLENS_TRACE_BUDGET says otherwise (a flag wins).
+export IOLENS_TRACE_BUDGET=${IOLENS_TRACE_BUDGET:-off}
 
 BUDGET=${BUDGET:-1}
 SIZE_MB=${SIZE_MB:-1024}
