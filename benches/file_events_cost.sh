@@ -4,16 +4,31 @@
 # run by CI). An ext4 filesystem on a loop device (direct I/O to its temp
 # backing file, so the loop's own page cache does not serve the reads)
 # holds a file of SIZE_MB MiB of random data. Each round, for SECS seconds,
-# a reader (1 MiB read calls) reads the file again and again, its cache dropped before each
-# pass (POSIX_FADV_DONTNEED), beside `iolens --batch -i 1` with the file
-# events (on) and with `--no-file-events` (off), ROUNDS times alternating
-# which goes first. Reported: iolens's CPU (user + system of all its
-# threads, from schedstat) in % of one core, the reader's MB/s and the folios
-# added to the page cache per second (pgpgin / 4 KiB pages is the upper
-# bound: ext4 adds large folios), median over rounds, and on/off.
+# a reader (1 MiB read calls) reads the file again and again, its cache
+# dropped before each pass (POSIX_FADV_DONTNEED), beside `iolens --json -i 1`
+# in four configurations, ROUNDS times rotating which goes first:
+#
+#   on       the file events on, no budget
+#   off      `--no-file-events`, no budget
+#   budget   the file events on, `--trace-budget BUDGET`
+#   notrace  `--no-trace` (no tracer: the baseline of the tracer's cost)
+#
+# Reported, median over rounds: iolens's CPU in % of one core two ways, the
+# whole process (user + system of all its threads, schedstat) and the
+# tracer thread alone (`iolens-trace`, schedstat; what the budget's
+# controller charges), both from WARM s after the reader starts to its end
+# (the budget is chosen once a second from the last second's cost, so the
+# first second is traced whole), and the process less the notrace median
+# (the tracer's whole cost: its thread and the reads of the buffers each
+# sample does in the sampling thread, which the budget charges too, and
+# the model's work on the events); the reader's MB/s; the folios added to the
+# page cache per second (pgpgin / 4 KiB pages is the upper bound: ext4 adds
+# large folios); the budget run's JSON trace_share. Target: the budget
+# run's tracer cost ≤ 110% of the budget.
 #
 # Needs root, losetup, mkfs.ext4, python3. Environment:
-#   SIZE_MB (default 1024)  ROUNDS (default 3)  SECS (default 10)
+#   SIZE_MB (default 1024)  ROUNDS (default 3)  SECS (default 10)  WARM (3)
+#   BUDGET (default $IOLENS_TRACE_BUDGET, else 1; % of one core)
 #   DIR (default /var/tmp)  IOLENS (default target/release/iolens, built if missing)
 # Cleans up the mount, the loop device, the file and any iolens it started.
 set -euo pipefail
@@ -23,6 +38,10 @@ export IOLENS_TRACE_BUDGET=${IOLENS_TRACE_BUDGET:-off}
 SIZE_MB=${SIZE_MB:-1024}
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-10}
+WARM=${WARM:-3}
+BUDGET=${BUDGET:-${IOLENS_TRACE_BUDGET:-1}}
+# on and off run without a budget whatever the caller's environment says
+unset IOLENS_TRACE_BUDGET
 DIR=${DIR:-/var/tmp}
 cd "$(dirname "$0")/.."
 IOLENS=${IOLENS:-target/release/iolens}
@@ -71,33 +90,67 @@ while time.monotonic() < end:
 print(n / (time.monotonic() - t0) / 1e6)
 PY
 cpu_ns() { python3 -c "import os,sys;p=sys.argv[1];print(sum(int(open(f'/proc/{p}/task/{t}/schedstat').read().split()[0]) for t in os.listdir(f'/proc/{p}/task')))" "$1"; }
+# CPU ns of the tracer thread of iolens $1 (0 when it has none).
+tracer_ns() {
+    local t
+    for t in /proc/"$1"/task/*; do
+        if [ "$(cat "$t/comm" 2>/dev/null)" = iolens-trace ]; then
+            awk '{print $1}' "$t/schedstat"
+            return
+        fi
+    done
+    echo 0
+}
 pgpgin() { awk '/^pgpgin /{print $2}' /proc/vmstat; }
 
-declare -A CPU MBS FOL
+declare -A CPU TRC MBS FOL
+MODES=(on off budget notrace)
 for r in $(seq 1 "$ROUNDS"); do
-    if [ $((r % 2)) = 1 ]; then order="on off"; else order="off on"; fi
-    for mode in $order; do
-        flag=""; [ "$mode" = off ] && flag="--no-file-events"
-        "$IOLENS" --batch -i 1 $flag > /dev/null & IOL=$!
+    for i in 0 1 2 3; do
+        mode=${MODES[$(((r - 1 + i) % 4))]}
+        case $mode in
+            on) args=() ;;
+            off) args=(--no-file-events) ;;
+            budget) args=(--trace-budget "$BUDGET") ;;
+            notrace) args=(--no-trace) ;;
+        esac
+        "$IOLENS" --json -i 1 "${args[@]}" > "$WORK/iolens.json" 2> "$WORK/iolens.err" & IOL=$!
         sleep 2
-        c0=$(cpu_ns "$IOL"); p0=$(pgpgin); t0=$(date +%s.%N)
-        mbs=$(python3 "$WORK/reader.py" "$WORK/mnt/data" "$SECS")
-        c1=$(cpu_ns "$IOL"); p1=$(pgpgin); t1=$(date +%s.%N)
+        python3 "$WORK/reader.py" "$WORK/mnt/data" "$SECS" > "$WORK/mbs" & rd=$!
+        sleep "$WARM"
+        c0=$(cpu_ns "$IOL"); n0=$(tracer_ns "$IOL"); p0=$(pgpgin); t0=$(date +%s.%N)
+        wait "$rd"
+        c1=$(cpu_ns "$IOL"); n1=$(tracer_ns "$IOL"); p1=$(pgpgin); t1=$(date +%s.%N)
         kill "$IOL"; wait "$IOL" 2>/dev/null || true; IOL=""
-        cpu=$(python3 -c "print('%.2f' % (($c1-$c0)/1e7/($t1-$t0)))")
-        fol=$(python3 -c "print('%.0f' % (($p1-$p0)/4/($t1-$t0)))")
-        echo "  round $r, file events $mode: iolens ${cpu}% of one core; read ${mbs%.*} MB/s; <= $fol folios/s added" >&2
-        CPU[$mode]="${CPU[$mode]:-} $cpu"; MBS[$mode]="${MBS[$mode]:-} $mbs"; FOL[$mode]="${FOL[$mode]:-} $fol"
+        mbs=$(cat "$WORK/mbs")
+        if [ "$mode" != notrace ] && ! grep -q '"active":true' "$WORK/iolens.json"; then
+            echo "file_events_cost: iolens did not trace: $(tail -c 300 "$WORK/iolens.json") $(cat "$WORK/iolens.err")" >&2
+            exit 1
+        fi
+        read -r cpu trc fol share < <(python3 - "$c0" "$c1" "$n0" "$n1" "$p0" "$p1" "$t0" "$t1" "$WORK/iolens.json" <<'PY'
+import re, sys
+c0, c1, n0, n1, p0, p1, t0, t1 = (float(x) for x in sys.argv[1:9])
+wall = t1 - t0
+shares = [float(x) for x in re.findall(r'"trace_share":([0-9.eE+-]+)', open(sys.argv[9]).read())]
+share = f"{min(shares):.3f}-{max(shares):.3f}" if shares else "-"
+print(f"{(c1 - c0) / 1e7 / wall:.2f} {(n1 - n0) / 1e7 / wall:.2f} {(p1 - p0) / 4 / wall:.0f} {share}")
+PY
+)
+        echo "  round $r, $mode: iolens ${cpu}% of one core, tracer thread ${trc}%; read ${mbs%.*} MB/s; <= $fol folios/s added; trace_share $share" >&2
+        CPU[$mode]="${CPU[$mode]:-} $cpu"; TRC[$mode]="${TRC[$mode]:-} $trc"
+        MBS[$mode]="${MBS[$mode]:-} $mbs"; FOL[$mode]="${FOL[$mode]:-} $fol"
     done
 done
 median() { python3 -c 'import sys,statistics; print("%.2f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 echo
-echo "## Page-cache events: iolens --batch CPU under a cold buffered read of ext4 on $DEV, median of $ROUNDS rounds of ${SECS} s; load $(cut -d' ' -f1 /proc/loadavg)"
+echo "## Page-cache events: iolens --json CPU under a cold buffered read of ext4 on $DEV, median of $ROUNDS rounds of ${SECS} s (CPU from ${WARM} s in); load $(cut -d' ' -f1 /proc/loadavg)"
 echo
-echo "| file events | iolens CPU, % of one core | read MB/s | folios added/s (at most) |"
-echo "|---|---|---|---|"
-for mode in on off; do
-    echo "| $mode | $(median ${CPU[$mode]}) | $(median ${MBS[$mode]}) | $(median ${FOL[$mode]}) |"
+echo "| configuration | iolens CPU, % of one core | tracer thread, % of one core | read MB/s | folios added/s (at most) |"
+echo "|---|---|---|---|---|"
+for mode in on off budget notrace; do
+    label=$mode; [ "$mode" = budget ] && label="on, budget $BUDGET%"
+    echo "| $label | $(median ${CPU[$mode]}) | $(median ${TRC[$mode]}) | $(median ${MBS[$mode]}) | $(median ${FOL[$mode]}) |"
 done
 echo
 python3 -c "import sys; on,off=float(sys.argv[1]),float(sys.argv[2]); print('on - off: %.2f points of a core (%.2fx)' % (on-off, on/max(off,1e-9)))" "$(median ${CPU[on]})" "$(median ${CPU[off]})"
+python3 -c "import sys; b,t,p,n=(float(x) for x in sys.argv[1:5]); print('budget %g%%: tracer thread %.2f%% of a core = %.0f%% of the budget (rounds:%s); process less notrace %.2f%% = %.0f%% of the budget (target <= 110%%); without a budget, on less notrace %.2f%%' % (b, t, t / b * 100, sys.argv[6], p - n, (p - n) / b * 100, float(sys.argv[5]) - n))" "$BUDGET" "$(median ${TRC[budget]})" "$(median ${CPU[budget]})" "$(median ${CPU[notrace]})" "$(median ${CPU[on]})" "${TRC[budget]}"
