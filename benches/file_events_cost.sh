@@ -32,16 +32,14 @@
 #   DIR (default /var/tmp)  IOLENS (default target/release/iolens, built if missing)
 # Cleans up the mount, the loop device, the file and any iolens it started.
 set -euo pipefail
-# iolens holds its tracer to 2 % of a core by default: this bench measures
-# whole tracing unless IOLENS_TRACE_BUDGET says otherwise (a flag wins).
-export IOLENS_TRACE_BUDGET=${IOLENS_TRACE_BUDGET:-off}
 SIZE_MB=${SIZE_MB:-1024}
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-10}
 WARM=${WARM:-3}
 BUDGET=${BUDGET:-${IOLENS_TRACE_BUDGET:-1}}
-# on and off run without a budget whatever the caller's environment says
-unset IOLENS_TRACE_BUDGET
+# on and off trace whole (iolens holds its tracer to 2 % of a core by
+# default) whatever the caller's environment says
+export IOLENS_TRACE_BUDGET=off
 DIR=${DIR:-/var/tmp}
 cd "$(dirname "$0")/.."
 IOLENS=${IOLENS:-target/release/iolens}
