@@ -6,7 +6,8 @@
 //! one process and a 32 MiB buffered write of file B by another, then a
 //! warm re-read of A by a third. `iolens --json` must report A read from
 //! disk by the reader within ±5 %, B dirtied and created by the writer
-//! with ≈0 read, and ≈0 read by the warm re-read; A named by its path.
+//! with ≈0 read, and ≈0 read by the warm re-read (what the kernel's
+//! `/proc/<pid>/io` says it read from storage); A named by its path.
 //! (The issue asks for 256 / 128 MiB: smaller here to stay within the
 //! live-test time on a 2-core VM; the exactness does not depend on size.)
 //!
@@ -196,6 +197,13 @@ impl Reports {
     }
 }
 
+/// A counter of `/proc/<pid>/io` (`rchar`, `read_bytes`, ...).
+fn io_field(pid: u32, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(": ")?.trim().parse().ok())
+}
+
 fn py(script: &str, args: &[&str]) -> Bg {
     Bg::spawn(Command::new(PY).arg("-c").arg(script).args(args))
 }
@@ -243,7 +251,20 @@ fn cold_read_buffered_write_and_warm_read_per_file() {
     let reader = py(READ, &[a_s, "3"]);
     let writer = py(WRITE, &[b.to_str().unwrap(), &B_MIB.to_string()]);
     std::thread::sleep(Duration::from_millis(3500));
+    // The warm re-read starts once the cold one is through A (a slow run
+    // would otherwise have both read A's last part from disk).
+    let done = (0..50).any(|_| {
+        let read = io_field(reader.pid(), "rchar").unwrap_or(0);
+        read >= A_MIB << 20 || {
+            std::thread::sleep(Duration::from_millis(100));
+            false
+        }
+    });
+    assert!(done, "the cold reader did not read A within 5 s more");
     let warm = py(READ, &[a_s, "2"]);
+    // What the kernel says it read from storage, once its read is over.
+    std::thread::sleep(Duration::from_millis(1000));
+    let warm_kernel = io_field(warm.pid(), "read_bytes").unwrap_or(u64::MAX);
     let reports = iolens.wait();
     let info = &reports.last().unwrap()["files_info"];
     assert_eq!(info["active"], true, "{info}");
@@ -251,10 +272,12 @@ fn cold_read_buffered_write_and_warm_read_per_file() {
     let ((r_read, r_dirty, _), names) = sum(&reports, dev, ino_a, reader.pid());
     let ((w_read, w_dirty, w_created), _) = sum(&reports, dev, ino_b, writer.pid());
     let ((warm_read, _, _), _) = sum(&reports, dev, ino_a, warm.pid());
+    let shares: Vec<f64> = reports.iter().filter_map(|r| r["trace_share"].as_f64()).collect();
     println!(
         "A (inode {ino_a} on {dev}): reader read {r_read} B, dirtied {r_dirty}; names {names:?}\n\
          B (inode {ino_b}): writer read {w_read} B, dirtied {w_dirty} folios, created {w_created} B\n\
-         warm re-read of A: {warm_read} B"
+         warm re-read of A: {warm_read} B ({warm_kernel} B read from storage by its /proc/<pid>/io); \
+         trace_share by report {shares:?}"
     );
     let (a_bytes, b_bytes) = ((A_MIB << 20) as f64, (B_MIB << 20) as f64);
     assert!((r_read as f64 - a_bytes).abs() <= a_bytes * 0.05, "A read {r_read}");
@@ -265,7 +288,16 @@ fn cold_read_buffered_write_and_warm_read_per_file() {
     );
     assert!(w_dirty > 0);
     assert!((w_read as f64) <= b_bytes * 0.05, "B read {w_read}");
-    assert!((warm_read as f64) <= a_bytes * 0.01, "warm read {warm_read}");
+    // A cached re-read reads from disk only what the kernel dropped of A
+    // meanwhile (seen: 0 to 5 %, with 23 GiB free): what the kernel counted.
+    assert!(
+        (warm_kernel as f64) < a_bytes / 2.0,
+        "the kernel dropped most of A's cache ({warm_kernel} B re-read): not a warm read"
+    );
+    assert!(
+        warm_read.abs_diff(warm_kernel) <= (64 << 10) + warm_kernel / 20,
+        "warm read {warm_read}, its /proc/<pid>/io read_bytes {warm_kernel}"
+    );
     // The reader was read by the fd scan after its events: A has its path.
     assert!(names.iter().any(|n| n == a_s), "A not named: {names:?}");
     drop((reader, writer, warm));
