@@ -437,7 +437,7 @@ fn proc_is_listed_again_only_when_the_fork_count_moved() {
 /// main thread waits in `join`) writes 1 MiB to /dev/null for every line on
 /// its stdin, then prints "done".
 fn writer_on_demand(in_worker: bool) -> Option<std::process::Child> {
-    let body = "import sys\ndef work():\n    for _ in sys.stdin:\n        open('/dev/null', 'wb').write(b'x' * (1 << 20))\n        print('done', flush=True)\n";
+    let body = "import sys\ndef work():\n    print('ready', flush=True)\n    for _ in sys.stdin:\n        open('/dev/null', 'wb').write(b'x' * (1 << 20))\n        print('done', flush=True)\n";
     let run = if in_worker {
         "import threading\nt = threading.Thread(target=work)\nt.start()\nt.join()\n"
     } else {
@@ -470,7 +470,24 @@ fn writes_are_seen_in_the_next_sample(in_worker: bool) {
     };
     let pid = child.id() as i32;
     wait_threads(pid, if in_worker { 2 } else { 1 });
-    std::thread::sleep(Duration::from_millis(300));
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    // Asleep on its stdin: its schedstat stands still (a busy machine can
+    // take a while to get it there).
+    let schedstat = || std::fs::read(format!("/proc/{pid}/schedstat")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = schedstat();
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = schedstat();
+        if now == last {
+            break;
+        }
+        assert!(Instant::now() < deadline, "pid {pid} never went idle");
+        last = now;
+    }
     let mut r = Reader::new("/");
     let mut pr = ProcReader::new();
     let read = |pr: &mut ProcReader, r: &mut Reader| {
@@ -482,7 +499,6 @@ fn writes_are_seen_in_the_next_sample(in_worker: bool) {
         // Single-threaded and asleep: its io file is left alone.
         assert!(idle.iter().skip(2).all(|s| s.1 > 0), "{idle:?}");
     }
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut stdin = child.stdin.take().unwrap();
     for round in 0..3 {
         let before = read(&mut pr, &mut r).0;

@@ -77,6 +77,18 @@ fn wait_fd(pid: i32, path: &Path) -> i32 {
     panic!("pid {pid} never opened {}", path.display());
 }
 
+/// Wait (up to 10 s) until the fd has moved: an fd still at 0 is not a
+/// transfer yet, and is not shown until it moves.
+fn wait_moving(pid: i32, fd: i32) {
+    for _ in 0..200 {
+        if true_pos(pid, fd) > 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("fd {fd} of pid {pid} never moved");
+}
+
 /// fdinfo pos read directly, for comparison.
 fn true_pos(pid: i32, fd: i32) -> u64 {
     let b = std::fs::read(format!("/proc/{pid}/fdinfo/{fd}")).unwrap();
@@ -162,6 +174,7 @@ fn pv_reader_percent_rate_eta_and_progress_tool() {
     let kid = spawn("pv", &["-q", "-L", "2m", file.to_str().unwrap()], Stdio::null());
     let pid = kid.pid();
     let fd = wait_fd(pid, &file);
+    wait_moving(pid, fd);
     let mut w = Watcher::new(pid);
     for i in 0..7 {
         if i > 0 {
