@@ -14,7 +14,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -354,13 +354,30 @@ struct Shared {
     /// `None` once the thread has stopped (the instance is removed).
     running: Mutex<Option<Running>>,
     stop: AtomicBool,
-    /// Ends the thread's sleep when it is to stop.
+    /// Ends the thread's sleep when it is to stop, or when a read from
+    /// another thread moved the budget's next edge before its end.
     waker: Waker,
+    /// When the thread's sleep ends (monotonic ns).
+    sleeps_until: AtomicU64,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Option<Running>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Read the buffers from another thread than the tracer's (a sample's
+    /// flush). Its budget step may set an edge (a window to end: the budget
+    /// bound) before the tracer thread wakes: that thread is woken then,
+    /// else the edge would wait for its next read (up to seconds).
+    fn poll_outside(&self) {
+        let next = self.lock().as_mut().and_then(|r| {
+            r.poll(None);
+            r.wake()
+        });
+        if next.is_some_and(|w| w < self.sleeps_until.load(Ordering::Relaxed)) {
+            self.waker.wake();
+        }
     }
 }
 
@@ -395,6 +412,7 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
         })),
         stop: AtomicBool::new(false),
         waker: Waker::new()?,
+        sleeps_until: AtomicU64::new(u64::MAX),
     });
     let sh = shared.clone();
     let join = std::thread::Builder::new().name("iolens-trace".into()).spawn(move || {
@@ -406,9 +424,10 @@ pub fn spawn(tracer: Tracer, sink: impl Sink) -> io::Result<Handle> {
                 None => (Vec::new(), wait),
             };
             // The budget's next window edge comes first.
-            let timeout = wake.map_or(timeout, |w| {
-                timeout.min(Duration::from_nanos(w.saturating_sub(monotonic_ns())))
-            });
+            let now = monotonic_ns();
+            let timeout = wake.map_or(timeout, |w| timeout.min(Duration::from_nanos(w.saturating_sub(now))));
+            let until = now.saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+            sh.sleeps_until.store(until, Ordering::Relaxed);
             if sh.waker.wait(&fds, Some(timeout)).is_err() {
                 std::thread::sleep(POLL);
             }
@@ -448,20 +467,14 @@ impl Handle {
     /// sink, as [`Handle::flush`], callable from another thread.
     pub fn flusher(&self) -> Box<dyn Fn() + Send + Sync> {
         let shared = self.shared.clone();
-        Box::new(move || {
-            if let Some(r) = shared.lock().as_mut() {
-                r.poll(None);
-            }
-        })
+        Box::new(move || shared.poll_outside())
     }
 
     /// Read the buffers now and hand what was read to the sink: an
     /// interval taken after this ends at the call, less the merge's
     /// hold-back of 2 ms, instead of at the last read.
     pub fn flush(&self) {
-        if let Some(r) = self.shared.lock().as_mut() {
-            r.poll(None);
-        }
+        self.shared.poll_outside();
     }
 
     pub fn stop(&mut self) {

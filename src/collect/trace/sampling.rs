@@ -17,7 +17,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use super::budget::{Controller, Mark, Phase, Windows};
+use super::budget::{Controller, Mark, Phase, Windows, cycle_for};
 
 /// A budget: the controller, the windows, the instance's `tracing_on`.
 #[derive(Debug)]
@@ -44,9 +44,10 @@ impl Sampling {
     /// Hold the tracer to `controller` from `now`, through `tracing_on`
     /// (open for writing).
     pub fn new(controller: Controller, tracing_on: File, now: u64) -> Sampling {
+        let cycle = cycle_for(controller.budget);
         let mut s = Sampling {
             controller,
-            windows: Windows::default(),
+            windows: Windows::with_cycle(cycle),
             tracing_on,
             cost_ns: 0,
             fixed_ns: 0,
