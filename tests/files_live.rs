@@ -298,7 +298,8 @@ fn cold_read_buffered_write_and_warm_read_per_file() {
     assert!(w_dirty > 0);
     assert!((w_read as f64) <= b_bytes * 0.05, "B read {w_read}");
     // A cached re-read reads from disk only what the kernel dropped of A
-    // meanwhile (seen: 0 to 5 %, with 23 GiB free): what the kernel counted.
+    // meanwhile (seen: 0 to 5 %, with 23 GiB free: this VM runs a DAMON
+    // `pageout` scheme, kdamond, on cold pages): what the kernel counted.
     assert!(
         (warm_kernel as f64) < a_bytes / 2.0,
         "the kernel dropped most of A's cache ({warm_kernel} B re-read): not a warm read"
