@@ -42,6 +42,8 @@ BUDGET=${BUDGET:-${IOLENS_TRACE_BUDGET:-1}}
 export IOLENS_TRACE_BUDGET=off
 DIR=${DIR:-/var/tmp}
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/tracer_cpu.sh
+. benches/tracer_cpu.sh
 IOLENS=${IOLENS:-target/release/iolens}
 for tool in losetup mkfs.ext4 python3; do
     command -v "$tool" >/dev/null || { echo "file_events_cost: $tool is not installed" >&2; exit 2; }
@@ -88,17 +90,6 @@ while time.monotonic() < end:
 print(n / (time.monotonic() - t0) / 1e6)
 PY
 cpu_ns() { python3 -c "import os,sys;p=sys.argv[1];print(sum(int(open(f'/proc/{p}/task/{t}/schedstat').read().split()[0]) for t in os.listdir(f'/proc/{p}/task')))" "$1"; }
-# CPU ns of the tracer thread of iolens $1 (0 when it has none).
-tracer_ns() {
-    local t
-    for t in /proc/"$1"/task/*; do
-        if [ "$(cat "$t/comm" 2>/dev/null)" = iolens-trace ]; then
-            awk '{print $1}' "$t/schedstat"
-            return
-        fi
-    done
-    echo 0
-}
 pgpgin() { awk '/^pgpgin /{print $2}' /proc/vmstat; }
 
 declare -A CPU TRC MBS FOL

@@ -42,6 +42,8 @@ SECS=${SECS:-20}
 WARM=${WARM:-3}
 DIR=${DIR:-/var/tmp}
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/tracer_cpu.sh
+. benches/tracer_cpu.sh
 IOLENS=${IOLENS:-target/release/iolens}
 PIN=${PIN-taskset -c $(($(nproc) - 1))}
 
@@ -68,17 +70,6 @@ DEV=$(losetup -f --show -r --direct-io=on "$WORK/backing.img")
 echo "trace_budget_live: $DEV, $(nproc) CPUs, budget $BUDGET%, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# CPU ns of the tracer thread of iolens $1 (0 when it has none).
-tracer_ns() {
-    local t
-    for t in /proc/"$1"/task/*; do
-        if [ "$(cat "$t/comm" 2>/dev/null)" = iolens-trace ]; then
-            awk '{print $1}' "$t/schedstat"
-            return
-        fi
-    done
-    echo 0
-}
 
 start_iolens() {
     "$IOLENS" --json -i 1 "$@" >"$WORK/iolens.json" 2>"$WORK/iolens.err" &

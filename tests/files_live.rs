@@ -37,6 +37,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use iolens::collect::process::parse_io;
 use serde_json::Value;
 
 #[path = "common/live.rs"]
@@ -201,13 +202,6 @@ impl Reports {
     }
 }
 
-/// A counter of `/proc/<pid>/io` (`rchar`, `read_bytes`, ...).
-fn io_field(pid: u32, name: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(": ")?.trim().parse().ok())
-}
-
 fn py(script: &str, args: &[&str]) -> Bg {
     Bg::spawn(Command::new(PY).arg("-c").arg(script).args(args))
 }
@@ -258,7 +252,8 @@ fn cold_read_buffered_write_and_warm_read_per_file() {
     // The warm re-read starts once the cold one is through A (a slow run
     // would otherwise have both read A's last part from disk).
     let done = (0..50).any(|_| {
-        let read = io_field(reader.pid(), "rchar").unwrap_or(0);
+        let io = std::fs::read(format!("/proc/{}/io", reader.pid())).ok();
+        let read = io.and_then(|b| parse_io(&b)).map_or(0, |io| io.rchar);
         read >= A_MIB << 20 || {
             std::thread::sleep(Duration::from_millis(100));
             false
