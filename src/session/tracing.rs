@@ -153,7 +153,8 @@ impl Tracing {
         };
         h.flush();
         let mut t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
-        let interval = t.take_interval_at(crate::collect::monotonic_ns());
+        let now = crate::collect::monotonic_ns();
+        let interval = t.take_interval_at(now);
         let log: Vec<_> = t.log().copied().collect();
         let skip = log.len().saturating_sub(VIEW_LOG);
         let files = match &self.files_off {
@@ -163,7 +164,7 @@ impl Tracing {
                     .files
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .take_interval_scaled(interval.share);
+                    .take_interval_at(now, interval.share);
                 FilesView {
                     active: true,
                     reason: None,
@@ -236,16 +237,21 @@ impl Sink for Feed {
     }
 
     fn files(&mut self, events: &[FileEvent]) {
-        // Traced in windows: the events of the drains are left out.
-        let mut kept = Vec::new();
-        let events = in_windows(&self.tracker, events, |e| e.ts, &mut kept);
+        // Traced in windows: the events of the drains settle the adds
+        // pending at a window's end and are not counted.
+        let inside = window_flags(&self.tracker, events, |e| e.ts);
+        let inside = |i: usize| inside.as_ref().is_none_or(|v| v[i]);
         let mut f = self.files.lock().unwrap_or_else(PoisonError::into_inner);
-        f.feed(events);
+        f.feed_gated(events, inside);
         // Each process once per file run, with the file its event names
         // (a dirty names its bdi: the filesystems on it).
         let mut last = (0, 0);
         let mut wanted: Vec<(i32, Option<FileId>)> = Vec::new();
-        for e in events.iter().filter(|e| !e.kernel && e.tgid > 0) {
+        let named = events
+            .iter()
+            .enumerate()
+            .filter(|&(i, e)| inside(i) && !e.kernel && e.tgid > 0);
+        for (_, e) in named {
             if last == (e.tgid, e.ino) {
                 continue;
             }
@@ -277,6 +283,13 @@ impl Drop for Tracing {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Which events fell inside the tracer's windows; `None` while it traces
+/// whole.
+fn window_flags<T>(tracker: &Mutex<Accumulator>, events: &[T], ts: impl Fn(&T) -> u64) -> Option<Vec<bool>> {
+    let t = tracker.lock().unwrap_or_else(PoisonError::into_inner);
+    t.sampled().then(|| events.iter().map(|e| t.accepts(ts(e))).collect())
 }
 
 /// The events inside the tracer's windows (all of them while it traces

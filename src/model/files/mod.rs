@@ -42,10 +42,13 @@ use serde::{Deserialize, Serialize};
 use crate::collect::blocked::FileWait;
 use crate::collect::trace::block::Dev;
 use crate::collect::trace::file::{FileEvent, FileKind, Where};
+use crate::model::trace::window::{Share, scale_files};
 
 /// Files kept in the totals; past this the least busy are summed into
 /// [`FilesInterval::other`].
 pub const MAX_FILES: usize = 4096;
+/// An add this recent at an interval's close is left for the next.
+pub const PENDING_HOLD_NS: u64 = 20_000_000;
 /// Processes kept per file; past this the rest are summed into one row
 /// with pid 0.
 pub const MAX_PROCS_PER_FILE: usize = 16;
@@ -220,6 +223,7 @@ struct Pending {
     index: u64,
     bytes: u64,
     who: Who,
+    ts: u64,
 }
 
 /// Everything over one interval.
@@ -271,33 +275,42 @@ impl FileTracker {
 
     /// Feed events in time order.
     pub fn feed(&mut self, events: &[FileEvent]) {
-        for e in events {
-            self.events += 1;
+        self.feed_gated(events, |_| true);
+    }
+
+    /// Feed events in time order, traced in windows: `inside(i)` says
+    /// whether `events[i]` fell in a window. The events of a drain (after
+    /// a window, before `tracing_on` is cleared) are not counted; they only
+    /// settle the adds left pending at the window's end (a write's add in
+    /// the window, its dirty in the drain: created, not read).
+    pub fn feed_gated(&mut self, events: &[FileEvent], inside: impl Fn(usize) -> bool) {
+        for (i, e) in events.iter().enumerate() {
+            let inside = inside(i);
+            self.events += u64::from(inside);
             match (e.kind, e.place) {
                 (FileKind::Added { .. }, Where::Sb(dev)) => {
                     if let Some(p) = self.pending.remove(&e.pid) {
                         self.commit_read(p);
                     }
-                    let key = FileKey { dev, ino: e.ino };
-                    let bytes = e.bytes().unwrap_or(0);
-                    self.pending.insert(
-                        e.pid,
-                        Pending {
-                            key,
+                    if inside {
+                        let pending = Pending {
+                            key: FileKey { dev, ino: e.ino },
                             index: e.index,
-                            bytes,
+                            bytes: e.bytes().unwrap_or(0),
                             who: who(e),
-                        },
-                    );
+                            ts: e.ts,
+                        };
+                        self.pending.insert(e.pid, pending);
+                    }
                 }
-                (FileKind::Dirtied, place) => self.dirtied(e, &place.bdi_name()),
+                (FileKind::Dirtied, place) => self.dirtied(e, &place.bdi_name(), inside),
                 // An add without a device: not produced by the decoder.
                 (FileKind::Added { .. }, Where::Bdi(_)) => {}
             }
         }
     }
 
-    fn dirtied(&mut self, e: &FileEvent, bdi: &str) {
+    fn dirtied(&mut self, e: &FileEvent, bdi: &str, inside: bool) {
         let devs = self.bdis.devs(bdi);
         let pending = self.pending.remove(&e.pid);
         let key = match pending {
@@ -313,6 +326,7 @@ impl FileTracker {
             }
         };
         match key {
+            _ if !inside => {}
             Some(k) if self.backing.contains(&k) => self.row(k).charge(who(e), |io| io.backing_dirtied += 1),
             Some(k) => self.row(k).charge(who(e), |io| io.dirtied += 1),
             None => self.unplaced += 1,
@@ -346,15 +360,27 @@ impl FileTracker {
 
     /// Close the interval: adds whose task did nothing since are reads.
     pub fn take_interval(&mut self) -> FilesInterval {
-        self.take_interval_scaled(crate::model::trace::window::Share::default())
+        self.take_interval_at(u64::MAX, Share::default())
     }
 
-    /// Close the interval traced at `share`: its counts scaled to the
-    /// whole interval ([`crate::model::trace::window::scale_files`])
-    /// before they are added to the totals since start.
-    pub fn take_interval_scaled(&mut self, share: crate::model::trace::window::Share) -> FilesInterval {
-        for (_, p) in std::mem::take(&mut self.pending) {
-            self.commit_read(p);
+    /// Close the interval at `now` (trace clock), traced at `share`: its
+    /// counts scaled to the whole interval ([`scale_files`]) before they
+    /// are added to the totals since start. An add of the last
+    /// [`PENDING_HOLD_NS`] before `now` stays pending for the next
+    /// interval: its task's next event may be the write's dirty, not yet
+    /// read from the buffers (a 1 MiB folio's copy takes ~0.1 ms).
+    pub fn take_interval_at(&mut self, now: u64, share: Share) -> FilesInterval {
+        let held = now.saturating_sub(PENDING_HOLD_NS);
+        let old: Vec<i32> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.ts < held)
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in old {
+            if let Some(p) = self.pending.remove(&pid) {
+                self.commit_read(p);
+            }
         }
         let cur = std::mem::take(&mut self.cur);
         let mut out = FilesInterval {
@@ -362,7 +388,7 @@ impl FileTracker {
             unplaced_dirtied: self.unplaced,
             events: self.events,
         };
-        crate::model::trace::window::scale_files(&mut out, share);
+        scale_files(&mut out, share);
         for (k, row) in &out.files {
             self.total.entry(*k).or_default().merge(row);
         }

@@ -127,8 +127,9 @@ impl Gate {
     }
 
     /// Whether `ts` fell in a window (of the last 64): the events that
-    /// are not paired with a start (page-cache events) are taken in
-    /// windows only, drains left out, so that one share scales them all.
+    /// are not paired with a start (page-cache events) are counted in
+    /// windows only, drains left out, so that one share scales them all
+    /// (a drain's page-cache events only settle the window's last adds).
     pub fn accepts(&self, ts: u64) -> bool {
         for &(open, end) in self.recent.iter().rev() {
             if ts >= open {
