@@ -23,8 +23,10 @@
 # sample does in the sampling thread, which the budget charges too, and
 # the model's work on the events); the reader's MB/s; the folios added to the
 # page cache per second (pgpgin / 4 KiB pages is the upper bound: ext4 adds
-# large folios); the budget run's JSON trace_share. Target: the budget
-# run's tracer cost ≤ 110% of the budget.
+# large folios); the budget run's JSON trace_share, and its own count of
+# the tracer's CPU (JSON `tracer_cpu_pct`: what the budget holds, the
+# tracer thread and the samples' reads of the buffers, per report).
+# Target: the budget run's tracer cost ≤ 110% of the budget.
 #
 # Needs root, losetup, mkfs.ext4, python3. Environment:
 #   SIZE_MB (default 1024)  ROUNDS (default 3)  SECS (default 10)  WARM (3)
@@ -92,7 +94,7 @@ PY
 cpu_ns() { python3 -c "import os,sys;p=sys.argv[1];print(sum(int(open(f'/proc/{p}/task/{t}/schedstat').read().split()[0]) for t in os.listdir(f'/proc/{p}/task')))" "$1"; }
 pgpgin() { awk '/^pgpgin /{print $2}' /proc/vmstat; }
 
-declare -A CPU TRC MBS FOL
+declare -A CPU TRC MBS FOL ACC
 MODES=(on off budget notrace)
 for r in $(seq 1 "$ROUNDS"); do
     for i in 0 1 2 3; do
@@ -116,17 +118,23 @@ for r in $(seq 1 "$ROUNDS"); do
             echo "file_events_cost: iolens did not trace: $(tail -c 300 "$WORK/iolens.json") $(cat "$WORK/iolens.err")" >&2
             exit 1
         fi
-        read -r cpu trc fol share < <(python3 - "$c0" "$c1" "$n0" "$n1" "$p0" "$p1" "$t0" "$t1" "$WORK/iolens.json" <<'PY'
-import re, sys
+        read -r cpu trc fol share acc < <(python3 - "$c0" "$c1" "$n0" "$n1" "$p0" "$p1" "$t0" "$t1" "$WORK/iolens.json" "$((2 + WARM))" <<'PY'
+import re, statistics, sys
 c0, c1, n0, n1, p0, p1, t0, t1 = (float(x) for x in sys.argv[1:9])
 wall = t1 - t0
-shares = [float(x) for x in re.findall(r'"trace_share":([0-9.eE+-]+)', open(sys.argv[9]).read())]
+text = open(sys.argv[9]).read()
+shares = [float(x) for x in re.findall(r'"trace_share":([0-9.eE+-]+)', text)]
 share = f"{min(shares):.3f}-{max(shares):.3f}" if shares else "-"
-print(f"{(c1 - c0) / 1e7 / wall:.2f} {(n1 - n0) / 1e7 / wall:.2f} {(p1 - p0) / 4 / wall:.0f} {share}")
+# iolens's own count of the tracer's CPU (the budget's), per report, from
+# the reader's WARM s on
+counted = [float(x) for x in re.findall(r'"tracer_cpu_pct":([0-9.eE+-]+)', text)][int(sys.argv[10]):]
+acc = f"{statistics.median(counted):.2f}" if counted else "-"
+print(f"{(c1 - c0) / 1e7 / wall:.2f} {(n1 - n0) / 1e7 / wall:.2f} {(p1 - p0) / 4 / wall:.0f} {share} {acc}")
 PY
 )
-        echo "  round $r, $mode: iolens ${cpu}% of one core, tracer thread ${trc}%; read ${mbs%.*} MB/s; <= $fol folios/s added; trace_share $share" >&2
+        echo "  round $r, $mode: iolens ${cpu}% of one core, tracer thread ${trc}%, counted by iolens ${acc}%; read ${mbs%.*} MB/s; <= $fol folios/s added; trace_share $share" >&2
         CPU[$mode]="${CPU[$mode]:-} $cpu"; TRC[$mode]="${TRC[$mode]:-} $trc"
+        [ "$acc" != - ] && ACC[$mode]="${ACC[$mode]:-} $acc"
         MBS[$mode]="${MBS[$mode]:-} $mbs"; FOL[$mode]="${FOL[$mode]:-} $fol"
     done
 done
@@ -143,3 +151,6 @@ done
 echo
 python3 -c "import sys; on,off=float(sys.argv[1]),float(sys.argv[2]); print('on - off: %.2f points of a core (%.2fx)' % (on-off, on/max(off,1e-9)))" "$(median ${CPU[on]})" "$(median ${CPU[off]})"
 python3 -c "import sys; b,t,p,n=(float(x) for x in sys.argv[1:5]); print('budget %g%%: tracer thread %.2f%% of a core = %.0f%% of the budget (rounds:%s); process less notrace %.2f%% = %.0f%% of the budget (target <= 110%%); without a budget, on less notrace %.2f%%' % (b, t, t / b * 100, sys.argv[6], p - n, (p - n) / b * 100, float(sys.argv[5]) - n))" "$BUDGET" "$(median ${TRC[budget]})" "$(median ${CPU[budget]})" "$(median ${CPU[notrace]})" "$(median ${CPU[on]})" "${TRC[budget]}"
+if [ -n "${ACC[budget]:-}" ]; then
+    python3 -c "import sys; b,a=float(sys.argv[1]),float(sys.argv[2]); print('counted by iolens (JSON tracer_cpu_pct, its thread and the samples\' reads; median of the rounds\' per-report medians): %.2f%% of a core = %.0f%% of the budget (rounds:%s)' % (a, a / b * 100, sys.argv[3]))" "$BUDGET" "$(median ${ACC[budget]})" "${ACC[budget]}"
+fi

@@ -19,7 +19,9 @@
 # thread and is not in it), and the whole process less the notrace median
 # (the tracer's marginal cost). Target: the budget run's tracer cost ≤ 110%
 # of the budget. Also the JSON's trace_share (the traced share) of the
-# budget run's reports.
+# budget run's reports, and iolens's own count of its tracer's CPU (JSON
+# `tracer_cpu_pct`, what the budget holds: the thread and the samples'
+# reads of the buffers; median of the reports from WARM s on).
 #
 # Needs root, fio, losetup, python3. Environment:
 #   BUDGET (default 1, % of one core)  SIZE_MB (default 1024)  ROUNDS (3)
@@ -88,11 +90,11 @@ run_fio() {
         --runtime="$SECS" --output-format=json >"$1"
 }
 
-# one MODE: prints "iops process_pct tracer_pct share"
+# one MODE: prints "iops process_pct tracer_pct share counted_pct"
 one() {
     local mode=$1 out=$WORK/fio.json
     case $mode in
-        off) run_fio "$out"; echo "$(python3 -c "import json;print(round(json.load(open('$out'))['jobs'][0]['read']['iops']))") - - -"; return ;;
+        off) run_fio "$out"; echo "$(python3 -c "import json;print(round(json.load(open('$out'))['jobs'][0]['read']['iops']))") - - - -"; return ;;
         notrace) start_iolens --no-trace ;;
         whole) start_iolens ;;
         budget) start_iolens --trace-budget "$BUDGET" ;;
@@ -109,39 +111,47 @@ one() {
         echo "trace_budget_live: iolens did not trace: $(tail -c 300 "$WORK/iolens.json") $(cat "$WORK/iolens.err")" >&2
         exit 1
     fi
-    python3 - "$out" "$WORK/iolens.json" "$t0" "$t1" "$n0" "$n1" "$s0" "$s1" "$mode" <<'PY'
-import json, os, re, sys
-out, js, t0, t1, n0, n1, s0, s1, mode = sys.argv[1:]
+    python3 - "$out" "$WORK/iolens.json" "$t0" "$t1" "$n0" "$n1" "$s0" "$s1" "$mode" "$WARM" <<'PY'
+import json, os, re, statistics, sys
+out, js, t0, t1, n0, n1, s0, s1, mode, warm = sys.argv[1:]
 iops = round(json.load(open(out))["jobs"][0]["read"]["iops"])
 wall = float(s1) - float(s0)
 proc = (int(t1) - int(t0)) / os.sysconf("SC_CLK_TCK") / wall * 100
 tracer = (int(n1) - int(n0)) / 1e9 / wall * 100 if mode != "notrace" else "-"
 shares = [float(x) for x in re.findall(r'"trace_share":([0-9.eE+-]+)', open(js).read())]
 share = f"{min(shares):.3f}-{max(shares):.3f}" if shares else "-"
-print(iops, f"{proc:.2f}", tracer if tracer == "-" else f"{tracer:.2f}", share)
+# iolens's own count of its tracer's CPU per report (JSON tracer_cpu_pct:
+# what the budget holds), from WARM s into fio on
+counted = [float(x) for x in re.findall(r'"tracer_cpu_pct":([0-9.eE+-]+)', open(js).read())][int(float(warm)) + 2:]
+print(iops, f"{proc:.2f}", tracer if tracer == "-" else f"{tracer:.2f}", share,
+      f"{statistics.median(counted):.2f}" if counted else "-")
 PY
 }
 
 med() { python3 -c "import statistics,sys; v=[float(x) for x in sys.argv[1:] if x!='-']; print(statistics.median(v) if v else 'n/a')" "$@"; }
 
-declare -A IOPS PROC TRACER
+declare -A IOPS PROC TRACER COUNTED
 for r in $(seq "$ROUNDS"); do
     for mode in off notrace whole budget; do
-        read -r i p t s < <(one "$mode")
-        IOPS[$mode]+="$i "; PROC[$mode]+="$p "; TRACER[$mode]+="$t "
-        echo "round $r $mode: $i IOPS, iolens process ${p}% of a core, tracer thread ${t}%, trace_share $s" >&2
+        read -r i p t s c < <(one "$mode")
+        IOPS[$mode]+="$i "; PROC[$mode]+="$p "; TRACER[$mode]+="$t "; COUNTED[$mode]+="$c "
+        echo "round $r $mode: $i IOPS, iolens process ${p}% of a core, tracer thread ${t}%, counted by iolens ${c}%, trace_share $s" >&2
     done
 done
 echo "trace_budget_live: load average at the end $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 python3 - "$BUDGET" "$(med ${IOPS[off]})" "$(med ${IOPS[notrace]})" "$(med ${IOPS[whole]})" "$(med ${IOPS[budget]})" \
     "$(med ${PROC[notrace]})" "$(med ${PROC[whole]})" "$(med ${PROC[budget]})" \
-    "$(med ${TRACER[whole]})" "$(med ${TRACER[budget]})" <<'PY'
+    "$(med ${TRACER[whole]})" "$(med ${TRACER[budget]})" "$(med ${COUNTED[budget]})" <<'PY'
 import sys
-b, i_off, i_nt, i_wh, i_bu, p_nt, p_wh, p_bu, t_wh, t_bu = (float(x) for x in sys.argv[1:])
+b, i_off, i_nt, i_wh, i_bu, p_nt, p_wh, p_bu, t_wh, t_bu = (float(x) for x in sys.argv[1:11])
+c_bu = sys.argv[11]
 loss = lambda i: f"{(i / i_off - 1) * 100:+.1f}%"
 print(f"fio 4 KiB randread libaio QD32 (median): {i_off:.0f} IOPS off, {i_nt:.0f} with iolens --no-trace ({loss(i_nt)}), "
       f"{i_wh:.0f} traced whole ({loss(i_wh)}), {i_bu:.0f} with a {b:g}% budget ({loss(i_bu)})")
 print(f"iolens process CPU: {p_nt:.2f}% of a core --no-trace, {p_wh:.2f}% whole, {p_bu:.2f}% budget "
       f"(less --no-trace: {p_wh - p_nt:.2f}% whole, {p_bu - p_nt:.2f}% budget = {(p_bu - p_nt) / b * 100:.0f}% of the budget)")
 print(f"tracer thread CPU: {t_wh:.2f}% whole, {t_bu:.2f}% budget = {t_bu / b * 100:.0f}% of the budget (target ≤ 110%)")
+if c_bu != "n/a":
+    c = float(c_bu)
+    print(f"counted by iolens (JSON tracer_cpu_pct: the thread and the samples' reads): {c:.2f}% budget = {c / b * 100:.0f}% of the budget")
 PY

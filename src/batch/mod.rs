@@ -232,12 +232,18 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
         None => out.push_str("psi off"),
     }
     match &model.trace.reason {
-        None if model.trace.active => match model.trace.sampled() {
-            Some(tag) => {
-                let _ = write!(out, "  trace on, {tag}: traced figures ~estimated");
+        None if model.trace.active => {
+            out.push_str("  trace on");
+            // Its own CPU, where a budget measures it.
+            if let Some(c) = model.trace.cost
+                && let (Some(pct), Some(budget)) = (c.pct(c.cpu_ns), c.budget)
+            {
+                let _ = write!(out, " (cpu {pct:.2}%, budget {:.1}%)", budget * 100.0);
             }
-            None => out.push_str("  trace on"),
-        },
+            if let Some(tag) = model.trace.sampled() {
+                let _ = write!(out, ", {tag}: traced figures ~estimated");
+            }
+        }
         Some(why) => {
             let _ = write!(out, "  trace off ({}): pattern ~estimated", format::escape(why));
         }

@@ -6,7 +6,7 @@
 //! Only what node_exporter's `node_disk_*` lacks: per-command I/O, per
 //! cgroup I/O and pressure, traced request counts and latency histograms,
 //! the last probe result per device ([`super::probes`]) and iolens's own
-//! health.
+//! health ([`super::health`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -181,6 +181,10 @@ pub struct Exported {
     pub trace_share: Option<f64>,
     pub trace_lost_events: u64,
     pub trace_unmatched: u64,
+    /// The tracer's own CPU so far, as its budget counts it, ns; and the
+    /// budget (share of one core). `None` without a budget.
+    pub tracer_cpu_ns: Option<u64>,
+    pub trace_budget: Option<f64>,
     pub exit_record_overflows: u64,
     /// Scrapes served as OpenMetrics and as the text format, and
     /// requests answered with an error (set by the server's counters).
@@ -206,6 +210,10 @@ impl Exported {
         self.trace_active = m.trace.active;
         self.trace_share = m.trace.active.then_some(m.trace.interval.share.0);
         self.dirty_traced |= m.trace.dirty.active;
+        if let Some(c) = m.trace.cost {
+            *self.tracer_cpu_ns.get_or_insert(0) += c.cpu_ns;
+            self.trace_budget = c.budget;
+        }
         self.exit_record_overflows = m.exits.overflows;
         let Some(dt) = m.interval_s else { return };
         self.update_comms(m, dt);
@@ -329,12 +337,12 @@ impl Exported {
     }
 }
 
-fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<(), std::fmt::Error> {
+pub(super) fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<(), std::fmt::Error> {
     let c = ConstCounter::new(v);
     c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
 }
 
-fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<(), std::fmt::Error> {
+pub(super) fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> Result<(), std::fmt::Error> {
     let g = ConstGauge::new(v);
     g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
 }
@@ -356,7 +364,7 @@ impl Collector for Exported {
         self.encode_cgroups(&mut enc)?;
         self.encode_devices(&mut enc)?;
         self.files.encode(&mut enc)?;
-        self.encode_health(&mut enc)?;
+        super::health::encode(self, &mut enc)?;
         super::findings::encode(&self.findings, &mut enc)?;
         super::probes::encode(&self.probes, &mut enc)?;
         super::jobs::encode(&self.jobs, &mut enc)
@@ -485,74 +493,6 @@ impl Exported {
                 }
             }
         }
-        Ok(())
-    }
-
-    /// The exporter's own health: samples, tracing, scrapes, errors.
-    fn encode_health(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        counter(enc, "samples", "Samples taken", self.samples as f64)?;
-        counter(
-            enc,
-            "sample_errors",
-            "Files that could not be read, summed over samples",
-            self.sample_errors as f64,
-        )?;
-        gauge(
-            enc,
-            "last_sample_timestamp_seconds",
-            "Wall-clock time of the last sample, s since the Unix epoch",
-            self.last_sample_unix_s,
-        )?;
-        gauge(
-            enc,
-            "sample_duration_seconds",
-            "How long the last sample took to read",
-            self.last_sample_duration_s,
-        )?;
-        gauge(
-            enc,
-            "trace_active",
-            "1 while block-request tracing runs (root), else 0",
-            f64::from(u8::from(self.trace_active)),
-        )?;
-        if let Some(s) = self.trace_share {
-            let help = "Share of the last interval traced: 1 when every request was; below, the CPU budget \
-                        (--trace-budget) traced in windows and the traced counts are estimates scaled by 1/share";
-            gauge(enc, "trace_share", help, s)?;
-        }
-        counter(
-            enc,
-            "trace_lost_events",
-            "Trace events the kernel lost (ring buffer overruns)",
-            self.trace_lost_events as f64,
-        )?;
-        counter(
-            enc,
-            "trace_unmatched_requests",
-            "Traced requests that could not be matched (completion without issue, expired)",
-            self.trace_unmatched as f64,
-        )?;
-        counter_family(
-            enc,
-            "scrapes",
-            "Scrapes of /metrics served, by format (as of the last sample)",
-            &[
-                (vec![("format", "openmetrics".to_string())], self.scrapes[0] as f64),
-                (vec![("format", "text".to_string())], self.scrapes[1] as f64),
-            ],
-        )?;
-        counter(
-            enc,
-            "http_errors",
-            "Requests answered with an error: other paths (404), other methods (405), before the first sample (503)",
-            self.http_errors as f64,
-        )?;
-        counter(
-            enc,
-            "exit_record_overflows",
-            "Times the kernel dropped taskstats exit records (their threads' I/O is missing)",
-            self.exit_record_overflows as f64,
-        )?;
         Ok(())
     }
 }

@@ -7,6 +7,7 @@
 mod family;
 pub mod files;
 pub mod findings;
+mod health;
 pub mod hist;
 pub mod http;
 pub mod jobs;

@@ -21,6 +21,13 @@ pub fn counts_json(t: &TraceView) -> Value {
         "unmatched": iv.unmatched,
         "decode_errors": iv.decode_errors,
         "trace_share": t.active.then_some(iv.share.0),
+        // The tracer's own CPU over the interval as its budget counts it
+        // (its thread and the samples' reads of the buffers), % of one
+        // core; the lookups of new tasks' processes are in it but not
+        // held by the budget.
+        "tracer_cpu_pct": t.cost.and_then(|c| c.pct(c.cpu_ns)),
+        "tracer_lookups_pct": t.cost.and_then(|c| c.pct(c.lookup_ns)),
+        "trace_budget_pct": t.cost.and_then(|c| c.budget).map(|b| b * 100.0),
     })
 }
 
@@ -157,5 +164,39 @@ mod tests {
         assert_eq!((&v["name"], &v["source"]), (&"loop0".into(), &"trace".into()));
         let c = counts_json(&TraceView::off("why"));
         assert_eq!((&c["active"], &c["reason"]), (&false.into(), &"why".into()));
+        assert_eq!(
+            (&c["tracer_cpu_pct"], &c["trace_budget_pct"]),
+            (&Value::Null, &Value::Null)
+        );
+    }
+
+    /// The tracer's cost over the interval in % of one core: 5 ms of CPU,
+    /// 1 ms of it lookups, over 2 s under a 0.2 % budget; a fixed duty
+    /// has no budget.
+    #[test]
+    fn tracer_cost_in_percent_of_a_core() {
+        use crate::collect::trace::sampling::Cost;
+        let mut t = TraceView {
+            active: true,
+            ..TraceView::default()
+        };
+        t.cost = Some(Cost {
+            cpu_ns: 5_000_000,
+            lookup_ns: 1_000_000,
+            wall_ns: 2_000_000_000,
+            budget: Some(0.002),
+        });
+        let c = counts_json(&t);
+        let pct = |k: &str| c[k].as_f64().map(|v| (v * 1e6).round() / 1e6);
+        assert_eq!(
+            (
+                pct("tracer_cpu_pct"),
+                pct("tracer_lookups_pct"),
+                pct("trace_budget_pct")
+            ),
+            (Some(0.25), Some(0.05), Some(0.2))
+        );
+        t.cost = t.cost.map(|c| Cost { budget: None, ..c });
+        assert_eq!(counts_json(&t)["trace_budget_pct"], Value::Null);
     }
 }

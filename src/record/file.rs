@@ -444,6 +444,8 @@ impl Recording {
                 log: Vec::new(),
                 files: self.files(seg, idx),
                 dirty: self.dirty(seg, idx),
+                // Not recorded: the tracer's cost is the recorder's.
+                cost: None,
             },
             Err(e) => TraceView::off(format!("recorded trace unreadable: {e:#}")),
         }

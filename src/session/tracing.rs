@@ -196,6 +196,7 @@ impl Tracing {
             log: log[skip..].to_vec(),
             files,
             dirty,
+            cost: h.take_cost(),
         }
     }
 

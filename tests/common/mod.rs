@@ -211,6 +211,7 @@ pub fn trace_loop0_mixed(m: &mut Model) {
         log: Vec::new(),
         files: Default::default(),
         dirty: Default::default(),
+        cost: None,
     });
 }
 
@@ -258,5 +259,6 @@ pub fn trace_dirty(m: &mut Model, pid: i32, pauses: u64, paused_ms: u64, max_ms:
         log: Vec::new(),
         files: Default::default(),
         dirty: dirty_view(pid, pauses, paused_ms, max_ms),
+        cost: None,
     });
 }

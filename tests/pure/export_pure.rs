@@ -117,6 +117,34 @@ fn trace_share_gauge() {
     assert_eq!(value(&off, "iolens_trace_active"), Some(0.0), "{off}");
 }
 
+/// The tracer's own CPU as its budget counts it: a counter summed over
+/// the intervals (4 ms and 6 ms: 0.01 s), the budget as a gauge; neither
+/// without a budget.
+#[test]
+fn tracer_cpu_counter_and_budget() {
+    use iolens::collect::trace::sampling::Cost;
+    let mut m = common::model();
+    common::trace_loop0_mixed(&mut m);
+    let mut e = Exported::new(1);
+    e.update(&m, 0.004);
+    let none = e.openmetrics();
+    assert!(!none.contains("iolens_tracer_cpu_seconds"), "{none}");
+    assert!(!none.contains("iolens_trace_budget_cores"), "{none}");
+    for ms in [4, 6] {
+        m.trace.cost = Some(Cost {
+            cpu_ns: ms * 1_000_000,
+            lookup_ns: 0,
+            wall_ns: 1_000_000_000,
+            budget: Some(0.02),
+        });
+        e.update(&m, 0.004);
+    }
+    let om = e.openmetrics();
+    assert_eq!(value(&om, "iolens_tracer_cpu_seconds_total"), Some(0.01), "{om}");
+    assert!(om.contains("# TYPE iolens_tracer_cpu_seconds counter"), "{om}");
+    assert_eq!(value(&om, "iolens_trace_budget_cores"), Some(0.02), "{om}");
+}
+
 /// A comm (and a probe's device and verdict) carrying an OSC 52 clipboard
 /// write, BEL, DEL, a one-character CSI (U+009B), a quote, a backslash and
 /// a newline: no byte a terminal acts on is left in either encoding, and

@@ -514,6 +514,7 @@ fn trace_interval_applied_to_the_model() {
         log: Vec::new(),
         files: Default::default(),
         dirty: Default::default(),
+        cost: None,
     };
     let sda_before = row(&m, "sda").rates.clone().unwrap();
     m.apply_trace(view);
@@ -744,6 +745,7 @@ fn a_trace_interval_without_bytes_keeps_the_estimate() {
         log: Vec::new(),
         files: Default::default(),
         dirty: Default::default(),
+        cost: None,
     });
     let r = row(&m, "loop0").rates.clone().unwrap();
     assert_eq!(

@@ -120,3 +120,25 @@ fn batch_text_is_marked() {
     let f = iolens::batch::text_report(&sampled(files_model(), 0.3), 10);
     assert!(f.contains("~blocked: sampled) (~trace sampled 30%: scaled)"), "{f}");
 }
+
+/// The tracer's own CPU as its budget counts it (4.5 ms over 1.5 s:
+/// 0.30 %) beside its budget, where one holds it; nothing without.
+#[test]
+fn batch_text_says_what_the_tracer_costs() {
+    use iolens::collect::trace::sampling::Cost;
+    let mut m = sampled(traced_model(), 0.3);
+    m.trace.cost = Some(Cost {
+        cpu_ns: 4_500_000,
+        lookup_ns: 0,
+        wall_ns: 1_500_000_000,
+        budget: Some(0.002),
+    });
+    let text = iolens::batch::text_report(&m, 10);
+    assert!(
+        text.contains("  trace on (cpu 0.30%, budget 0.2%), sampled 30%: traced figures ~estimated"),
+        "{text}"
+    );
+    m.trace.cost = m.trace.cost.map(|c| Cost { budget: None, ..c });
+    let fixed = iolens::batch::text_report(&m, 10);
+    assert!(fixed.contains("  trace on, sampled 30%"), "{fixed}");
+}

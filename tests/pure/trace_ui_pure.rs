@@ -98,6 +98,7 @@ pub(crate) fn traced_model() -> Model {
         log: t.log().copied().collect(),
         files: Default::default(),
         dirty: Default::default(),
+        cost: None,
     };
     m.mono_ns = 1_500_000_000;
     m.apply_trace(view);

@@ -139,6 +139,7 @@ fn long_model() -> Model {
         log: t.log().copied().collect(),
         files: Default::default(),
         dirty: Default::default(),
+        cost: None,
     });
     m
 }

@@ -25,7 +25,7 @@ use super::dirty::PauseEvent;
 use super::file::FileEvent;
 use super::instance::{CpuStats, Instance, Mount, remove_stale};
 use super::merge::Merger;
-use super::sampling::Sampling;
+use super::sampling::{Cost, Sampling};
 use super::{DecodeStats, Decoder, Side, read_small};
 use crate::collect::taskstats::ExitTgids;
 use crate::collect::{monotonic_ns, thread_cpu_ns};
@@ -475,6 +475,14 @@ impl Handle {
     /// hold-back of 2 ms, instead of at the last read.
     pub fn flush(&self) {
         self.shared.poll_outside();
+    }
+
+    /// The tracer's CPU since the last call, as its budget counts it;
+    /// `None` without a budget (the cost is measured only to hold one).
+    pub fn take_cost(&self) -> Option<Cost> {
+        let mut r = self.shared.lock();
+        let s = r.as_mut()?.tracer.sampling.as_mut()?;
+        Some(s.take_cost(monotonic_ns()))
     }
 
     pub fn stop(&mut self) {

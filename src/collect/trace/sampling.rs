@@ -38,6 +38,28 @@ pub struct Sampling {
     pub wake: Option<u64>,
     /// `tracing_on` writes that failed.
     pub errors: u64,
+    /// (cost, lookups, time) at the last [`Sampling::take_cost`].
+    taken: (u64, u64, u64),
+}
+
+/// The tracer's CPU over an interval, as its budget counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Cost {
+    /// Tracer CPU, ns (its thread and the samples' reads of the buffers).
+    pub cpu_ns: u64,
+    /// Of it, the lookups of new tasks' processes (not held by the budget).
+    pub lookup_ns: u64,
+    /// The interval's length, ns.
+    pub wall_ns: u64,
+    /// The budget, CPU ns per ns; `None` for a fixed duty cycle.
+    pub budget: Option<f64>,
+}
+
+impl Cost {
+    /// `ns` over the interval as a share of one core, in %.
+    pub fn pct(&self, ns: u64) -> Option<f64> {
+        (self.wall_ns > 0).then(|| ns as f64 * 100.0 / self.wall_ns as f64)
+    }
 }
 
 impl Sampling {
@@ -56,6 +78,7 @@ impl Sampling {
             marks: Vec::new(),
             wake: None,
             errors: 0,
+            taken: (0, 0, now),
         };
         s.controller.update(now, 0, 0, 0);
         // A fixed duty starts its windows at once.
@@ -122,6 +145,18 @@ impl Sampling {
         }
     }
 
+    /// The cost counted since the last call (the first: since the start)
+    /// to `now`.
+    pub fn take_cost(&mut self, now: u64) -> Cost {
+        let (cost, fixed, at) = std::mem::replace(&mut self.taken, (self.cost_ns, self.fixed_ns, now));
+        Cost {
+            cpu_ns: self.cost_ns.saturating_sub(cost),
+            lookup_ns: self.fixed_ns.saturating_sub(fixed),
+            wall_ns: now.saturating_sub(at),
+            budget: (!self.controller.forced).then_some(self.controller.budget),
+        }
+    }
+
     /// The window edges made since the last call, oldest first.
     pub fn take_marks(&mut self, out: &mut Vec<Mark>) {
         out.append(&mut self.marks);
@@ -150,5 +185,42 @@ impl super::reader::Tracer {
             s.step(now, pending);
             s.take_marks(marks);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// What the budget charged, interval by interval: 5 ms (1 ms of it
+    /// lookups) over the first second, 2 ms over the next two; a fixed
+    /// duty cycle has no budget.
+    #[test]
+    fn the_cost_taken_is_what_was_charged_since_the_last_take() {
+        let dir = std::env::temp_dir().join(format!("iolens-sampling-{}", std::process::id()));
+        let open = || std::fs::File::create(&dir);
+        let Ok(f) = open() else {
+            eprintln!("skipped: no temp file at {}", dir.display());
+            return;
+        };
+        let mut s = Sampling::new(Controller::new(0.02), f, 0);
+        s.charge(5 * MS, MS);
+        let a = s.take_cost(1000 * MS);
+        assert_eq!(
+            (a.cpu_ns, a.lookup_ns, a.wall_ns, a.budget),
+            (5 * MS, MS, 1000 * MS, Some(0.02))
+        );
+        assert_eq!(a.pct(a.cpu_ns), Some(0.5));
+        s.charge(2 * MS, 0);
+        let b = s.take_cost(3000 * MS);
+        assert_eq!((b.cpu_ns, b.lookup_ns, b.wall_ns), (2 * MS, 0, 2000 * MS));
+        assert_eq!(b.pct(b.cpu_ns), Some(0.1));
+        assert_eq!(s.take_cost(3000 * MS).pct(0), None, "no time passed");
+        if let Ok(f) = open() {
+            assert_eq!(Sampling::new(Controller::fixed(0.5), f, 0).take_cost(MS).budget, None);
+        }
+        let _ = std::fs::remove_file(&dir);
     }
 }

@@ -19,6 +19,9 @@ pub struct TraceView {
     pub files: crate::model::files::FilesView,
     /// Writers paused by the dirty throttle (`balance_dirty_pages`).
     pub dirty: crate::model::dirty::ThrottleView,
+    /// The tracer's own CPU over the interval, as its budget counts it
+    /// (`None` without a budget).
+    pub cost: Option<crate::collect::trace::sampling::Cost>,
 }
 
 impl TraceView {
