@@ -128,7 +128,7 @@ share = f"{min(shares):.3f}-{max(shares):.3f}" if shares else "-"
 # iolens's own count of the tracer's CPU (the budget's), per report, from
 # the reader's WARM s on
 counted = [float(x) for x in re.findall(r'"tracer_cpu_pct":([0-9.eE+-]+)', text)][int(sys.argv[10]):]
-acc = f"{statistics.median(counted):.2f}" if counted else "-"
+acc = f"{statistics.fmean(counted):.2f}" if counted else "-"
 print(f"{(c1 - c0) / 1e7 / wall:.2f} {(n1 - n0) / 1e7 / wall:.2f} {(p1 - p0) / 4 / wall:.0f} {share} {acc}")
 PY
 )
@@ -152,5 +152,5 @@ echo
 python3 -c "import sys; on,off=float(sys.argv[1]),float(sys.argv[2]); print('on - off: %.2f points of a core (%.2fx)' % (on-off, on/max(off,1e-9)))" "$(median ${CPU[on]})" "$(median ${CPU[off]})"
 python3 -c "import sys; b,t,p,n=(float(x) for x in sys.argv[1:5]); print('budget %g%%: tracer thread %.2f%% of a core = %.0f%% of the budget (rounds:%s); process less notrace %.2f%% = %.0f%% of the budget (target <= 110%%); without a budget, on less notrace %.2f%%' % (b, t, t / b * 100, sys.argv[6], p - n, (p - n) / b * 100, float(sys.argv[5]) - n))" "$BUDGET" "$(median ${TRC[budget]})" "$(median ${CPU[budget]})" "$(median ${CPU[notrace]})" "$(median ${CPU[on]})" "${TRC[budget]}"
 if [ -n "${ACC[budget]:-}" ]; then
-    python3 -c "import sys; b,a=float(sys.argv[1]),float(sys.argv[2]); print('counted by iolens (JSON tracer_cpu_pct, its thread and the samples\' reads; median of the rounds\' per-report medians): %.2f%% of a core = %.0f%% of the budget (rounds:%s)' % (a, a / b * 100, sys.argv[3]))" "$BUDGET" "$(median ${ACC[budget]})" "${ACC[budget]}"
+    python3 -c "import sys; b,a=float(sys.argv[1]),float(sys.argv[2]); print('counted by iolens (JSON tracer_cpu_pct, its thread and the samples\' reads; median of the rounds\' means over their reports): %.2f%% of a core = %.0f%% of the budget (rounds:%s)' % (a, a / b * 100, sys.argv[3]))" "$BUDGET" "$(median ${ACC[budget]})" "${ACC[budget]}"
 fi

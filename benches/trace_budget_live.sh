@@ -21,7 +21,7 @@
 # of the budget. Also the JSON's trace_share (the traced share) of the
 # budget run's reports, and iolens's own count of its tracer's CPU (JSON
 # `tracer_cpu_pct`, what the budget holds: the thread and the samples'
-# reads of the buffers; median of the reports from WARM s on).
+# reads of the buffers; mean of the reports from WARM s on).
 #
 # Needs root, fio, losetup, python3. Environment:
 #   BUDGET (default 1, % of one core)  SIZE_MB (default 1024)  ROUNDS (3)
@@ -124,7 +124,7 @@ share = f"{min(shares):.3f}-{max(shares):.3f}" if shares else "-"
 # what the budget holds), from WARM s into fio on
 counted = [float(x) for x in re.findall(r'"tracer_cpu_pct":([0-9.eE+-]+)', open(js).read())][int(float(warm)) + 2:]
 print(iops, f"{proc:.2f}", tracer if tracer == "-" else f"{tracer:.2f}", share,
-      f"{statistics.median(counted):.2f}" if counted else "-")
+      f"{statistics.fmean(counted):.2f}" if counted else "-")
 PY
 }
 

@@ -271,6 +271,9 @@ mod tests {
         let b = i.bdis["7:0"];
         assert_eq!((b.sum.pauses, b.sum.paused_ms, b.sum.max_pause_ms), (8, 200, 30));
         assert_eq!((b.writers, b.dirty_pages, i.events), (1, 900, 3));
+        // no window in the interval: nothing is known
+        scale_throttle(&mut i, Share(0.0));
+        assert!(i.procs.is_empty() && i.bdis.is_empty(), "{i:?}");
     }
 
     #[test]

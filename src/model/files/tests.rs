@@ -197,6 +197,10 @@ fn totals_take_the_scaled_interval() {
     t.feed(&[add(1, 1, LOOP0, 60, 2, 0)]);
     let b = t.take_interval_at(u64::MAX, Share(1.0));
     assert_eq!(row(&b, LOOP0, 60).io.read, 4096);
+    // an interval without a window: no file known, nothing added
+    t.feed(&[add(1, 1, LOOP0, 60, 3, 0)]);
+    let c = t.take_interval_at(u64::MAX, Share(0.0));
+    assert!(c.files.is_empty(), "{c:?}");
     let tot = t.total();
     assert_eq!(tot.files[0].1.io.read, 36_864);
     assert_eq!(tot.files[0].1.procs[&1].read, 36_864);

@@ -398,6 +398,21 @@ fn windows_keep_the_drained_and_ignore_the_unseen() {
     assert_eq!(iv.devices[&D].unmatched, 0);
 }
 
+/// An interval without a window (a cycle longer than the interval): its
+/// traced figures are unknown, not 0 — what a drain completed in it is
+/// dropped, the event counts stay.
+#[test]
+fn an_interval_without_a_window_has_no_traced_figures() {
+    let mut t = Accumulator::default();
+    req(&mut t, None, 1.0, Some(2.0), 8);
+    let mut iv = t.take_interval_at(1000 * MS);
+    assert_eq!(iv.devices[&D].completed[0], 1);
+    iv.events = 3;
+    window::scale(&mut iv, window::Share(0.0));
+    assert!(iv.devices.is_empty() && iv.procs.is_empty(), "{iv:?}");
+    assert_eq!((iv.events, iv.share.0), (3, 0.0));
+}
+
 #[test]
 fn whole_tracing_is_not_scaled() {
     let mut t = Accumulator::default();

@@ -188,10 +188,16 @@ fn sc(x: &mut u64, f: f64) {
 
 /// Scale the counts of `iv` (requests, bytes, merges, errors) to the whole
 /// interval from its traced `share`; histograms and the unmatched, lost
-/// and event counts stay as traced. A share of 0 (no window) leaves them.
+/// and event counts stay as traced. A share of 0 (no window in the
+/// interval: a cycle longer than it) leaves no traced figure: they are
+/// unknown, not 0 (what a drain completed in it is dropped).
 pub fn scale(iv: &mut TraceInterval, share: Share) {
     iv.share = share;
-    if !share.sampled() || share.0 <= 0.0 {
+    if unknown(share) {
+        iv.devices.clear();
+        iv.procs.clear();
+    }
+    if !share.sampled() || unknown(share) {
         return;
     }
     let f = 1.0 / share.0;
@@ -227,11 +233,20 @@ pub fn scale(iv: &mut TraceInterval, share: Share) {
     }
 }
 
+/// Traced in windows, none of them in the interval.
+fn unknown(share: Share) -> bool {
+    share.0 <= 0.0
+}
+
 /// Scale the page-cache counts of a files interval taken in the same
 /// windows (reads, dirties, created bytes; not the blocked time, which is
-/// sampled from the process list).
+/// sampled from the process list). A share of 0: no file is known.
 pub fn scale_files(iv: &mut FilesInterval, share: Share) {
-    if !share.sampled() || share.0 <= 0.0 {
+    if unknown(share) {
+        iv.files.clear();
+        iv.unplaced_dirtied = 0;
+    }
+    if !share.sampled() || unknown(share) {
         return;
     }
     let f = 1.0 / share.0;
@@ -257,9 +272,13 @@ pub fn scale_files(iv: &mut FilesInterval, share: Share) {
 /// Scale the dirty throttle's counts of an interval taken in the same
 /// windows (passes, pauses, time paused, pages dirtied, per process and per
 /// bdi); the longest pause, the writers and the last event's dirty counts
-/// stay as traced. A share of 0 (no window) leaves them.
+/// stay as traced. A share of 0 (no window): nothing is known.
 pub fn scale_throttle(iv: &mut ThrottleInterval, share: Share) {
-    if !share.sampled() || share.0 <= 0.0 {
+    if unknown(share) {
+        iv.procs.clear();
+        iv.bdis.clear();
+    }
+    if !share.sampled() || unknown(share) {
         return;
     }
     let f = 1.0 / share.0;
