@@ -30,6 +30,10 @@
 #
 # Needs root, losetup, mkfs.ext4, python3. Environment:
 #   SIZE_MB (default 1024)  ROUNDS (default 3)  SECS (default 10)  WARM (3)
+#   PATTERN (default sequential; random: 4 KiB reads at random pages with
+#   POSIX_FADV_RANDOM, one 4 KiB folio per read, the most events per byte:
+#   where the budget binds clearly, ext4's large folios making a
+#   sequential read light)
 #   BUDGET (default $IOLENS_TRACE_BUDGET, else 1; % of one core)
 #   DIR (default /var/tmp)  IOLENS (default target/release/iolens, built if missing)
 # Cleans up the mount, the loop device, the file and any iolens it started.
@@ -38,6 +42,7 @@ SIZE_MB=${SIZE_MB:-1024}
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-10}
 WARM=${WARM:-3}
+PATTERN=${PATTERN:-sequential}
 BUDGET=${BUDGET:-${IOLENS_TRACE_BUDGET:-1}}
 # on and off trace whole (iolens holds its tracer to 2 % of a core by
 # default) whatever the caller's environment says
@@ -74,8 +79,8 @@ head -c "$((SIZE_MB << 20))" /dev/urandom > "$WORK/mnt/data"
 sync
 
 cat > "$WORK/reader.py" <<'PY'
-import os, sys, time
-path, secs = sys.argv[1], float(sys.argv[2])
+import os, random, sys, time
+path, secs, pattern = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 buf = bytearray(1 << 20)
 end = time.monotonic() + secs
 n = 0
@@ -83,11 +88,20 @@ t0 = time.monotonic()
 while time.monotonic() < end:
     fd = os.open(path, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    while time.monotonic() < end:
-        got = os.readv(fd, [buf])
-        if got == 0:
-            break
-        n += got
+    if pattern == "random":
+        # 4 KiB reads at random pages, no readahead: one 4 KiB folio added
+        # to the cache per read (the most events per byte)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        pages = os.fstat(fd).st_size >> 12
+        while time.monotonic() < end:
+            for _ in range(1000):
+                n += len(os.pread(fd, 4096, random.randrange(pages) << 12))
+    else:
+        while time.monotonic() < end:
+            got = os.readv(fd, [buf])
+            if got == 0:
+                break
+            n += got
     os.close(fd)
 print(n / (time.monotonic() - t0) / 1e6)
 PY
@@ -107,7 +121,7 @@ for r in $(seq 1 "$ROUNDS"); do
         esac
         "$IOLENS" --json -i 1 "${args[@]}" > "$WORK/iolens.json" 2> "$WORK/iolens.err" & IOL=$!
         sleep 2
-        python3 "$WORK/reader.py" "$WORK/mnt/data" "$SECS" > "$WORK/mbs" & rd=$!
+        python3 "$WORK/reader.py" "$WORK/mnt/data" "$SECS" "$PATTERN" > "$WORK/mbs" & rd=$!
         sleep "$WARM"
         c0=$(cpu_ns "$IOL"); n0=$(tracer_ns "$IOL"); p0=$(pgpgin); t0=$(date +%s.%N)
         wait "$rd"
@@ -140,7 +154,7 @@ PY
 done
 median() { python3 -c 'import sys,statistics; print("%.2f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 echo
-echo "## Page-cache events: iolens --json CPU under a cold buffered read of ext4 on $DEV, median of $ROUNDS rounds of ${SECS} s (CPU from ${WARM} s in); load $(cut -d' ' -f1 /proc/loadavg)"
+echo "## Page-cache events: iolens --json CPU under a cold buffered $PATTERN read of ext4 on $DEV, median of $ROUNDS rounds of ${SECS} s (CPU from ${WARM} s in); load $(cut -d' ' -f1 /proc/loadavg)"
 echo
 echo "| configuration | iolens CPU, % of one core | tracer thread, % of one core | read MB/s | folios added/s (at most) |"
 echo "|---|---|---|---|---|"
