@@ -301,11 +301,10 @@ fn in_windows<'a, T: Copy>(
     ts: impl Fn(&T) -> u64,
     kept: &'a mut Vec<T>,
 ) -> &'a [T] {
-    let t = tracker.lock().unwrap_or_else(PoisonError::into_inner);
-    if !t.sampled() {
+    let Some(inside) = window_flags(tracker, events, ts) else {
         return events;
-    }
-    kept.extend(events.iter().filter(|e| t.accepts(ts(e))).copied());
+    };
+    kept.extend(events.iter().zip(inside).filter(|(_, i)| *i).map(|(e, _)| *e));
     kept
 }
 

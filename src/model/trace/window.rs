@@ -196,8 +196,9 @@ pub fn scale(iv: &mut TraceInterval, share: Share) {
     if unknown(share) {
         iv.devices.clear();
         iv.procs.clear();
+        return;
     }
-    if !share.sampled() || unknown(share) {
+    if !share.sampled() {
         return;
     }
     let f = 1.0 / share.0;
@@ -245,8 +246,9 @@ pub fn scale_files(iv: &mut FilesInterval, share: Share) {
     if unknown(share) {
         iv.files.clear();
         iv.unplaced_dirtied = 0;
+        return;
     }
-    if !share.sampled() || unknown(share) {
+    if !share.sampled() {
         return;
     }
     let f = 1.0 / share.0;
@@ -277,8 +279,9 @@ pub fn scale_throttle(iv: &mut ThrottleInterval, share: Share) {
     if unknown(share) {
         iv.procs.clear();
         iv.bdis.clear();
+        return;
     }
-    if !share.sampled() || unknown(share) {
+    if !share.sampled() {
         return;
     }
     let f = 1.0 / share.0;
