@@ -356,6 +356,12 @@ fn cold_read_and_buffered_write_sampled_in_windows() {
     for s in &shares[1..] {
         assert!((0.35..0.75).contains(s), "trace_share {s} for duty {DUTY}: {shares:?}");
     }
+    // The tracer's own CPU is reported (a fixed duty has no budget): more
+    // than nothing, at a 50% duty far under a core.
+    let cpu: Vec<Option<f64>> = reports.iter().map(|r| r["trace"]["tracer_cpu_pct"].as_f64()).collect();
+    println!("tracer_cpu_pct by report {cpu:?}");
+    assert!(cpu.iter().all(|c| c.is_some_and(|c| c > 0.0 && c < 50.0)), "{cpu:?}");
+    assert!(reports.iter().all(|r| r["trace"]["trace_budget_pct"].is_null()));
     let (a_bytes, b_bytes) = ((A_MIB << 20) as f64, (B_MIB << 20) as f64);
     assert!((r_read as f64 - a_bytes).abs() <= a_bytes * 0.15, "A read {r_read}");
     assert!(
