@@ -235,10 +235,8 @@ pub fn text_report_in(model: &Model, top: usize, style: TextStyle) -> String {
         None if model.trace.active => {
             out.push_str("  trace on");
             // Its own CPU, where a budget measures it.
-            if let Some(c) = model.trace.cost
-                && let (Some(pct), Some(budget)) = (c.pct(c.cpu_ns), c.budget)
-            {
-                let _ = write!(out, " (cpu {pct:.2}%, budget {:.1}%)", budget * 100.0);
+            if let Some(cost) = model.trace.cost.and_then(|c| c.summary()) {
+                let _ = write!(out, " ({cost})");
             }
             if let Some(tag) = model.trace.sampled() {
                 let _ = write!(out, ", {tag}: traced figures ~estimated");

@@ -21,6 +21,11 @@ use crate::model::trace::view::TraceView;
 pub const VIEW_LOG: usize = 500;
 
 /// A running tracer (or the reason there is none).
+///
+/// Lock order: the tracer's own (taken by [`Handle::flush`] and
+/// [`Handle::take_cost`]; its thread holds it while it feeds the [`Feed`]),
+/// then `tracker`, then `files` or `throttle`. Nothing here takes the
+/// tracer's while holding another.
 pub struct Tracing {
     tracker: Arc<Mutex<Accumulator>>,
     files: Arc<Mutex<FileTracker>>,
@@ -152,6 +157,9 @@ impl Tracing {
             return TraceView::off(self.reason.clone().unwrap_or_default());
         };
         h.flush();
+        // Before the model's lock: the tracer thread holds its own while
+        // it feeds the model.
+        let cost = h.take_cost();
         let mut t = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
         let now = crate::collect::monotonic_ns();
         let interval = t.take_interval_at(now);
@@ -196,7 +204,7 @@ impl Tracing {
             log: log[skip..].to_vec(),
             files,
             dirty,
-            cost: h.take_cost(),
+            cost,
         }
     }
 

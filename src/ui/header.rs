@@ -316,6 +316,11 @@ fn pressure_line(model: &Model, view: &ViewState) -> Vec<Part> {
     if let Some(spans) = exits_note(model, t) {
         note(5, spans);
     }
+    // What the tracer costs: the first to go when the line is short.
+    if let Some(cost) = model.trace.cost.and_then(|c| c.summary()) {
+        let full = vec![sep(), Span::styled(format!("tracer {cost}"), t.dim())];
+        v.push(part(1, vec![full, Vec::new()]));
+    }
     v
 }
 

@@ -222,6 +222,28 @@ fn request_log_newest_first_frozen_and_filtered() {
     }
 }
 
+/// The header says what the tracer costs where a budget measures it, and
+/// drops it first on a narrow terminal.
+#[test]
+fn the_header_says_what_the_tracer_costs() {
+    use iolens::collect::trace::sampling::Cost;
+    let mut m = common::model();
+    common::trace_loop0_mixed(&mut m);
+    m.trace.cost = Some(Cost {
+        cpu_ns: 4_500_000,
+        lookup_ns: 0,
+        wall_ns: 1_500_000_000,
+        budget: Some(0.02),
+    });
+    let v = ViewState::default();
+    let wide = text(&draw(&m, &v, 200, 40));
+    assert!(wide.contains("│ tracer cpu 0.30%, budget 2.0%"), "{wide}");
+    let narrow = text(&draw(&m, &v, 60, 40));
+    assert!(!narrow.contains("tracer cpu"), "{narrow}");
+    m.trace.cost = None;
+    assert!(!text(&draw(&m, &v, 200, 40)).contains("tracer cpu"));
+}
+
 #[test]
 fn tracing_off_marks_the_estimate_and_says_why() {
     let mut m = common::model();

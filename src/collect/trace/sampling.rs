@@ -60,6 +60,12 @@ impl Cost {
     pub fn pct(&self, ns: u64) -> Option<f64> {
         (self.wall_ns > 0).then(|| ns as f64 * 100.0 / self.wall_ns as f64)
     }
+
+    /// "cpu 0.30%, budget 2.0%"; `None` without a budget or a length.
+    pub fn summary(&self) -> Option<String> {
+        let (pct, budget) = (self.pct(self.cpu_ns)?, self.budget?);
+        Some(format!("cpu {pct:.2}%, budget {:.1}%", budget * 100.0))
+    }
 }
 
 impl Sampling {
