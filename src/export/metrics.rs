@@ -181,8 +181,9 @@ pub struct Exported {
     pub trace_share: Option<f64>,
     pub trace_lost_events: u64,
     pub trace_unmatched: u64,
-    /// The tracer's own CPU so far, as its budget counts it, ns; and the
-    /// budget (share of one core). `None` without a budget.
+    /// The tracer's own CPU so far, as its budget counts it, ns (`None`
+    /// when nothing holds the tracer); and the budget, share of one core
+    /// (`None` without one, as at a fixed duty).
     pub tracer_cpu_ns: Option<u64>,
     pub trace_budget: Option<f64>,
     pub exit_record_overflows: u64,

@@ -122,7 +122,12 @@ pub fn comm(model: &Model, pid: i32) -> String {
         .map_or_else(|| format!("pid {pid}"), |p| format::escape(&p.raw.comm))
 }
 
+/// A page-cache count per second; `None` (n/a) before the first interval
+/// or when no tracer window fell in it.
 fn per_s(v: u64, model: &Model) -> Option<f64> {
+    if model.trace.no_window() {
+        return None;
+    }
     model.interval_s.filter(|s| *s > 0.0).map(|s| v as f64 / s)
 }
 
@@ -180,13 +185,16 @@ pub fn blocked_cell(ns: u64, model: &Model) -> String {
     }
 }
 
-fn io_json(io: &FileIo) -> Value {
+/// A file's figures; the page-cache ones `null` unless `known` (no tracer
+/// window in the interval), blocked time is sampled apart.
+fn io_json(io: &FileIo, known: bool) -> Value {
+    let k = |v: u64| known.then_some(v);
     json!({
-        "read_bytes": io.read,
-        "dirtied_folios": io.dirtied,
-        "created_bytes": io.created,
-        "backing_read_bytes": io.backing_read,
-        "backing_dirtied_folios": io.backing_dirtied,
+        "read_bytes": k(io.read),
+        "dirtied_folios": k(io.dirtied),
+        "created_bytes": k(io.created),
+        "backing_read_bytes": k(io.backing_read),
+        "backing_dirtied_folios": k(io.backing_dirtied),
         "blocked_seconds_est": io.blocked_ns as f64 / 1e9,
     })
 }
@@ -195,6 +203,7 @@ fn io_json(io: &FileIo) -> Value {
 /// numbers of the interval (bytes and folios, not rates).
 pub fn files_json(model: &Model, top: usize) -> Value {
     let f = &model.trace.files;
+    let known = !model.trace.no_window();
     let rows: Vec<Value> = f
         .interval
         .files
@@ -206,19 +215,19 @@ pub fn files_json(model: &Model, top: usize) -> Value {
                 .procs
                 .iter()
                 .map(|(&pid, io)| {
-                    let mut v = io_json(io);
+                    let mut v = io_json(io, known);
                     v["pid"] = json!(pid);
                     v["comm"] = json!((pid > 0).then(|| comm(model, pid)));
                     v
                 })
                 .collect();
-            let mut v = io_json(&row.io);
+            let mut v = io_json(&row.io, known);
             v["path"] = json!(f.names.get(i).and_then(|n| n.as_deref()).map(String::from_utf8_lossy));
             v["name"] = json!(file_name(model, *key, f.names.get(i).and_then(|n| n.as_deref())));
             v["inode"] = json!(key.ino);
             v["dev"] = json!(format!("{}:{}", key.dev.major, key.dev.minor));
             v["device"] = json!(dev_name(model, key.dev));
-            v["kernel"] = io_json(&row.kernel);
+            v["kernel"] = io_json(&row.kernel, known);
             v["processes"] = Value::Array(procs);
             v
         })
@@ -234,7 +243,7 @@ pub fn files_info_json(model: &Model) -> Value {
         "reason": f.reason.as_deref().or((!f.active).then_some(NOT_TRACED)),
         "events": f.interval.events,
         "files": f.interval.files.len(),
-        "unplaced_dirtied_folios": f.interval.unplaced_dirtied,
+        "unplaced_dirtied_folios": (!model.trace.no_window()).then_some(f.interval.unplaced_dirtied),
         "direct_io": "not seen (bypasses the page cache)",
         "blocked": BLOCKED_BASIS,
     })
@@ -250,6 +259,10 @@ pub fn files_note(model: &Model) -> String {
     if !f.active {
         let why = f.reason.as_deref().unwrap_or(NOT_TRACED);
         return format!("{NOT_TRACED}: {}", format::escape(why));
+    }
+    if model.trace.no_window() {
+        return "no tracer window in the last interval (CPU budget): disk reads and dirtying n/a, ~blocked sampled"
+            .to_string();
     }
     let lost = model.trace.interval.lost_events;
     if lost > 0 {

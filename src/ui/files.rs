@@ -83,7 +83,9 @@ pub fn render(frame: &mut Frame, area: Rect, model: &Model, view: &ViewState, se
     let cols = columns(w);
     lines.push(Line::styled(row_text(&cols, w, |c| c.head.to_string()), t.title()));
     if files.is_empty() {
-        lines.push(Line::raw("no file was read from disk or dirtied in the last interval"));
+        if !model.trace.no_window() {
+            lines.push(Line::raw("no file was read from disk or dirtied in the last interval"));
+        }
         frame.render_widget(Paragraph::new(lines), inner);
         return;
     }

@@ -135,10 +135,39 @@ fn batch_text_says_what_the_tracer_costs() {
     });
     let text = iolens::batch::text_report(&m, 10);
     assert!(
-        text.contains("  trace on (cpu 0.30%, budget 0.2%), sampled 30%: traced figures ~estimated"),
+        text.contains("  trace on (cpu 0.3%, budget 0.2%), sampled 30%: traced figures ~estimated"),
         "{text}"
     );
     m.trace.cost = m.trace.cost.map(|c| Cost { budget: None, ..c });
     let fixed = iolens::batch::text_report(&m, 10);
     assert!(fixed.contains("  trace on, sampled 30%"), "{fixed}");
+}
+
+/// An interval with no tracer window (share 0): the page-cache figures are
+/// n/a (text, JSON null), not 0; the sampled blocked time stays.
+#[test]
+fn an_interval_without_a_window_shows_files_as_unknown() {
+    let mut m = sampled(files_model(), 0.0);
+    let s = draw_popup(&m, Popup::Files(0), 120, 16);
+    assert!(s.contains("no tracer window in the last interval"), "{s}");
+    let rate = iolens::format::rate(64.0 * 1048576.0 / m.interval_s.unwrap_or(1.0));
+    assert!(draw_popup(&sampled(files_model(), 1.0), Popup::Files(0), 120, 16).contains(&rate));
+    assert!(!s.contains(&rate) && s.contains("n/a"), "{s}");
+    let j = iolens::present::files::files_json(&m, 10);
+    let rows = j.as_array().cloned().unwrap_or_default();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter()
+            .all(|r| r["read_bytes"].is_null() && r["dirtied_folios"].is_null()),
+        "{j}"
+    );
+    assert!(
+        rows.iter().any(|r| r["blocked_seconds_est"].as_f64() > Some(0.0)),
+        "{j}"
+    );
+    let info = iolens::present::files::files_info_json(&m);
+    assert!(info["unplaced_dirtied_folios"].is_null(), "{info}");
+    m.trace.interval.share = Share(0.5);
+    let j = iolens::present::files::files_json(&m, 10);
+    assert!(j[0]["read_bytes"].as_u64().is_some(), "{j}");
 }

@@ -237,7 +237,7 @@ fn the_header_says_what_the_tracer_costs() {
     });
     let v = ViewState::default();
     let wide = text(&draw(&m, &v, 200, 40));
-    assert!(wide.contains("│ tracer cpu 0.30%, budget 2.0%"), "{wide}");
+    assert!(wide.contains("│ tracer cpu 0.3%, budget 2%"), "{wide}");
     let narrow = text(&draw(&m, &v, 60, 40));
     assert!(!narrow.contains("tracer cpu"), "{narrow}");
     m.trace.cost = None;

@@ -478,7 +478,8 @@ impl Handle {
     }
 
     /// The tracer's CPU since the last call, as its budget counts it;
-    /// `None` without a budget (the cost is measured only to hold one).
+    /// `None` when nothing holds the tracer (no budget, no fixed duty: the
+    /// cost is measured only to hold it).
     /// Takes the tracer's lock, which its thread holds while it feeds the
     /// sink: never call it holding a lock the sink takes.
     pub fn take_cost(&self) -> Option<Cost> {

@@ -61,11 +61,24 @@ impl Cost {
         (self.wall_ns > 0).then(|| ns as f64 * 100.0 / self.wall_ns as f64)
     }
 
-    /// "cpu 0.30%, budget 2.0%"; `None` without a budget or a length.
+    /// "cpu 0.3%, budget 2%"; `None` without a budget or a length.
     pub fn summary(&self) -> Option<String> {
         let (pct, budget) = (self.pct(self.cpu_ns)?, self.budget?);
-        Some(format!("cpu {pct:.2}%, budget {:.1}%", budget * 100.0))
+        Some(format!("cpu {}%, budget {}%", pct_text(pct), pct_text(budget * 100.0)))
     }
+}
+
+/// A percentage with the digits that matter: "2", "0.3", "0.04", "0.005".
+fn pct_text(p: f64) -> String {
+    let digits = if p >= 1.0 || p == 0.0 {
+        1
+    } else {
+        // two significant digits
+        (1.0 - p.log10().floor()) as usize
+    };
+    let s = format!("{p:.digits$}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
 }
 
 impl Sampling {
@@ -228,5 +241,18 @@ mod tests {
             assert_eq!(Sampling::new(Controller::fixed(0.5), f, 0).take_cost(MS).budget, None);
         }
         let _ = std::fs::remove_file(&dir);
+    }
+
+    #[test]
+    fn percentages_keep_the_digits_that_matter() {
+        let t: Vec<String> = [2.0, 0.2, 0.04, 0.3, 0.295, 0.0051, 12.34, 0.0].map(pct_text).into();
+        assert_eq!(t, ["2", "0.2", "0.04", "0.3", "0.29", "0.0051", "12.3", "0"]);
+        let c = Cost {
+            cpu_ns: 400_000,
+            lookup_ns: 0,
+            wall_ns: 1_000_000_000,
+            budget: Some(0.0004),
+        };
+        assert_eq!(c.summary().as_deref(), Some("cpu 0.04%, budget 0.04%"));
     }
 }

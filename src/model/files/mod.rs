@@ -365,12 +365,18 @@ impl FileTracker {
 
     /// Close the interval at `now` (trace clock), traced at `share`: its
     /// counts scaled to the whole interval ([`scale_files`]) before they
-    /// are added to the totals since start. An add of the last
-    /// [`PENDING_HOLD_NS`] before `now` stays pending for the next
+    /// are added to the totals since start. Traced whole, an add of the
+    /// last [`PENDING_HOLD_NS`] before `now` stays pending for the next
     /// interval: its task's next event may be the write's dirty, not yet
-    /// read from the buffers (a 1 MiB folio's copy takes ~0.1 ms).
+    /// read from the buffers (a 1 MiB folio's copy takes ~0.1 ms). In
+    /// windows every add is settled here (the next interval's share would
+    /// scale it wrongly; a window's end is settled by its drain).
     pub fn take_interval_at(&mut self, now: u64, share: Share) -> FilesInterval {
-        let held = now.saturating_sub(PENDING_HOLD_NS);
+        let held = if share.sampled() {
+            u64::MAX
+        } else {
+            now.saturating_sub(PENDING_HOLD_NS)
+        };
         let old: Vec<i32> = self
             .pending
             .iter()

@@ -36,6 +36,12 @@ impl TraceView {
         }
     }
 
+    /// Traced in windows, none of them in the last interval: its traced
+    /// figures are unknown (not 0).
+    pub fn no_window(&self) -> bool {
+        self.active && self.interval.share.0 <= 0.0
+    }
+
     /// "sampled 30%" while tracing runs in windows (its figures are
     /// estimates from the traced share); `None` when whole or off.
     pub fn sampled(&self) -> Option<String> {
