@@ -132,20 +132,18 @@ for r in $(seq 1 "$ROUNDS"); do
             echo "file_events_cost: iolens did not trace: $(tail -c 300 "$WORK/iolens.json") $(cat "$WORK/iolens.err")" >&2
             exit 1
         fi
-        read -r cpu trc fol share acc < <(python3 - "$c0" "$c1" "$n0" "$n1" "$p0" "$p1" "$t0" "$t1" "$WORK/iolens.json" "$((2 + WARM))" <<'PY'
-import re, statistics, sys
+        read -r cpu trc fol share < <(python3 - "$c0" "$c1" "$n0" "$n1" "$p0" "$p1" "$t0" "$t1" "$WORK/iolens.json" <<'PY'
+import re, sys
 c0, c1, n0, n1, p0, p1, t0, t1 = (float(x) for x in sys.argv[1:9])
 wall = t1 - t0
 text = open(sys.argv[9]).read()
 shares = [float(x) for x in re.findall(r'"trace_share":([0-9.eE+-]+)', text)]
 share = f"{min(shares):.3f}-{max(shares):.3f}" if shares else "-"
-# iolens's own count of the tracer's CPU (the budget's), per report, from
-# the reader's WARM s on
-counted = [float(x) for x in re.findall(r'"tracer_cpu_pct":([0-9.eE+-]+)', text)][int(sys.argv[10]):]
-acc = f"{statistics.fmean(counted):.2f}" if counted else "-"
-print(f"{(c1 - c0) / 1e7 / wall:.2f} {(n1 - n0) / 1e7 / wall:.2f} {(p1 - p0) / 4 / wall:.0f} {share} {acc}")
+print(f"{(c1 - c0) / 1e7 / wall:.2f} {(n1 - n0) / 1e7 / wall:.2f} {(p1 - p0) / 4 / wall:.0f} {share}")
 PY
 )
+        # from the reader's WARM s on
+        acc=$(counted_pct "$WORK/iolens.json" "$(awk -v w="$WARM" 'BEGIN { print int(w) + 2 }')")
         echo "  round $r, $mode: iolens ${cpu}% of one core, tracer thread ${trc}%, counted by iolens ${acc}%; read ${mbs%.*} MB/s; <= $fol folios/s added; trace_share $share" >&2
         CPU[$mode]="${CPU[$mode]:-} $cpu"; TRC[$mode]="${TRC[$mode]:-} $trc"
         [ "$acc" != - ] && ACC[$mode]="${ACC[$mode]:-} $acc"

@@ -111,20 +111,19 @@ one() {
         echo "trace_budget_live: iolens did not trace: $(tail -c 300 "$WORK/iolens.json") $(cat "$WORK/iolens.err")" >&2
         exit 1
     fi
-    python3 - "$out" "$WORK/iolens.json" "$t0" "$t1" "$n0" "$n1" "$s0" "$s1" "$mode" "$WARM" <<'PY'
-import json, os, re, statistics, sys
-out, js, t0, t1, n0, n1, s0, s1, mode, warm = sys.argv[1:]
+    local counted
+    # from WARM s into fio on
+    counted=$(counted_pct "$WORK/iolens.json" "$(awk -v w="$WARM" 'BEGIN { print int(w) + 2 }')")
+    python3 - "$out" "$WORK/iolens.json" "$t0" "$t1" "$n0" "$n1" "$s0" "$s1" "$mode" "$counted" <<'PY'
+import json, os, re, sys
+out, js, t0, t1, n0, n1, s0, s1, mode, counted = sys.argv[1:]
 iops = round(json.load(open(out))["jobs"][0]["read"]["iops"])
 wall = float(s1) - float(s0)
 proc = (int(t1) - int(t0)) / os.sysconf("SC_CLK_TCK") / wall * 100
 tracer = (int(n1) - int(n0)) / 1e9 / wall * 100 if mode != "notrace" else "-"
 shares = [float(x) for x in re.findall(r'"trace_share":([0-9.eE+-]+)', open(js).read())]
 share = f"{min(shares):.3f}-{max(shares):.3f}" if shares else "-"
-# iolens's own count of its tracer's CPU per report (JSON tracer_cpu_pct:
-# what the budget holds), from WARM s into fio on
-counted = [float(x) for x in re.findall(r'"tracer_cpu_pct":([0-9.eE+-]+)', open(js).read())][int(float(warm)) + 2:]
-print(iops, f"{proc:.2f}", tracer if tracer == "-" else f"{tracer:.2f}", share,
-      f"{statistics.fmean(counted):.2f}" if counted else "-")
+print(iops, f"{proc:.2f}", tracer if tracer == "-" else f"{tracer:.2f}", share, counted)
 PY
 }
 

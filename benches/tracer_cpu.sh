@@ -12,3 +12,15 @@ tracer_ns() {
     done
     echo 0
 }
+
+# iolens's own count of its tracer's CPU (JSON `tracer_cpu_pct`, what the
+# budget holds: the thread and the samples' reads of the buffers), the
+# mean over the reports in file $1 after the first $2, in % of one core;
+# "-" when none carries it.
+counted_pct() {
+    python3 - "$1" "$2" <<'PY'
+import re, statistics, sys
+v = [float(x) for x in re.findall(r'"tracer_cpu_pct":([0-9.eE+-]+)', open(sys.argv[1]).read())][int(sys.argv[2]):]
+print(f"{statistics.fmean(v):.2f}" if v else "-")
+PY
+}

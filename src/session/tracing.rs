@@ -259,8 +259,9 @@ impl Sink for Feed {
         let named = events
             .iter()
             .enumerate()
-            .filter(|&(i, e)| inside(i) && !e.kernel && e.tgid > 0);
-        for (_, e) in named {
+            .filter(|&(i, e)| inside(i) && !e.kernel && e.tgid > 0)
+            .map(|(_, e)| e);
+        for e in named {
             if last == (e.tgid, e.ino) {
                 continue;
             }

@@ -39,7 +39,7 @@ impl TraceView {
     /// Traced in windows, none of them in the last interval: its traced
     /// figures are unknown (not 0).
     pub fn no_window(&self) -> bool {
-        self.active && self.interval.share.0 <= 0.0
+        self.active && self.interval.share.no_window()
     }
 
     /// "sampled 30%" while tracing runs in windows (its figures are

@@ -39,6 +39,12 @@ impl Share {
         self.0 < 1.0
     }
 
+    /// Traced in windows, none of them in the interval: its traced
+    /// figures are unknown (not 0).
+    pub fn no_window(&self) -> bool {
+        self.0 <= 0.0
+    }
+
     /// The traced percentage, rounded, at most 99 while sampled (a share
     /// under 1 never reads 100 %), at least 0.
     pub fn pct(&self) -> u32 {
@@ -193,7 +199,7 @@ fn sc(x: &mut u64, f: f64) {
 /// unknown, not 0 (what a drain completed in it is dropped).
 pub fn scale(iv: &mut TraceInterval, share: Share) {
     iv.share = share;
-    if unknown(share) {
+    if share.no_window() {
         iv.devices.clear();
         iv.procs.clear();
         return;
@@ -234,16 +240,11 @@ pub fn scale(iv: &mut TraceInterval, share: Share) {
     }
 }
 
-/// Traced in windows, none of them in the interval.
-fn unknown(share: Share) -> bool {
-    share.0 <= 0.0
-}
-
 /// Scale the page-cache counts of a files interval taken in the same
 /// windows (reads, dirties, created bytes; not the blocked time, which is
 /// sampled from the process list). A share of 0: no file is known.
 pub fn scale_files(iv: &mut FilesInterval, share: Share) {
-    if unknown(share) {
+    if share.no_window() {
         iv.files.clear();
         iv.unplaced_dirtied = 0;
         return;
@@ -276,7 +277,7 @@ pub fn scale_files(iv: &mut FilesInterval, share: Share) {
 /// bdi); the longest pause, the writers and the last event's dirty counts
 /// stay as traced. A share of 0 (no window): nothing is known.
 pub fn scale_throttle(iv: &mut ThrottleInterval, share: Share) {
-    if unknown(share) {
+    if share.no_window() {
         iv.procs.clear();
         iv.bdis.clear();
         return;
