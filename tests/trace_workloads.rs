@@ -16,6 +16,16 @@
 //! share is checked (0.3 ± 0.1); `percentage_random=50` must read MIXED
 //! with a share of 0.5 ± 0.1.
 //!
+//! Each run's events are also taken as windows of the CPU budget would
+//! have taken them ([`emulations`]): the sequential share within 0.05 of
+//! whole tracing's, the scaled reads within 10%, and over a run of at least
+//! [`LONG_SECS`] (`IOLENS_WORKLOAD_SECS`, benches/trace_windows.sh) read
+//! p50 and p99 within 10%. Beside each run `iolens record` traces the same
+//! requests in windows of a 30% duty (the kernel's `tracing_on`, the real
+//! binary): its sequential share and, over a long run, its read p50 and
+//! p99 against whole tracing's, its scaled reads against the device's own
+//! count (within 15%, over a long run 10%).
+//!
 //! A workload whose checks fail is run once again (the first run's
 //! failures printed): on a day the VM's host is busy the gaps to the
 //! kernel's and fio's clocks grow with the requests' time.
@@ -28,17 +38,42 @@ use std::time::{Duration, Instant};
 use iolens::collect::monotonic_ns;
 use iolens::collect::trace::block::BlockEvent;
 use iolens::collect::trace::block::Dev;
-use iolens::collect::trace::budget::{Controller, Windows};
+use iolens::collect::trace::budget::Windows;
 use iolens::collect::trace::reader::Tracer;
 use iolens::model::pattern::Pattern;
 use iolens::model::trace::hist::LatHist;
 use iolens::model::trace::{Accumulator, PatternThresholds, TraceInterval};
+use iolens::record::file::Recording;
 
 #[path = "common/tools.rs"]
 mod tools;
 
 const SIZE_MB: u64 = 256;
 const SECS: u64 = 3;
+/// From how long a run the emulated windows' read p50 and p99 are held
+/// within 10% of whole tracing's.
+const LONG_SECS: u64 = 15;
+/// The windows each run's events are also taken in, as (duty, phase ns):
+/// the default cycle (200 ms) at a 30% duty; over a long run also from
+/// another starting point and at 10% (over a short one, 1-2 kept
+/// intervals, a 10% duty's 250 ms cycles can leave one without a window,
+/// and each more check of scaled counts over so few windows is one more
+/// chance of a miss: seq 1m read +11.4% once from the second start).
+fn emulations() -> &'static [(f64, u64)] {
+    const ALL: [(f64, u64); 3] = [(0.3, 0), (0.3, 100_000_000), (0.1, 0)];
+    if secs() >= LONG_SECS { &ALL } else { &ALL[..1] }
+}
+/// The fixed duty of the recorder beside each run ([`Recorder`]).
+const RECORDER_DUTY: f64 = 0.3;
+
+/// [`SECS`], or `IOLENS_WORKLOAD_SECS` (benches/trace_windows.sh runs
+/// the workloads longer).
+fn secs() -> u64 {
+    std::env::var("IOLENS_WORKLOAD_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SECS)
+}
 /// What fio's clat may hold beyond the block layer's total on a VM at
 /// real-time priority (system call and cross-CPU wakeup; see the top):
 /// ~16 µs on a quiet day of the development VM, but 25 µs beyond the
@@ -100,6 +135,79 @@ impl Drop for Loop {
     }
 }
 
+/// `iolens record --trace` beside a run, tracing in windows of a fixed
+/// duty (`IOLENS_TRACE_DUTY`): the same requests as the test's whole
+/// tracing, taken by the kernel's `tracing_on` windows of the real binary.
+struct Recorder {
+    child: std::process::Child,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Recorder {
+    /// Start it and wait until it has recorded a trace frame (it traces).
+    fn start(duty: f64) -> Result<Recorder, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let file = dir.path().join("windows.iolens");
+        let child = Command::new(env!("CARGO_BIN_EXE_iolens"))
+            .args(["record", "--trace", "--interval", "1"])
+            .arg(&file)
+            .env("IOLENS_TRACE_DUTY", duty.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting iolens record: {e}"))?;
+        let r = Recorder { child, file, _dir: dir };
+        r.wait_for(1)?;
+        Ok(r)
+    }
+
+    /// The trace frames recorded so far.
+    fn traces(&self) -> usize {
+        Recording::open(&self.file).map_or(0, |r| r.segments.iter().map(|s| s.traces.len()).sum())
+    }
+
+    /// Wait up to 10 s until `n` trace frames are recorded.
+    fn wait_for(&self, n: usize) -> Result<(), String> {
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.traces() < n {
+            if Instant::now() > until {
+                return Err(format!(
+                    "iolens record wrote {} trace frames in 10 s, not {n}",
+                    self.traces()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// Once one more interval is recorded (fio has ended, so its requests
+    /// are complete and in it), stop it (SIGINT) and read its intervals.
+    fn finish(mut self) -> Result<Vec<TraceInterval>, String> {
+        self.wait_for(self.traces() + 1)?;
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let _ = self.child.wait();
+        let rec = Recording::open(&self.file).map_err(|e| format!("reading the recording: {e:#}"))?;
+        let mut ivs = Vec::new();
+        for seg in &rec.segments {
+            let mut idx: Vec<usize> = seg.traces.keys().copied().collect();
+            idx.sort_unstable();
+            ivs.extend(idx.into_iter().map(|i| rec.trace(seg, i).interval));
+        }
+        Ok(ivs)
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// A fio child, killed if the test fails early.
 struct Fio(std::process::Child);
 
@@ -130,26 +238,26 @@ struct Run {
     fio: serde_json::Value,
     /// Every interval, first and last included (the whole run).
     all: Vec<TraceInterval>,
-    /// The kept intervals of the same events taken as windows of a 30%
-    /// duty would have taken them ([`Emulated`]).
-    emulated: Vec<TraceInterval>,
-    /// Reads of the device over the kept intervals, from its stat.
-    kept_reads: Option<u64>,
+    /// The kept intervals of the same events taken as the windows of each
+    /// of [`emulations`] would have taken them ([`Emulated`]).
+    emulated: Vec<Vec<TraceInterval>>,
+    /// The intervals of `iolens record` in windows beside the run
+    /// ([`Recorder`]), or why there are none.
+    recorded: Result<Vec<TraceInterval>, String>,
     /// (reads, ms reading) of the device over the whole run, from its stat.
     disk: Option<(u64, u64)>,
 }
 
-/// Run fio with `args` for [`SECS`] seconds while tracing (at real-time
-/// priority with `rt`); a tracer held to a budget has its windows stepped
-/// as the tracer's thread would.
+/// Run fio with `args` for [`secs`] seconds while tracing (at real-time
+/// priority with `rt`), with `iolens record` tracing in windows beside it.
 fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
     let mut tracker = Accumulator::default();
     let mut out = Vec::new();
-    let mut marks = Vec::new();
-    let mut emulated = Emulated::new(0.3);
+    let mut emulated: Vec<Emulated> = emulations().iter().map(|&(d, p)| Emulated::new(d, p)).collect();
     // What came before is not this workload's.
     tracer.poll(&mut out);
     out.clear();
+    let recorder = Recorder::start(RECORDER_DUTY);
     let before = read_stat(dev);
     let mut cmd = if rt {
         let mut c = Command::new("chrt");
@@ -161,7 +269,7 @@ fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
     let child = cmd
         .args(["--name=w", "--direct=1", "--time_based", "--output-format=json"])
         .arg(format!("--filename={dev}"))
-        .arg(format!("--runtime={SECS}"))
+        .arg(format!("--runtime={}", secs()))
         .args(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -176,40 +284,39 @@ fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
         tracer.poll(&mut out);
         tracker.feed(&out);
         tracker.set_counters(&tracer.counters);
-        emulated.feed(&out);
+        emulated.iter_mut().for_each(|e| e.feed(&out));
         out.clear();
-        tracer.step_budget(monotonic_ns(), Some(tracker.pending()), &mut marks);
-        marks.drain(..).for_each(|m| tracker.mark(m));
         if Instant::now() >= next {
             let now = monotonic_ns();
             intervals.push(tracker.take_interval_at(now));
-            emulated_ivs.push(emulated.acc.take_interval_at(now));
+            emulated_ivs.push(
+                emulated
+                    .iter_mut()
+                    .map(|e| e.acc.take_interval_at(now))
+                    .collect::<Vec<_>>(),
+            );
             reads_at.push(read_stat(dev).map(|s| s.0));
             next += Duration::from_secs(1);
         }
         if let Ok(Some(_)) = fio.0.try_wait() {
             break;
         }
-        // Until the next window edge, at most 50 ms.
-        let edge = tracer.sampling.as_ref().and_then(|s| s.wake);
-        let wait = edge.map_or(50_000_000, |w| {
-            w.saturating_sub(monotonic_ns()).clamp(500_000, 50_000_000)
-        });
-        std::thread::sleep(Duration::from_nanos(wait));
+        std::thread::sleep(Duration::from_millis(50));
     }
     // fio's last requests are complete; read them once they are older than
     // the merge hold-back.
     std::thread::sleep(Duration::from_millis(100));
     tracer.poll(&mut out);
     tracker.feed(&out);
-    emulated.feed(&out);
+    emulated.iter_mut().for_each(|e| e.feed(&out));
     out.clear();
     let now = monotonic_ns();
     intervals.push(tracker.take_interval_at(now));
-    emulated_ivs.push(emulated.acc.take_interval_at(now));
+    emulated_ivs.push(emulated.iter_mut().map(|e| e.acc.take_interval_at(now)).collect());
     let disk = before
         .zip(read_stat(dev))
         .map(|(a, b)| (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)));
+    let recorded = recorder.and_then(Recorder::finish);
     let mut text = String::new();
     if let Some(mut o) = fio.0.stdout.take() {
         use std::io::Read;
@@ -237,19 +344,20 @@ fn run(tracer: &mut Tracer, dev: &str, args: &[&str], rt: bool) -> Run {
     } else {
         Vec::new()
     };
-    let emulated = if first < end {
-        emulated_ivs[first..end].to_vec()
-    } else {
-        Vec::new()
-    };
-    let kept_reads = match (reads_at.get(first), reads_at.get(end)) {
-        (Some(Some(a)), Some(Some(b))) if first < end => Some(b - a),
-        _ => None,
-    };
+    let emulated = (0..emulations().len())
+        .map(|k| {
+            let kept = if first < end {
+                &emulated_ivs[first..end]
+            } else {
+                &[][..]
+            };
+            kept.iter().map(|ivs: &Vec<TraceInterval>| ivs[k].clone()).collect()
+        })
+        .collect();
     Run {
         kept,
         emulated,
-        kept_reads,
+        recorded,
         fio,
         all: intervals,
         disk,
@@ -430,7 +538,6 @@ fn sequential_share_and_latency_match_fio() {
         },
     ];
     let mut failures = Vec::new();
-    let mut whole = Vec::new();
     for c in &cases {
         // Once again when a check fails: on a day the VM's host is busy
         // (requests 3-5x as long as on a quiet one) the gaps between the
@@ -439,41 +546,12 @@ fn sequential_share_and_latency_match_fio() {
         // 458.6 µs, -22%) and the windows' scaled counts stray (-10.2%);
         // a second run of the workload is seldom on the same kind of
         // moment. The first run's failures are printed.
-        let (mut w, mut f) = check_case(c, &mut tracer, &lo.0, dev, &th);
+        let mut f = check_case(c, &mut tracer, &lo.0, dev, &th);
         if !f.is_empty() {
             eprintln!("{}: failed {f:#?}; running it again", c.name);
-            (w, f) = check_case(c, &mut tracer, &lo.0, dev, &th);
+            f = check_case(c, &mut tracer, &lo.0, dev, &th);
         }
         failures.extend(f);
-        whole.push(w);
-    }
-    // The same workloads traced in windows by the kernel (a fixed duty of
-    // 30%, as when the CPU budget binds), in runs of their own: the
-    // sequential share within 0.05 of whole tracing and the scaled read
-    // count within 10% of the device's own. Latency is compared on the
-    // same run above (emulated windows): between two runs of a workload
-    // p50 moved up to 22% and p99 up to 2x here.
-    if let Err(e) = tracer.hold_to(Controller::fixed(0.3)) {
-        failures.push(format!("windows: {e}"));
-    }
-    for (c, w) in cases.iter().zip(&whole) {
-        // Once again when it fails, as above.
-        let mut last = Ok(());
-        for _ in 0..2 {
-            let r = run(&mut tracer, &lo.0, c.args, c.p50 && tools::have("chrt"));
-            let s = Figures::of(&r.kept, dev);
-            eprintln!(
-                "{} in windows: {s:?}; whole: {w:?}; device reads {:?}",
-                c.name, r.kept_reads
-            );
-            last = s.close_to(w, r.kept_reads, false);
-            if last.is_ok() {
-                break;
-            }
-        }
-        if let Err(e) = last {
-            failures.push(format!("{} in windows: {e}", c.name));
-        }
     }
     let lost = tracer.counters.lost + tracer.counters.decode.missed_pages;
     eprintln!("lost events {lost}");
@@ -481,15 +559,51 @@ fn sequential_share_and_latency_match_fio() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// One workload traced whole: its figures and the checks that failed.
-fn check_case(c: &Case, tracer: &mut Tracer, lo: &str, dev: Dev, th: &PatternThresholds) -> (Figures, Vec<String>) {
+/// One workload traced whole, and in windows beside it: the checks that
+/// failed.
+fn check_case(c: &Case, tracer: &mut Tracer, lo: &str, dev: Dev, th: &PatternThresholds) -> Vec<String> {
     let mut failures = Vec::new();
     let r = run(tracer, lo, c.args, c.p50 && tools::have("chrt"));
     let w = Figures::of(&r.kept, dev);
-    let e = Figures::of(&r.emulated, dev);
-    eprintln!("{}: whole {w:?}; in emulated windows {e:?}", c.name);
-    if let Err(why) = e.close_to(&w, Some(w.reads), true) {
-        failures.push(format!("{} in emulated windows: {why}", c.name));
+    eprintln!("{}: whole {w:?}", c.name);
+    // Latency is held only over a long run: over a default one (1-2 s
+    // kept, 5-10 windows) the few slow requests that make p99 come in
+    // bursts of this VM that the windows catch or miss (13-50% off).
+    let latency = secs() >= LONG_SECS;
+    for (&(duty, phase), ivs) in emulations().iter().zip(&r.emulated) {
+        let e = Figures::of(ivs, dev);
+        let name = format!(
+            "{} in emulated windows ({:.0}%, phase {} ms)",
+            c.name,
+            duty * 100.0,
+            phase / 1_000_000
+        );
+        eprintln!("{name}: {}", e.against(&w));
+        if let Err(why) = e.close_to(&w, Some(w.reads), duty, latency, 0.10) {
+            failures.push(format!("{name}: {why}"));
+        }
+    }
+    // Traced by the kernel in windows (`iolens record`, as when the CPU
+    // budget binds), the same requests: over the whole run, against the
+    // whole run traced whole and the device's own count of reads.
+    match &r.recorded {
+        Ok(ivs) => {
+            let (e, all) = (Figures::of(ivs, dev), Figures::of(&r.all, dev));
+            let name = format!("{} in windows (iolens record, {:.0}%)", c.name, RECORDER_DUTY * 100.0);
+            eprintln!("{name}: {}; device reads {:?}", e.against(&all), r.disk.map(|d| d.0));
+            // Its scaled reads read low: -0.3% to -4.3% over 20-60 s runs
+            // (the emulated windows ±2%), most at the highest rates: while
+            // its window is open the kernel records each event into its
+            // buffer too, which slows the workload a little, so the rate
+            // in windows is under the rate between them. Over a short run
+            // (5-10 of its windows with requests) the bursts add to it:
+            // two interleaved streams read -5% to -14% in six runs.
+            let tol = if latency { 0.10 } else { 0.15 };
+            if let Err(why) = e.close_to(&all, r.disk.map(|d| d.0), RECORDER_DUTY, latency, tol) {
+                failures.push(format!("{name}: {why}"));
+            }
+        }
+        Err(e) => failures.push(format!("{}: no windowed recording: {e}", c.name)),
     }
     let (ivs, json) = (&r.kept, &r.fio);
     let mut right = 0;
@@ -532,17 +646,18 @@ fn check_case(c: &Case, tracer: &mut Tracer, lo: &str, dev: Dev, th: &PatternThr
             other => failures.push(format!("{}: no p50 to compare: {other:?}", c.name)),
         }
     }
-    (w, failures)
+    failures
 }
 
 /// What windowed tracing must keep of whole tracing, over kept intervals.
 #[derive(Debug)]
 struct Figures {
-    /// Sequential share of the requests (mean over intervals).
+    /// Sequential share of the requests (over all their requests).
     seq: Option<f64>,
     p50: Option<u64>,
     p99: Option<u64>,
-    /// Completed reads (scaled when windowed) and the mean traced share.
+    /// Completed reads (scaled when windowed) and the mean traced share
+    /// of the intervals with requests to the device.
     reads: u64,
     share: f64,
 }
@@ -550,51 +665,68 @@ struct Figures {
 impl Figures {
     fn of(ivs: &[TraceInterval], dev: Dev) -> Figures {
         let mut total = LatHist::default();
-        let (mut seq, mut n, mut reads, mut share) = (0.0, 0, 0, 0.0);
+        let (mut seq, mut issued, mut reads, mut share, mut with) = (0, 0, 0, 0.0, 0);
         for iv in ivs {
-            share += iv.share.0 / ivs.len().max(1) as f64;
             let Some(d) = iv.devices.get(&dev) else { continue };
+            share += iv.share.0;
+            with += 1;
             total.merge(&d.latency[0].total);
             reads += d.completed[0];
-            if let Some(s) = d.seq_share() {
-                seq += s;
-                n += 1;
-            }
+            seq += d.sequential;
+            issued += d.issued;
         }
         Figures {
-            seq: (n > 0).then(|| seq / f64::from(n)),
+            seq: (issued > 0).then(|| seq as f64 / issued as f64),
             p50: total.quantile(0.5),
             p99: total.quantile(0.99),
             reads,
-            share,
+            share: share / f64::from(with.max(1)),
         }
     }
 
-    fn close_to(&self, whole: &Figures, device_reads: Option<u64>, latency: bool) -> Result<(), String> {
-        let near = |a: Option<u64>, b: Option<u64>| match (a, b) {
-            (Some(a), Some(b)) => (a as f64 / b as f64 - 1.0).abs() <= 0.10,
+    /// How these figures differ from `whole`'s, to print.
+    fn against(&self, whole: &Figures) -> String {
+        let pct = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0 => format!("{:+.1}%", (a as f64 / b as f64 - 1.0) * 100.0),
+            _ => "n/a".into(),
+        };
+        format!(
+            "share {:.3}, sequential {:?} (whole {:?}), p50 {}, p99 {}, reads {}",
+            self.share,
+            self.seq.map(|s| (s * 1000.0).round() / 1000.0),
+            whole.seq.map(|s| (s * 1000.0).round() / 1000.0),
+            pct(self.p50, whole.p50),
+            pct(self.p99, whole.p99),
+            pct(Some(self.reads), Some(whole.reads)),
+        )
+    }
+
+    /// Sequential share within 0.05 of `whole`'s, traced share near
+    /// `duty`, scaled reads within `reads_tol` of `device_reads`, and with
+    /// `latency` read p50 and p99 within 10% of `whole`'s.
+    fn close_to(
+        &self,
+        whole: &Figures,
+        device_reads: Option<u64>,
+        duty: f64,
+        latency: bool,
+        reads_tol: f64,
+    ) -> Result<(), String> {
+        let near = |a: Option<u64>, b: Option<u64>, tol: f64| match (a, b) {
+            (Some(a), Some(b)) => (a as f64 / b as f64 - 1.0).abs() <= tol,
             _ => false,
         };
         match (self.seq, whole.seq) {
             (Some(a), Some(b)) if (a - b).abs() <= 0.05 => {}
             other => return Err(format!("sequential share {other:?}")),
         }
-        // p50 and p99 are printed, not held to 10%: at a 30% duty in
-        // 200 ms cycles p99 came 13-36% off whole tracing even on the same
-        // run (the slow requests of this VM come in bursts, which windows
-        // catch or miss), and p50 once 23% (seq 4k libaio qd8, in a CI
-        // run). Shorter cycles do not mend it: emulated on the same runs
-        // at 50, 20 and 10 ms cycles p99 was off as much (-50% to +28%).
-        if latency {
-            eprintln!(
-                "p50 {:?} against {:?}, p99 {:?} against {:?} (printed only)",
-                self.p50, whole.p50, self.p99, whole.p99
-            );
+        if latency && !(near(self.p50, whole.p50, 0.10) && near(self.p99, whole.p99, 0.10)) {
+            return Err(format!("latency: {}", self.against(whole)));
         }
-        if !(0.2..0.5).contains(&self.share) {
-            return Err(format!("traced share {:.3}, the duty is 0.3", self.share));
+        if !(duty * 0.67..duty * 1.67).contains(&self.share) {
+            return Err(format!("traced share {:.3}, the duty is {duty}", self.share));
         }
-        if !near(Some(self.reads), device_reads) {
+        if !near(Some(self.reads), device_reads, reads_tol) {
             return Err(format!(
                 "{} reads scaled, the device counted {device_reads:?}",
                 self.reads
@@ -613,20 +745,28 @@ struct Emulated {
     windows: Windows,
     duty: f64,
     on: bool,
+    /// Where the first cycle starts, until the first event.
+    phase: Option<u64>,
 }
 
 impl Emulated {
-    fn new(duty: f64) -> Emulated {
+    /// Windows of `duty` whose cycles start `phase` ns before the first
+    /// event's.
+    fn new(duty: f64, phase: u64) -> Emulated {
         Emulated {
             acc: Accumulator::default(),
             windows: Windows::default(),
             duty,
             on: true,
+            phase: Some(phase),
         }
     }
 
     fn feed(&mut self, events: &[BlockEvent]) {
         for e in events {
+            if let Some(phase) = self.phase.take() {
+                self.windows.step(e.ts.saturating_sub(phase), self.duty, Some(0));
+            }
             let s = self.windows.step(e.ts, self.duty, Some(self.acc.pending()));
             if let Some(on) = s.on {
                 self.on = on;
