@@ -195,16 +195,6 @@ impl super::reader::Tracer {
         self.sampling = Some(Sampling::new(controller, f, crate::collect::monotonic_ns()));
         Ok(())
     }
-
-    /// Step the budget at `now` (callers that read with [`Tracer::poll`]
-    /// themselves; the thread of `reader::spawn` does it after each read):
-    /// the window edges made are appended to `marks` for the model.
-    pub fn step_budget(&mut self, now: u64, pending: Option<usize>, marks: &mut Vec<Mark>) {
-        if let Some(s) = &mut self.sampling {
-            s.step(now, pending);
-            s.take_marks(marks);
-        }
-    }
 }
 
 #[cfg(test)]
